@@ -1,0 +1,1 @@
+"""ctxsvc: prepares the input of every LLM call an agent makes."""

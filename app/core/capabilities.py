@@ -14,11 +14,11 @@ __all__ = [
     "AGENT_MESSAGE_CAP",
     "AUTO_COMPACT_PERCENT",
     "MAX_TOOL_RESULT_TOKENS",
-    "ModelCapabilities",
-    "ModelLimits",
     "SKILL_BODY_CAP",
     "SUMMARY_MAX_OUTPUT_TOKENS",
     "SYSTEM_PART_CAP",
+    "ModelCapabilities",
+    "ModelLimits",
 ]
 
 AUTO_COMPACT_PERCENT = 85
@@ -92,7 +92,8 @@ class ModelLimits:
                 f"the reserves (output {caps.max_output_tokens}, reasoning "
                 f"{caps.max_reasoning_tokens or 0}, fixed {caps.fixed_reserve_tokens}, safety "
                 f"{caps.safety_margin_tokens} = {reserved}) leave no input room in a "
-                f"{caps.context_window_tokens}-token window; lower a reserve or use a larger window",
+                f"{caps.context_window_tokens}-token window; lower a reserve or use a larger "
+                "window",
             )
         return cls(
             context_window_tokens=caps.context_window_tokens,

@@ -1,7 +1,8 @@
 """Inputs and outputs of the prepare pipeline (SPEC §2, §3.1).
 
-``prepare()`` (``app.core.prepare``) turns ``SystemPart``s, conversation ``Item``s, ``ToolDefinition``s
-and ``ModelCapabilities`` into a ``PreparedModelCall``. Everything here is plain data.
+``prepare()`` (``app.core.prepare``) turns ``SystemPart``s, conversation ``Item``s,
+``ToolDefinition``s and ``ModelCapabilities`` into a ``PreparedModelCall``.
+Everything here is plain data.
 """
 
 from __future__ import annotations
@@ -90,7 +91,8 @@ class ProjectionReport:
 
 @dataclass(frozen=True, slots=True)
 class PreparedModelCall:
-    request: dict[str, Any]  # {"messages": [RequestMessage], "tools": [...], "max_output_tokens": n}
+    # {"messages": [RequestMessage], "tools": [...], "max_output_tokens": n}
+    request: dict[str, Any]
     budget: Budget
     projection: ProjectionReport
     provenance: list[Provenance]

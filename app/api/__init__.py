@@ -1,0 +1,1 @@
+"""HTTP layer: routers, request/response schemas, dependencies and the one error handler."""

@@ -1,0 +1,19 @@
+"""``Annotated`` dependency aliases used by the routers."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from app.container import Container
+
+__all__ = ["ContainerDep"]
+
+
+def get_container(request: Request) -> Container:
+    container: Container = request.app.state.container
+    return container
+
+
+ContainerDep = Annotated[Container, Depends(get_container)]

@@ -1,0 +1,17 @@
+"""Fast JSON responses for large bodies (a prepared request can hold 10 000 messages)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi.responses import Response
+
+__all__ = ["json_response"]
+
+
+def json_response(content: Any, status_code: int = 200) -> Response:
+    # Skips FastAPI's response-model validation pass: the services build these dicts from
+    # typed values already, and re-validating a 10 000-message request would dominate the call.
+    body = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    return Response(body, status_code=status_code, media_type="application/json")

@@ -1,0 +1,132 @@
+"""The one error handler: every failure becomes ``application/problem+json`` (SPEC §8).
+
+``{type, title, status, detail, code}`` plus structured extras. Expected failures are
+``ServiceError``s; request-shape errors come from FastAPI's validation; anything else is a bug and
+the only path to a 500 (logged with its traceback, never echoed to the caller).
+"""
+
+from __future__ import annotations
+
+import logging
+from http import HTTPStatus
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from app.core.errors import ErrorKind, ServiceError
+
+__all__ = ["PROBLEM_RESPONSES", "install_error_handlers", "problem_response"]
+
+log = logging.getLogger("ctxsvc.errors")
+
+_STATUS: dict[ErrorKind, int] = {
+    "invalid": 400,
+    "unprocessable": 422,
+    "not_found": 404,
+    "conflict": 409,
+    "too_large": 413,
+    "unauthorized": 401,
+    "rate_limited": 429,
+    "upstream": 502,
+    "unavailable": 503,
+    "timeout": 504,
+}
+
+_HTTP_CODES = {
+    401: "unauthorized",
+    404: "not_found",
+    405: "method_not_allowed",
+    413: "request_too_large",
+    415: "unsupported_media_type",
+}
+
+
+def problem_response(
+    status: int, code: str, detail: str, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    body: dict[str, Any] = {
+        "type": f"https://ctxsvc.dev/problems/{code}",
+        "title": HTTPStatus(status).phrase,
+        "status": status,
+        "detail": detail,
+        "code": code,
+    }
+    body.update({k: v for k, v in extra.items() if k not in body})
+    return JSONResponse(
+        body, status_code=status, media_type="application/problem+json", headers=headers
+    )
+
+
+def status_of(error: ServiceError) -> int:
+    return _STATUS[error.kind]
+
+
+async def _service_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ServiceError)
+    headers = None
+    retry_after = exc.extra.get("retry_after_seconds")
+    if retry_after is not None:
+        headers = {"Retry-After": str(int(retry_after))}
+    return problem_response(status_of(exc), exc.code, exc.detail, headers, **exc.extra)
+
+
+async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [
+        {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
+        for e in exc.errors()
+    ]
+    where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5])
+    return problem_response(
+        422,
+        "invalid_request",
+        f"The request does not match the schema ({where}). See /docs for the expected shape.",
+        errors=errors,
+    )
+
+
+async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StarletteHTTPException)
+    code = _HTTP_CODES.get(exc.status_code, "http_error")
+    headers = dict(exc.headers) if exc.headers else None
+    return problem_response(exc.status_code, code, str(exc.detail), headers)
+
+
+async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error", exc_info=exc)
+    return problem_response(500, "internal_error", "An unexpected error occurred; it was logged.")
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    app.add_exception_handler(ServiceError, _service_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(StarletteHTTPException, _http_error)
+    app.add_exception_handler(Exception, _unexpected)
+
+
+_PROBLEM_SCHEMA = {
+    "content": {
+        "application/problem+json": {
+            "schema": {
+                "type": "object",
+                "required": ["type", "title", "status", "detail", "code"],
+                "properties": {
+                    "type": {"type": "string"},
+                    "title": {"type": "string"},
+                    "status": {"type": "integer"},
+                    "detail": {"type": "string"},
+                    "code": {"type": "string"},
+                },
+            }
+        }
+    }
+}
+
+# Declared on routers so every error shape is in the OpenAPI document.
+PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
+    status: {"description": HTTPStatus(status).phrase, **_PROBLEM_SCHEMA}
+    for status in (400, 401, 404, 409, 413, 422, 429, 502, 503, 504)
+}

@@ -1,0 +1,46 @@
+"""``POST /v1/prepare``: the stateless pipeline on what the body carries; stores nothing."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Query
+from fastapi.responses import Response
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.content import blocks_to_core, message_to_item
+from app.api.schemas.prepare import EncodeName, PrepareBody, PrepareResponse
+from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.services.prepare import run_prepare
+
+router = APIRouter(prefix="/v1", tags=["stateless"], responses=PROBLEM_RESPONSES)
+
+
+@router.post("/prepare", response_model=PrepareResponse)
+async def prepare_stateless(
+    body: PrepareBody,
+    container: ContainerDep,
+    encode: Annotated[
+        EncodeName | None, Query(description="Overrides the body's `encode`.")
+    ] = None,
+) -> Response:
+    """Build the model request, budget and projection report for the given regions."""
+    if body.model is not None:
+        capabilities, model_name = body.model.to_core(), None
+    else:
+        assert body.model_id is not None  # the schema guarantees exactly one
+        entry = await container.models.get(body.model_id)
+        capabilities, model_name = entry.capabilities, entry.provider.model_name
+    result = run_prepare(
+        [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
+        [message_to_item(m) for m in body.conversation],
+        [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
+        capabilities,
+        PruningWatermark(**body.tool_result_pruning.model_dump()),
+        container.counter(capabilities.token_counter),
+        encode_as=encode or body.encode,
+        model_name=model_name,
+    )
+    return json_response(result)

@@ -1,0 +1,1 @@
+"""Request and response schemas (pydantic); they convert to core types at the edge."""

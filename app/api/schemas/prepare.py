@@ -1,0 +1,110 @@
+"""``POST /v1/prepare`` body and response (API.md, Stateless)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.api.schemas.content import BlockIn, MessageIn
+from app.api.schemas.models import CapabilitiesIn
+
+__all__ = [
+    "BudgetOut",
+    "EncodeName",
+    "PrepareBody",
+    "PrepareResponse",
+    "ProjectionOut",
+    "SystemPartIn",
+    "ToolDefinitionIn",
+    "ToolResultPruningIn",
+]
+
+EncodeName = Literal["openai_chat", "anthropic_messages"]
+
+
+class SystemPartIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    key: str = Field(examples=["core/agent-system"])
+    content: list[BlockIn]
+
+
+class ToolDefinitionIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1)
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+
+
+class ToolResultPruningIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    through_sequence: int | None = Field(default=None, ge=0)
+    spill_directory: str | None = None
+
+
+class PrepareBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    system_context: list[SystemPartIn] = Field(default_factory=list)
+    conversation: list[MessageIn] = Field(default_factory=list)
+    tools: list[ToolDefinitionIn] = Field(default_factory=list)
+    model: CapabilitiesIn | None = None
+    model_id: str | None = Field(default=None, description="A registered or built-in model id.")
+    tool_result_pruning: ToolResultPruningIn = Field(default_factory=ToolResultPruningIn)
+    encode: EncodeName | None = None
+
+    @model_validator(mode="after")
+    def _one_model(self) -> PrepareBody:
+        if (self.model is None) == (self.model_id is None):
+            raise ValueError("give exactly one of `model` (capabilities) or `model_id`")
+        return self
+
+
+class BudgetOut(BaseModel):
+    system_context_tokens: int
+    conversation_tokens: int
+    tool_surface_tokens: int
+    estimated_input_tokens: int
+    reserved_output_tokens: int
+    context_window_tokens: int
+    effective_input_tokens: int
+    auto_compact_token_limit: int
+    reaches_auto_compact_limit: bool
+    input_budget: int
+    dynamic_budget: int
+    dynamic_budget_exhausted: bool
+    counter: str
+
+
+class ProjectionOut(BaseModel):
+    pruned_tool_results: int
+    truncated_tool_results: int
+    original_tokens: int
+    projected_tokens: int
+    synthesized_tool_results: int
+    dropped_orphan_results: int
+    filtered_data_blocks: int
+
+
+class RequestMessageOut(BaseModel):
+    role: Literal["system", "user", "assistant", "tool"]
+    content: list[dict[str, Any]]
+
+
+class RequestOut(BaseModel):
+    messages: list[RequestMessageOut]
+    tools: list[dict[str, Any]]
+    max_output_tokens: int
+
+
+class PrepareResponse(BaseModel):
+    """Documentation of the prepare response; the route writes the JSON itself (speed)."""
+
+    request: RequestOut
+    budget: BudgetOut
+    projection: ProjectionOut
+    provenance: list[dict[str, Any]]
+    provider_payload: dict[str, Any] | None = None

@@ -1,0 +1,80 @@
+"""The built-in model catalogue: real window and output limits of current provider models.
+
+Figures as published by the providers, read on 2026-11-30 through stored copies of their pages:
+- OpenAI model pages (platform.openai.com/docs/models): gpt-5 / gpt-5-mini 400 000-token window
+  with up to 128 000 output tokens (input is capped at 272 000 = 400 000 − 128 000, which is
+  exactly what ``effective_input_tokens`` derives); gpt-4.1 1 047 576 / 32 768; gpt-4o
+  128 000 / 16 384; o3 and o4-mini 200 000 / 100 000.
+- Anthropic models overview (platform.claude.com/docs/en/about-claude/models/overview, as quoted
+  on 2026-05-09): claude-opus-4-7 1 000 000 / 128 000; claude-sonnet-4-6 1 000 000 / 64 000;
+  claude-haiku-4-5 200 000 / 64 000.
+A registered model with the same id overrides a catalogue entry; PUT /v1/models/{id} to adjust.
+"""
+
+from __future__ import annotations
+
+from app.core.capabilities import ModelCapabilities
+from app.services.model_types import ModelEntry, ProviderSpec
+
+__all__ = ["CATALOGUE"]
+
+
+def _openai(model_id: str, window: int, output: int) -> ModelEntry:
+    return ModelEntry(
+        id=model_id,
+        capabilities=ModelCapabilities(
+            context_window_tokens=window,
+            max_output_tokens=output,
+            accepts_data_blocks=True,
+            token_counter="tiktoken:o200k_base",
+        ),
+        provider=ProviderSpec(
+            kind="openai_chat",
+            base_url="https://api.openai.com/v1",
+            model_name=model_id,
+            api_key_env="OPENAI_API_KEY",
+        ),
+        builtin=True,
+    )
+
+
+def _anthropic(model_id: str, window: int, output: int) -> ModelEntry:
+    return ModelEntry(
+        id=model_id,
+        capabilities=ModelCapabilities(
+            context_window_tokens=window, max_output_tokens=output, accepts_data_blocks=True
+        ),
+        provider=ProviderSpec(
+            kind="anthropic_messages",
+            base_url="https://api.anthropic.com/v1",
+            model_name=model_id,
+            api_key_env="ANTHROPIC_API_KEY",
+        ),
+        builtin=True,
+    )
+
+
+# The offline default: deterministic, no network (API.md "Offline kinds"). A modest window so
+# the embedded demo reaches the compaction line in a realistic session.
+_LOCAL = ModelEntry(
+    id="local",
+    capabilities=ModelCapabilities(context_window_tokens=32_000, max_output_tokens=4_096),
+    provider=ProviderSpec(kind="local", base_url=None, model_name="local", api_key_env=None),
+    builtin=True,
+)
+
+CATALOGUE: dict[str, ModelEntry] = {
+    e.id: e
+    for e in (
+        _LOCAL,
+        _openai("gpt-5", 400_000, 128_000),
+        _openai("gpt-5-mini", 400_000, 128_000),
+        _openai("gpt-4.1", 1_047_576, 32_768),
+        _openai("gpt-4o", 128_000, 16_384),
+        _openai("o3", 200_000, 100_000),
+        _openai("o4-mini", 200_000, 100_000),
+        _anthropic("claude-opus-4-7", 1_000_000, 128_000),
+        _anthropic("claude-sonnet-4-6", 1_000_000, 64_000),
+        _anthropic("claude-haiku-4-5", 200_000, 64_000),
+    )
+}

@@ -1,0 +1,31 @@
+"""What the service knows about a model: capabilities plus how to reach it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from app.core.capabilities import ModelCapabilities
+
+__all__ = ["ModelEntry", "ProviderKind", "ProviderSpec"]
+
+ProviderKind = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
+
+
+@dataclass(frozen=True, slots=True)
+class ProviderSpec:
+    kind: ProviderKind
+    base_url: str | None = None
+    model_name: str | None = None
+    api_key_env: str | None = None  # the NAME of an environment variable, never the key itself
+    script: list[dict[str, Any]] | None = None  # only for ``scripted``
+
+
+@dataclass(frozen=True, slots=True)
+class ModelEntry:
+    id: str
+    capabilities: ModelCapabilities
+    provider: ProviderSpec
+    builtin: bool = False
+    script_position: int = 0
+    calibration: dict[str, Any] | None = field(default=None)

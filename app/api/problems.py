@@ -66,11 +66,13 @@ def status_of(error: ServiceError) -> int:
 
 async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
-    headers = None
+    headers: dict[str, str] = {}
     retry_after = exc.extra.get("retry_after_seconds")
     if retry_after is not None:
-        headers = {"Retry-After": str(int(retry_after))}
-    return problem_response(status_of(exc), exc.code, exc.detail, headers, **exc.extra)
+        headers["Retry-After"] = str(int(retry_after))
+    if exc.kind == "unauthorized":
+        headers["WWW-Authenticate"] = "Bearer"
+    return problem_response(status_of(exc), exc.code, exc.detail, headers or None, **exc.extra)
 
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:

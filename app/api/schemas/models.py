@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.capabilities import ModelCapabilities
 
-__all__ = ["CapabilitiesIn", "TokenCounterName"]
+__all__ = ["CapabilitiesIn", "ModelIn", "ModelOut", "ProviderIn", "TokenCounterName"]
 
 TokenCounterName = Literal["estimate", "tiktoken:o200k_base", "tiktoken:cl100k_base"]
 
@@ -28,3 +28,52 @@ class CapabilitiesIn(BaseModel):
         caps = ModelCapabilities(**self.model_dump())
         caps.limits()  # refuse reserves that consume the window before anything else happens
         return caps
+
+
+class ProviderIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["openai_chat", "anthropic_messages", "scripted", "local"]
+    base_url: str | None = Field(default=None, examples=["https://api.openai.com/v1"])
+    model_name: str | None = Field(default=None, examples=["gpt-5"])
+    api_key_env: str | None = Field(
+        default=None,
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
+        description="The NAME of the environment variable holding the key; keys never travel "
+        "in request bodies.",
+        examples=["OPENAI_API_KEY"],
+    )
+    script: list[dict[str, Any]] | None = Field(
+        default=None, description="Only for `scripted`: the entries replayed one per model call."
+    )
+
+    @model_validator(mode="after")
+    def _kind_needs(self) -> ProviderIn:
+        if self.kind in ("openai_chat", "anthropic_messages"):
+            if not self.base_url or not self.model_name:
+                raise ValueError(f"provider kind {self.kind} needs base_url and model_name")
+        if self.kind == "scripted" and self.script is None:
+            raise ValueError("provider kind scripted needs a script (a list of entries)")
+        if self.kind != "scripted" and self.script is not None:
+            raise ValueError("only the scripted kind takes a script")
+        return self
+
+
+class ModelIn(CapabilitiesIn):
+    provider: ProviderIn
+
+
+class ModelOut(BaseModel):
+    id: str
+    context_window_tokens: int
+    max_output_tokens: int
+    max_reasoning_tokens: int | None
+    accepts_data_blocks: bool
+    fixed_reserve_tokens: int
+    safety_margin_tokens: int
+    token_counter: str
+    effective_input_tokens: int
+    auto_compact_token_limit: int
+    provider: dict[str, Any]
+    builtin: bool
+    calibration: dict[str, Any] | None = None

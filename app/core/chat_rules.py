@@ -1,0 +1,123 @@
+"""SPEC §5 append rules, checked on a whole batch before anything is written.
+
+A batch is all-or-nothing: the first violation raises with the index of the offending message, so
+the caller's transaction writes nothing. Tool calls opened earlier in the same batch can be
+answered later in it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from app.core.content import Block
+from app.core.errors import Conflict, InvalidInput
+
+__all__ = ["AppendPlan", "PlannedMessage", "check_append"]
+
+# Assistant blocks are ordered thinking, text, provider_opaque, tool_call (SPEC §1).
+_ASSISTANT_RANK = {"thinking": 0, "text": 1, "provider_opaque": 2, "tool_call": 3}
+
+
+@dataclass(frozen=True, slots=True)
+class PlannedMessage:
+    role: str
+    kind: str
+    content: list[Block]
+    opened_calls: tuple[tuple[str, str], ...] = ()  # (call id, tool name) in block order
+    resolved_call: str | None = None  # the call id a tool message answers
+    tool_name: str | None = None  # the answered call's name
+
+
+@dataclass(frozen=True, slots=True)
+class AppendPlan:
+    messages: list[PlannedMessage] = field(default_factory=list)
+
+
+def _invalid(code: str, index: int, detail: str) -> InvalidInput:
+    return InvalidInput(code, f"message {index}: {detail}", index=index)
+
+
+def check_append(
+    batch: Sequence[tuple[str, str, list[Block]]], unresolved: Mapping[str, str]
+) -> AppendPlan:
+    """Check ``(role, kind, content)`` messages against the unresolved calls (id → name)."""
+    open_calls = dict(unresolved)
+    planned: list[PlannedMessage] = []
+    for index, (role, kind, content) in enumerate(batch):
+        if role == "system":
+            raise _invalid(
+                "system_message_in_conversation",
+                index,
+                "a Conversation never holds a system message; put it in the agent's system prompt",
+            )
+        if kind != "normal" and role != "user":
+            raise _invalid("invalid_kind", index, f"kind {kind!r} is only for user-role messages")
+        if role in ("user", "tool") and not content:
+            raise _invalid("empty_message", index, f"a {role} message needs at least one block")
+        for block in content:
+            if block["type"] == "tool_call" and role != "assistant":
+                raise _invalid("invalid_block", index, "tool_call blocks belong to assistants")
+            if block["type"] == "tool_result" and role != "tool":
+                raise _invalid("invalid_block", index, "tool_result blocks belong to tool messages")
+        if role == "assistant":
+            planned.append(_assistant(index, kind, content, open_calls))
+        elif role == "tool":
+            planned.append(_tool(index, kind, content, open_calls))
+        else:
+            planned.append(PlannedMessage(role, kind, content))
+    return AppendPlan(planned)
+
+
+def _assistant(
+    index: int, kind: str, content: list[Block], open_calls: dict[str, str]
+) -> PlannedMessage:
+    ranks = [_ASSISTANT_RANK.get(b["type"], -1) for b in content]
+    if -1 in ranks:
+        raise _invalid(
+            "invalid_block",
+            index,
+            "assistant messages hold only thinking, text, provider_opaque and tool_call blocks",
+        )
+    if ranks != sorted(ranks):
+        raise _invalid(
+            "invalid_block_order",
+            index,
+            "assistant blocks go in the order thinking, text, provider_opaque, tool_call",
+        )
+    opened: list[tuple[str, str]] = []
+    for block in content:
+        if block["type"] == "tool_call":
+            call_id = block["id"]
+            if call_id in open_calls:
+                raise Conflict(
+                    "duplicate_tool_call_id",
+                    f"message {index}: tool call id {call_id!r} duplicates a call that has no "
+                    "result yet; give every call a unique id",
+                    index=index,
+                    tool_call_id=call_id,
+                )
+            open_calls[call_id] = block["name"]
+            opened.append((call_id, block["name"]))
+    return PlannedMessage("assistant", kind, content, opened_calls=tuple(opened))
+
+
+def _tool(
+    index: int, kind: str, content: list[Block], open_calls: dict[str, str]
+) -> PlannedMessage:
+    if len(content) != 1 or content[0]["type"] != "tool_result":
+        raise _invalid(
+            "invalid_tool_message", index, "a tool message holds exactly one tool_result block"
+        )
+    result = content[0]
+    call_id = result["id"]
+    name = open_calls.pop(call_id, None)
+    if name is None:
+        raise Conflict(
+            "unknown_tool_call",
+            f"message {index}: tool result {call_id!r} answers no unresolved tool call of this "
+            "session (unknown, or already answered)",
+            index=index,
+            tool_call_id=call_id,
+        )
+    return PlannedMessage("tool", kind, content, resolved_call=call_id, tool_name=name)

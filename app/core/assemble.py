@@ -1,0 +1,106 @@
+"""Stage 4: validate the regions and assemble the provider-independent request (SPEC §2.4).
+
+The request has fixed boundaries: system parts first (input order, never sorted), then the
+normalized Conversation; the tool definitions as given; ``max_output_tokens`` always explicit;
+sampling parameters (temperature, top_p, reasoning) never set here. Tool-result ``artifacts``
+are removed, so nothing meant for the caller reaches the model.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.core.content import Block, Item, RealOrigin, content_without_artifacts
+from app.core.counting import TokenCounter
+from app.core.errors import InvalidInput
+from app.core.item_caps import check_system_part
+from app.core.prepared import (
+    Provenance,
+    RequestMessage,
+    SystemPart,
+    ToolDefinition,
+)
+
+__all__ = ["assemble_request", "provenance_of", "validate_conversation", "validate_system_context"]
+
+_CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
+
+
+def validate_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -> None:
+    """Non-blank unique keys, non-empty content, each part under its cap (SPEC §3.3)."""
+    seen: set[str] = set()
+    for position, part in enumerate(parts):
+        if not part.key.strip():
+            raise InvalidInput(
+                "empty_system_context_key",
+                f"system context part {position} has a blank key; give every part a unique key",
+                part_index=position,
+            )
+        if part.key in seen:
+            raise InvalidInput(
+                "duplicate_system_context_key",
+                f"duplicate system context key: {part.key}; every part needs a unique key",
+                key=part.key,
+            )
+        seen.add(part.key)
+        if _is_empty(part):
+            raise InvalidInput(
+                "empty_system_context_part",
+                f"system context part must not be empty: {part.key}; drop it or give it content",
+                key=part.key,
+            )
+        check_system_part(part.key, part.content, counter)
+
+
+def _is_empty(part: SystemPart) -> bool:
+    # A part of only blank text says nothing to the model; treat it as empty too.
+    return all(b["type"] == "text" and not b["text"].strip() for b in part.content)
+
+
+def validate_conversation(items: Sequence[Item]) -> None:
+    """The Conversation never carries a system message (SPEC §1)."""
+    for index, item in enumerate(items):
+        if item.role not in _CONVERSATION_ROLES:
+            raise InvalidInput(
+                "system_message_in_conversation",
+                f"conversation item {index} has role {item.role!r}; system instructions belong "
+                "in system_context, the conversation holds only user, assistant and tool messages",
+                item_index=index,
+            )
+
+
+def provenance_of(item: Item) -> Provenance:
+    origin = item.origin
+    if isinstance(origin, RealOrigin) and origin.message_id is not None:
+        return {"type": "persisted", "message_id": origin.message_id}
+    return {"type": "synthesized"}
+
+
+def _sendable(content: list[Block]) -> list[Block]:
+    # A plain loop (no generator) because this runs once per message on the hot path; the
+    # common case, no artifacts, hands on the very same list.
+    for block in content:
+        if block["type"] == "tool_result" and "artifacts" in block:
+            return content_without_artifacts(content)
+    return content
+
+
+def assemble_request(
+    system_context: Sequence[SystemPart],
+    items: Sequence[Item],
+    tools: Sequence[ToolDefinition],
+    max_output_tokens: int,
+) -> tuple[dict[str, Any], list[Provenance]]:
+    """The request and one provenance entry per Conversation message."""
+    messages: list[RequestMessage] = [
+        {"role": "system", "content": part.content} for part in system_context
+    ]
+    for item in items:
+        messages.append({"role": item.role, "content": _sendable(item.content)})
+    request: dict[str, Any] = {
+        "messages": messages,
+        "tools": list(tools),
+        "max_output_tokens": max_output_tokens,
+    }
+    return request, [provenance_of(item) for item in items]

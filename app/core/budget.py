@@ -1,0 +1,71 @@
+"""Stage 5: measure the prepared copy and apply the model's limits (SPEC §3.1, §3.2).
+
+One number serves display and decisions: the estimate of what is actually sent. Each region is
+summed in the counter's additive measure and turned into tokens once, so the default estimate is
+``ceil(Σ bytes / 4)`` per region. A message's cached measure is reused only while the item is the
+very object the caller passed in (no stage rewrote it) and was measured by the same counter, so a
+prepare never re-measures unchanged history yet always measures what it sends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from app.core.capabilities import ModelLimits
+from app.core.content import Item
+from app.core.counting import TokenCounter
+from app.core.prepared import Budget, SystemPart, ToolDefinition
+
+__all__ = ["conversation_measure", "measure_budget"]
+
+
+def conversation_measure(
+    items: Sequence[Item], counter: TokenCounter, original_items: Sequence[Item] = ()
+) -> int:
+    """Σ of the message measures (before the region's rounding), reusing valid cached figures."""
+    reusable = {id(item) for item in original_items if item.cached is not None}
+    total = 0
+    name = counter.name
+    for item in items:
+        cached = item.cached
+        if cached is not None and cached.counter == name and id(item) in reusable:
+            total += cached.measure
+        else:
+            total += counter.measure_message(item.role, item.content)
+    return total
+
+
+def measure_budget(
+    system_context: Sequence[SystemPart],
+    items: Sequence[Item],
+    tools: Sequence[ToolDefinition],
+    limits: ModelLimits,
+    counter: TokenCounter,
+    original_items: Sequence[Item] = (),
+) -> Budget:
+    """The budget of the prepared copy; ``original_items`` are the caller's untouched items."""
+    system_tokens = counter.tokens(sum(counter.measure_content(p.content) for p in system_context))
+    conversation_tokens = (
+        counter.tokens(conversation_measure(items, counter, original_items))
+        + counter.request_overhead_tokens
+    )
+    tool_tokens = counter.tokens(counter.measure_tools(tools)) if tools else 0
+    estimated = system_tokens + conversation_tokens + tool_tokens
+    reserved = limits.max_output_tokens
+    input_budget = limits.effective_input_tokens
+    dynamic = input_budget - system_tokens - tool_tokens
+    return Budget(
+        system_context_tokens=system_tokens,
+        conversation_tokens=conversation_tokens,
+        tool_surface_tokens=tool_tokens,
+        estimated_input_tokens=estimated,
+        reserved_output_tokens=reserved,
+        context_window_tokens=limits.context_window_tokens,
+        effective_input_tokens=limits.effective_input_tokens,
+        auto_compact_token_limit=limits.auto_compact_token_limit,
+        reaches_auto_compact_limit=limits.reaches_auto_compact_limit(estimated, reserved),
+        input_budget=input_budget,
+        dynamic_budget=dynamic,
+        dynamic_budget_exhausted=dynamic < 0,
+        counter=counter.name,
+    )

@@ -1,0 +1,155 @@
+"""Stage 2: project oversized tool results into the per-result budget (SPEC §2.2).
+
+A result whose visible size exceeds 8000 estimated tokens loses its data blocks (replaced by one
+notice) and, if its text is still over 32 000 bytes, keeps a 75 % head and a 25 % tail of its
+text around a marker. Cuts fall on UTF-8 character boundaries. ``id``, ``name``, ``state`` and
+``artifacts`` are kept; the authoritative stored result is never changed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.core.capabilities import MAX_TOOL_RESULT_TOKENS
+from app.core.content import DataBlock, Item, OutputBlock, TextBlock, ToolResultBlock
+from app.core.counting import estimate_tokens, utf8_len
+from app.core.prune import with_output
+
+__all__ = [
+    "PROJECTION_BUDGET_BYTES",
+    "ProjectResult",
+    "data_omission_notice",
+    "project_tool_results",
+    "truncation_marker",
+    "visible_bytes",
+]
+
+PROJECTION_BUDGET_BYTES = MAX_TOOL_RESULT_TOKENS * 4
+_HEAD_PERCENT = 75
+
+
+@dataclass(frozen=True, slots=True)
+class ProjectResult:
+    items: list[Item]
+    truncated_tool_results: int
+    original_tokens: int  # summed over the truncated results
+    projected_tokens: int  # the same results after projection
+
+
+def data_omission_notice(count: int, byte_count: int) -> str:
+    return (
+        f"[tool result omitted {count} data block(s), approximately {byte_count} bytes; "
+        "the authoritative result remains unchanged]"
+    )
+
+
+def truncation_marker(original_tokens: int) -> str:
+    # SPEC §2.2 wording ("continue with narrower reads"), not the original runtime's.
+    return (
+        f"\n...[tool result truncated; original≈{original_tokens} tokens; "
+        f"projected={MAX_TOOL_RESULT_TOKENS}; continue with narrower reads]...\n"
+    )
+
+
+def _data_bytes(block: DataBlock) -> int:
+    source = block["source"]
+    total = 0
+    for key in ("url", "data", "id", "media_type"):
+        value = source.get(key)
+        if isinstance(value, str):
+            total += utf8_len(value)
+    name = block["name"]
+    return total + (utf8_len(name) if name else 0)
+
+
+def visible_bytes(output: Sequence[OutputBlock]) -> int:
+    """UTF-8 bytes of the text plus, for data blocks, the url/data/id, media_type and name."""
+    total = 0
+    for b in output:
+        total += utf8_len(b["text"]) if b["type"] == "text" else _data_bytes(b)
+    return total
+
+
+def _char_bound(output: Sequence[OutputBlock]) -> int:
+    """An upper bound of ``visible_bytes`` / 4 that needs no encoding: a character is ≤ 4 bytes."""
+    total = 0
+    for b in output:
+        if b["type"] == "text":
+            total += len(b["text"])
+        else:
+            source = b["source"]
+            total += sum(len(v) for v in source.values() if isinstance(v, str))
+            total += len(b["name"] or "")
+    return total
+
+
+def project_tool_results(items: Sequence[Item]) -> ProjectResult:
+    """Project every oversized tool result; unchanged items are returned as the same objects."""
+    out: list[Item] = []
+    truncated = original_sum = projected_sum = 0
+    for item in items:
+        if item.role != "tool":
+            out.append(item)
+            continue
+        new_content = None
+        for index, block in enumerate(item.content):
+            if block["type"] != "tool_result":
+                continue
+            # Fast path: characters × 4 bounds the bytes, so most results never get encoded.
+            if _char_bound(block["output"]) * 4 <= PROJECTION_BUDGET_BYTES:
+                continue
+            original = estimate_tokens(visible_bytes(block["output"]))
+            if original <= MAX_TOOL_RESULT_TOKENS:
+                continue
+            new_block = _project_block(block, original)
+            if new_content is None:
+                new_content = list(item.content)
+            new_content[index] = new_block
+            truncated += 1
+            original_sum += original
+            projected_sum += estimate_tokens(visible_bytes(new_block["output"]))
+        if new_content is None:
+            out.append(item)
+        else:
+            out.append(Item(item.role, item.kind, new_content, item.origin))
+    return ProjectResult(out, truncated, original_sum, projected_sum)
+
+
+def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBlock:
+    texts: list[str] = []
+    removed = removed_bytes = 0
+    for b in block["output"]:
+        if b["type"] == "text":
+            texts.append(b["text"])
+        else:
+            removed += 1
+            removed_bytes += _data_bytes(b)
+    if removed:
+        texts.append(data_omission_notice(removed, removed_bytes))
+    if sum(utf8_len(t) for t in texts) > PROJECTION_BUDGET_BYTES:
+        texts = [_truncate("".join(texts), truncation_marker(original_tokens))]
+    output: list[OutputBlock] = []
+    for text in texts:
+        if text:  # empty text blocks carry nothing for the model
+            tb: TextBlock = {"type": "text", "text": text}
+            output.append(tb)
+    return with_output(block, output)
+
+
+def _truncate(text: str, marker: str) -> str:
+    content_bytes = PROJECTION_BUDGET_BYTES - utf8_len(marker)
+    head_budget = content_bytes * _HEAD_PERCENT // 100
+    if text.isascii():
+        head = text[:head_budget]
+        tail_budget = content_bytes - len(head)
+        return head + marker + text[len(text) - tail_budget :]
+    raw = text.encode("utf-8")
+    head_end = head_budget
+    # Back off to a character boundary: never split a multi-byte sequence (10xxxxxx = inside).
+    while head_end > 0 and (raw[head_end] & 0xC0) == 0x80:
+        head_end -= 1
+    tail_start = len(raw) - (content_bytes - head_end)
+    while tail_start < len(raw) and (raw[tail_start] & 0xC0) == 0x80:
+        tail_start += 1
+    return raw[:head_end].decode("utf-8") + marker + raw[tail_start:].decode("utf-8")

@@ -1,0 +1,70 @@
+"""The core stays pure: ``app.core`` imports only the standard library and itself.
+
+Walks the import statements of every module under ``app/core`` (parsed, not executed), so a
+forbidden import fails here even if it sits in a branch that never runs.
+"""
+
+from __future__ import annotations
+
+import ast
+import sys
+from pathlib import Path
+
+import pytest
+
+CORE = Path(__file__).resolve().parents[1] / "app" / "core"
+FORBIDDEN = {"fastapi", "pydantic", "sqlalchemy", "httpx", "tiktoken", "starlette", "alembic"}
+
+
+def core_modules() -> list[Path]:
+    return sorted(CORE.rglob("*.py"))
+
+
+def imported_modules(path: Path) -> list[tuple[int, str]]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found.extend((node.lineno, alias.name) for alias in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:  # relative import: inside app.core by construction
+                continue
+            found.append((node.lineno, node.module or ""))
+    return found
+
+
+def is_allowed(module: str) -> bool:
+    top = module.split(".")[0]
+    if top in FORBIDDEN:
+        return False
+    return module == "app.core" or module.startswith("app.core.") or top in sys.stdlib_module_names
+
+
+def test_the_core_has_modules_to_check() -> None:
+    assert len(core_modules()) > 5
+
+
+@pytest.mark.parametrize("path", core_modules(), ids=lambda p: str(p.relative_to(CORE)))
+def test_core_module_imports_only_the_standard_library_and_the_core(path: Path) -> None:
+    offending = [
+        f"line {line}: {name}" for line, name in imported_modules(path) if not is_allowed(name)
+    ]
+    assert not offending, f"{path.name} imports outside the pure core: {offending}"
+
+
+@pytest.mark.parametrize(
+    ("module", "allowed"),
+    [
+        ("json", True),
+        ("collections.abc", True),
+        ("app.core.content", True),
+        ("app.storage.models", False),
+        ("app", False),
+        ("fastapi", False),
+        ("pydantic.dataclasses", False),
+        ("tiktoken", False),
+        ("yaml", False),
+    ],
+)
+def test_the_rule_itself(module: str, allowed: bool) -> None:
+    assert is_allowed(module) is allowed

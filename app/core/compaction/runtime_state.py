@@ -1,0 +1,187 @@
+"""Durable runtime state carried across a compaction (SPEC §7.5, reference §8.6).
+
+``edited_paths`` is re-derived from *all* stored messages every time (never from the previous
+state), so a path edited before an earlier compaction is still listed. ``extensions`` holds
+versioned values by key: ``turn_plan`` is this service's; every other key was written by someone
+else (a newer version, another service) and is carried over untouched and never rendered.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from app.core.content import Item
+from app.core.errors import InvalidInput
+from app.core.plan import Plan, PlanArgumentsInvalid
+
+__all__ = [
+    "MAX_EDITED_PATHS",
+    "MAX_PATH_CHARS",
+    "RUNTIME_STATE_SCHEMA_VERSION",
+    "TURN_PLAN_KEY",
+    "Extension",
+    "RuntimeState",
+    "RuntimeStateError",
+    "derive_runtime_state",
+    "edited_paths",
+    "runtime_state_from_json",
+    "runtime_state_to_json",
+    "turn_plan_of",
+]
+
+RUNTIME_STATE_SCHEMA_VERSION = 1
+TURN_PLAN_KEY = "turn_plan"
+TURN_PLAN_SCHEMA_VERSION = 1
+MAX_EDITED_PATHS = 128
+MAX_PATH_CHARS = 1024
+
+
+class RuntimeStateError(InvalidInput):
+    """The runtime state cannot be built: the compaction fails (code ``compaction_error``)."""
+
+    def __init__(self, detail: str) -> None:
+        super().__init__("compaction_error", detail)
+
+
+@dataclass(frozen=True, slots=True)
+class Extension:
+    schema_version: int
+    value: Any
+
+
+@dataclass(frozen=True, slots=True)
+class RuntimeState:
+    edited_paths: tuple[str, ...] = ()
+    extensions: Mapping[str, Extension] = field(default_factory=dict)
+    warnings: tuple[Mapping[str, str], ...] = ()
+    schema_version: int = RUNTIME_STATE_SCHEMA_VERSION
+
+
+def edited_paths(messages: Iterable[Item], *, strict: bool = True) -> tuple[str, ...]:
+    """Paths of ``file_change`` artifacts that were not undone: cut, deduplicated, sorted, capped.
+
+    Paths are cut to 1024 characters *before* deduplication (two long paths with one prefix
+    are one entry) and sorted by code point, which is the byte order of their UTF-8. With
+    ``strict`` an undecodable artifact raises ``RuntimeStateError``; otherwise it is skipped
+    (the ``local`` summarizer must never fail).
+    """
+    found: set[str] = set()
+    for item in messages:
+        for block in item.content:
+            if block["type"] != "tool_result":
+                continue
+            artifacts: object = block.get("artifacts", [])
+            if not isinstance(artifacts, list):
+                if strict:
+                    raise RuntimeStateError("invalid tool result artifacts: expected a list")
+                continue
+            for artifact in artifacts:
+                try:
+                    path = _file_change_path(artifact)
+                except RuntimeStateError:
+                    if strict:
+                        raise
+                    continue
+                if path is not None:
+                    found.add(path)
+    return tuple(sorted(found)[:MAX_EDITED_PATHS])
+
+
+def _file_change_path(artifact: object) -> str | None:
+    if not isinstance(artifact, Mapping) or not isinstance(artifact.get("kind"), str):
+        raise RuntimeStateError("invalid artifact: expected an object with a string kind")
+    if artifact["kind"] != "file_change":
+        return None
+    payload = artifact.get("payload")
+    if not isinstance(payload, Mapping):
+        raise RuntimeStateError("invalid file_change artifact: payload must be an object")
+    path, undone = payload.get("path"), payload.get("undone", False)
+    if not isinstance(path, str):
+        raise RuntimeStateError("invalid file_change artifact: payload.path must be a string")
+    if not isinstance(undone, bool):
+        raise RuntimeStateError("invalid file_change artifact: payload.undone must be a boolean")
+    if undone or not path.strip():
+        return None
+    return path[:MAX_PATH_CHARS]
+
+
+def derive_runtime_state(
+    messages: Sequence[Item], previous: RuntimeState | None, plan: Plan | None
+) -> RuntimeState:
+    """The state to store with a new checkpoint.
+
+    ``messages``: every stored message of the session. ``previous``: the latest checkpoint's
+    state (``None`` before the first). ``plan``: the running turn's plan; manual compaction and
+    rewind pass ``None`` and the previous ``turn_plan`` is carried. Warnings are cleared.
+    """
+    extensions = dict(previous.extensions) if previous is not None else {}
+    if plan is not None:
+        extensions[TURN_PLAN_KEY] = Extension(TURN_PLAN_SCHEMA_VERSION, plan.to_extension_value())
+    state = RuntimeState(edited_paths=edited_paths(messages), extensions=extensions)
+    turn_plan_of(state)  # a carried plan that cannot be rendered fails now, not at install
+    return state
+
+
+def turn_plan_of(state: RuntimeState) -> Plan | None:
+    """The ``turn_plan`` extension as a ``Plan``; ``RuntimeStateError`` when malformed."""
+    ext = state.extensions.get(TURN_PLAN_KEY)
+    if ext is None:
+        return None
+    if ext.schema_version != TURN_PLAN_SCHEMA_VERSION:
+        raise RuntimeStateError(f"unsupported turn_plan schema version: {ext.schema_version}")
+    try:
+        return Plan.from_extension_value(ext.value)
+    except PlanArgumentsInvalid as exc:
+        raise RuntimeStateError(f"invalid turn_plan extension: {exc.detail}") from exc
+
+
+def runtime_state_to_json(state: RuntimeState) -> dict[str, Any]:
+    """The stored JSON shape of SPEC §7.5 (snake_case, extensions by sorted key)."""
+    return {
+        "schema_version": state.schema_version,
+        "edited_paths": list(state.edited_paths),
+        "extensions": {
+            key: {"schema_version": ext.schema_version, "value": ext.value}
+            for key, ext in sorted(state.extensions.items())
+        },
+        "warnings": [dict(w) for w in state.warnings],
+    }
+
+
+def runtime_state_from_json(value: object) -> RuntimeState:
+    """Read a stored state; an unknown schema version or shape raises ``RuntimeStateError``."""
+    if not isinstance(value, Mapping):
+        raise RuntimeStateError("stored runtime state must be an object")
+    version = value.get("schema_version")
+    if version != RUNTIME_STATE_SCHEMA_VERSION:
+        raise RuntimeStateError(f"unsupported compaction runtime state schema version: {version}")
+    paths = value.get("edited_paths", [])
+    if not isinstance(paths, list) or not all(isinstance(p, str) for p in paths):
+        raise RuntimeStateError("stored runtime state edited_paths must be a list of strings")
+    raw_ext = value.get("extensions", {})
+    if not isinstance(raw_ext, Mapping):
+        raise RuntimeStateError("stored runtime state extensions must be an object")
+    extensions: dict[str, Extension] = {}
+    for key, ext in raw_ext.items():
+        if (
+            not isinstance(ext, Mapping)
+            or not isinstance(ext.get("schema_version"), int)
+            or isinstance(ext.get("schema_version"), bool)
+            or "value" not in ext
+        ):
+            raise RuntimeStateError(
+                f"stored runtime state extension {key!r} needs schema_version and value"
+            )
+        extensions[str(key)] = Extension(ext["schema_version"], ext["value"])
+    warnings = value.get("warnings", [])
+    if not isinstance(warnings, list) or not all(
+        isinstance(w, Mapping) and all(isinstance(v, str) for v in w.values()) for w in warnings
+    ):
+        raise RuntimeStateError("stored runtime state warnings must be a list of objects")
+    return RuntimeState(
+        edited_paths=tuple(paths),
+        extensions=extensions,
+        warnings=tuple(dict(w) for w in warnings),
+    )

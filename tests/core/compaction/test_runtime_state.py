@@ -1,0 +1,135 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.core.compaction.runtime_state import (
+    Extension,
+    RuntimeState,
+    RuntimeStateError,
+    derive_runtime_state,
+    edited_paths,
+    runtime_state_from_json,
+    runtime_state_to_json,
+)
+from app.core.content import Item
+from app.core.plan import Plan, PlanStep
+from tests.core.compaction.items import change, tool_with
+from tests.core.factories import user
+
+PLAN = Plan("because", (PlanStep("write tests", "in_progress"),))
+
+
+def test_paths_sorted_deduplicated_undone_and_blank_skipped() -> None:
+    messages = [
+        user("go", seq=1),
+        tool_with(change("src/b.py"), change("src/a.py"), seq=2),
+        tool_with(change("src/a.py"), change("gone.py", undone=True), change("  "), seq=3),
+        tool_with({"kind": "diagnostic", "payload": 42}, change("src/é.py", undone=False), seq=4),
+    ]
+    assert edited_paths(messages) == ("src/a.py", "src/b.py", "src/é.py")
+
+
+def test_path_cut_to_1024_before_dedup() -> None:
+    base = "p" * 1024
+    messages = [tool_with(change(base + "A"), change(base + "B"), change("q" * 1023), seq=1)]
+    assert edited_paths(messages) == (base, "q" * 1023)
+
+
+def test_at_most_128_paths_the_first_in_order() -> None:
+    paths = [f"f{i:03}" for i in range(130)]
+    assert edited_paths([tool_with(*map(change, reversed(paths)), seq=1)]) == tuple(paths[:128])
+    assert len(edited_paths([tool_with(*map(change, paths[:128]), seq=1)])) == 128
+
+
+@pytest.mark.parametrize(
+    "artifact",
+    [
+        {"kind": "file_change", "payload": "src/a.py"},
+        {"kind": "file_change"},
+        change(None),
+        change(7),
+        change("a.py", undone="yes"),
+        "not an object",
+        {"payload": {}},
+    ],
+)
+def test_undecodable_artifact_fails_with_compaction_error(artifact: Any) -> None:
+    messages = [tool_with(artifact, seq=1)]
+    with pytest.raises(RuntimeStateError) as info:
+        derive_runtime_state(messages, None, None)
+    assert info.value.code == "compaction_error"
+    assert edited_paths(messages, strict=False) == ()
+
+
+def test_plan_written_as_turn_plan_extension() -> None:
+    state = derive_runtime_state([], None, PLAN)
+    assert state.extensions["turn_plan"] == Extension(1, PLAN.to_extension_value())
+
+
+def test_manual_and_rewind_carry_the_previous_plan_and_unknown_keys() -> None:
+    previous = RuntimeState(
+        edited_paths=("old.py",),
+        extensions={
+            "turn_plan": Extension(1, PLAN.to_extension_value()),
+            "vendor.notes": Extension(7, {"anything": [1, 2]}),
+        },
+        warnings=({"contributor_key": "x", "code": "collection_failed"},),
+    )
+    messages: list[Item] = [tool_with(change("new.py"), seq=1)]
+    state = derive_runtime_state(messages, previous, None)
+    assert state.extensions == previous.extensions
+    # Paths are re-derived from all messages, not carried; warnings are cleared.
+    assert state.edited_paths == ("new.py",)
+    assert state.warnings == ()
+
+
+def test_a_new_plan_replaces_the_previous_one_even_when_empty() -> None:
+    previous = derive_runtime_state([], None, PLAN)
+    state = derive_runtime_state([], previous, Plan(None, ()))
+    assert state.extensions["turn_plan"].value == {"explanation": None, "steps": []}
+
+
+def test_json_round_trip() -> None:
+    state = derive_runtime_state([tool_with(change("a.py"), seq=1)], None, PLAN)
+    state = RuntimeState(
+        edited_paths=state.edited_paths,
+        extensions={**state.extensions, "zz": Extension(3, None)},
+    )
+    data = runtime_state_to_json(state)
+    assert data == {
+        "schema_version": 1,
+        "edited_paths": ["a.py"],
+        "extensions": {
+            "turn_plan": {"schema_version": 1, "value": PLAN.to_extension_value()},
+            "zz": {"schema_version": 3, "value": None},
+        },
+        "warnings": [],
+    }
+    assert runtime_state_from_json(data) == state
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        None,
+        {"schema_version": 2},
+        {"schema_version": 1, "edited_paths": "a"},
+        {"schema_version": 1, "extensions": {"k": {"value": 1}}},
+        {"schema_version": 1, "extensions": {"k": {"schema_version": True, "value": 1}}},
+        {"schema_version": 1, "warnings": [1]},
+    ],
+)
+def test_bad_stored_state_is_refused(data: Any) -> None:
+    with pytest.raises(RuntimeStateError):
+        runtime_state_from_json(data)
+
+
+def test_a_carried_plan_that_cannot_be_read_fails_the_compaction() -> None:
+    previous = RuntimeState(extensions={"turn_plan": Extension(1, {"steps": "x"})})
+    with pytest.raises(RuntimeStateError):
+        derive_runtime_state([], previous, None)
+    previous = RuntimeState(extensions={"turn_plan": Extension(9, PLAN.to_extension_value())})
+    with pytest.raises(RuntimeStateError, match="schema version"):
+        derive_runtime_state([], previous, None)

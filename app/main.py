@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
-from fastapi import FastAPI
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
+from fastapi import Depends, FastAPI
+
+from app.api.auth import require_api_key
 from app.api.limits import BodySizeLimit
+from app.api.observability import RequestContext, configure_logging
 from app.api.problems import install_error_handlers
-from app.api.routes import prepare, service
+from app.api.routes import models, prepare, service, sessions
 from app.container import Container
 from app.settings import Settings
+from app.storage.migrate import upgrade_to_head
 
 __all__ = ["app", "create_app"]
 
@@ -19,12 +25,28 @@ into validated summaries, and runs whole turns against model providers."""
 
 def create_app(settings: Settings | None = None) -> FastAPI:
     settings = settings or Settings()
-    app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION)
-    app.state.container = Container(settings=settings)
+    container = Container.build(settings)
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if settings.json_logs:
+            configure_logging(settings.log_level)
+        if settings.migrate_on_start:
+            await upgrade_to_head(settings.database_url)
+        try:
+            yield
+        finally:
+            await container.engine.dispose()
+
+    app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    app.state.container = container
     install_error_handlers(app)
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
-    app.include_router(prepare.router)
+    secured = [Depends(require_api_key)]
+    for router in (prepare.router, models.router, sessions.router):
+        app.include_router(router, dependencies=secured)
     return app
 
 

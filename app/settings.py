@@ -29,6 +29,8 @@ class Settings(BaseSettings):
     tokenizer_dir: Path | None = None
     default_model_id: str = "local"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    # Structured JSON logs on stderr, configured at start-up (tests keep pytest's handlers).
+    json_logs: bool = True
     # Turn runner
     turn_lease_seconds: float = Field(default=30.0, gt=0)
     provider_timeout_seconds: float = Field(default=600.0, gt=0)

@@ -1,26 +1,139 @@
-"""Model registry: the built-in catalogue plus models registered through the API."""
+"""Model registry: models registered through the API over the built-in catalogue."""
 
 from __future__ import annotations
 
-from app.core.errors import NotFound
-from app.services.catalogue import CATALOGUE
-from app.services.model_types import ModelEntry
+from typing import Any
 
-__all__ = ["ModelService"]
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.capabilities import ModelCapabilities
+from app.core.errors import Conflict, NotFound
+from app.services.catalogue import CATALOGUE
+from app.services.model_types import ModelEntry, ProviderSpec
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.models import RegisteredModel
+from app.storage.repositories.registry import ModelRepository
+
+__all__ = ["ModelService", "entry_to_json", "resolve_model"]
+
+
+def _entry(row: RegisteredModel) -> ModelEntry:
+    return ModelEntry(
+        id=row.id,
+        capabilities=ModelCapabilities(
+            context_window_tokens=row.context_window_tokens,
+            max_output_tokens=row.max_output_tokens,
+            max_reasoning_tokens=row.max_reasoning_tokens,
+            accepts_data_blocks=row.accepts_data_blocks,
+            fixed_reserve_tokens=row.fixed_reserve_tokens,
+            safety_margin_tokens=row.safety_margin_tokens,
+            token_counter=row.token_counter,
+        ),
+        provider=ProviderSpec(
+            kind=row.provider_kind,  # type: ignore[arg-type]
+            base_url=row.provider_base_url,
+            model_name=row.provider_model_name,
+            api_key_env=row.provider_api_key_env,
+            script=row.script,
+        ),
+        builtin=False,
+        script_position=row.script_position,
+    )
+
+
+def _not_found(model_id: str) -> NotFound:
+    return NotFound(
+        "model_not_found",
+        f"no model {model_id!r}; GET /v1/models lists them, PUT /v1/models/{{id}} registers one",
+        model_id=model_id,
+    )
+
+
+async def resolve_model(db: AsyncSession, model_id: str) -> ModelEntry:
+    """A registered model, else the catalogue entry of that id (inside the caller's transaction)."""
+    row = await ModelRepository(db).get(model_id)
+    if row is not None:
+        return _entry(row)
+    entry = CATALOGUE.get(model_id)
+    if entry is None:
+        raise _not_found(model_id)
+    return entry
+
+
+def entry_to_json(entry: ModelEntry, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+    caps = entry.capabilities
+    limits = caps.limits()
+    provider: dict[str, Any] = {
+        "kind": entry.provider.kind,
+        "base_url": entry.provider.base_url,
+        "model_name": entry.provider.model_name,
+        "api_key_env": entry.provider.api_key_env,
+    }
+    if entry.provider.script is not None:
+        provider["script"] = entry.provider.script
+        provider["script_position"] = entry.script_position
+    return {
+        "id": entry.id,
+        "context_window_tokens": caps.context_window_tokens,
+        "max_output_tokens": caps.max_output_tokens,
+        "max_reasoning_tokens": caps.max_reasoning_tokens,
+        "accepts_data_blocks": caps.accepts_data_blocks,
+        "fixed_reserve_tokens": caps.fixed_reserve_tokens,
+        "safety_margin_tokens": caps.safety_margin_tokens,
+        "token_counter": caps.token_counter,
+        "effective_input_tokens": limits.effective_input_tokens,
+        "auto_compact_token_limit": limits.auto_compact_token_limit,
+        "provider": provider,
+        "builtin": entry.builtin,
+        "calibration": calibration,
+    }
 
 
 class ModelService:
-    def __init__(self, catalogue: dict[str, ModelEntry] | None = None) -> None:
-        self._catalogue = dict(CATALOGUE if catalogue is None else catalogue)
+    def __init__(self, db: SessionFactory) -> None:
+        self._db = db
 
     async def get(self, model_id: str) -> ModelEntry:
-        entry = self._catalogue.get(model_id)
-        if entry is None:
-            raise NotFound(
-                "model_not_found",
-                f"no model {model_id!r}; GET /v1/models lists them, PUT /v1/models/{{id}} adds one",
-            )
-        return entry
+        async with unit_of_work(self._db, read_only=True) as db:
+            return await resolve_model(db, model_id)
 
     async def list(self) -> list[ModelEntry]:
-        return sorted(self._catalogue.values(), key=lambda e: e.id)
+        async with unit_of_work(self._db, read_only=True) as db:
+            registered = {row.id: _entry(row) for row in await ModelRepository(db).list_all()}
+        merged = {**CATALOGUE, **registered}
+        return [merged[k] for k in sorted(merged)]
+
+    async def put(
+        self, model_id: str, capabilities: ModelCapabilities, provider: ProviderSpec
+    ) -> tuple[ModelEntry, bool]:
+        capabilities.limits()  # refuse reserves that consume the window before storing
+        row = RegisteredModel(
+            id=model_id,
+            context_window_tokens=capabilities.context_window_tokens,
+            max_output_tokens=capabilities.max_output_tokens,
+            max_reasoning_tokens=capabilities.max_reasoning_tokens,
+            accepts_data_blocks=capabilities.accepts_data_blocks,
+            fixed_reserve_tokens=capabilities.fixed_reserve_tokens,
+            safety_margin_tokens=capabilities.safety_margin_tokens,
+            token_counter=capabilities.token_counter,
+            provider_kind=provider.kind,
+            provider_base_url=provider.base_url,
+            provider_model_name=provider.model_name,
+            provider_api_key_env=provider.api_key_env,
+            script=provider.script,
+        )
+        async with unit_of_work(self._db) as db:
+            stored, created = await ModelRepository(db).put(row)
+            return _entry(stored), created
+
+    async def delete(self, model_id: str) -> None:
+        async with unit_of_work(self._db) as db:
+            if await ModelRepository(db).delete(model_id):
+                return
+        if model_id in CATALOGUE:
+            raise Conflict(
+                "builtin_model",
+                f"{model_id!r} is a built-in catalogue model and cannot be deleted; PUT a model "
+                "with the same id to override it",
+            )
+        raise _not_found(model_id)

@@ -1,4 +1,4 @@
-"""ASGI clients for the API tests."""
+"""The stateless client runs on SQLite too (every app has a database); it just never writes."""
 
 from __future__ import annotations
 
@@ -7,19 +7,10 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.main import create_app
-from app.settings import Settings
+from tests.conftest import client_for, make_settings
 
 
 @pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-async def stateless_client() -> AsyncIterator[httpx.AsyncClient]:
-    """A client of an app whose stateless routes need no database."""
-    app = create_app(Settings(migrate_on_start=False, max_body_bytes=2_000_000))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+async def stateless_client(sqlite_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async for client in client_for(make_settings(sqlite_url)):
         yield client

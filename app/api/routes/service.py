@@ -3,6 +3,12 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from fastapi.responses import Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from app.api.deps import ContainerDep
+from app.api.problems import PROBLEM_RESPONSES, problem_response
+from app.storage.migrate import is_at_head
 
 router = APIRouter(tags=["service"])
 
@@ -11,3 +17,22 @@ router = APIRouter(tags=["service"])
 async def healthz() -> dict[str, str]:
     """The process is alive."""
     return {"status": "ok"}
+
+
+@router.get("/readyz", responses={503: PROBLEM_RESPONSES[503]})
+async def readyz(container: ContainerDep) -> Response:
+    """The database is reachable and migrated to the latest schema (503 otherwise)."""
+    if await is_at_head(container.engine):
+        return Response('{"status":"ready"}', media_type="application/json")
+    return problem_response(
+        503,
+        "not_ready",
+        "the database is unreachable or not migrated to the latest schema; run `ctxsvc migrate`",
+    )
+
+
+@router.get("/metrics", response_class=Response)
+async def metrics(container: ContainerDep) -> Response:
+    """Prometheus text format: requests and latency per route and status, prepare timings, pool."""
+    container.metrics.refresh_pool()
+    return Response(generate_latest(container.metrics.registry), media_type=CONTENT_TYPE_LATEST)

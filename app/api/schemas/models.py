@@ -25,7 +25,7 @@ class CapabilitiesIn(BaseModel):
     token_counter: TokenCounterName = "estimate"
 
     def to_core(self) -> ModelCapabilities:
-        caps = ModelCapabilities(**self.model_dump())
+        caps = ModelCapabilities(**self.model_dump(include=set(CapabilitiesIn.model_fields)))
         caps.limits()  # refuse reserves that consume the window before anything else happens
         return caps
 

@@ -46,6 +46,9 @@ class ProvidedSkillIn(_Strict):
     name: str = Field(min_length=1, max_length=64)
     description: str = Field(min_length=1)
     path: str = Field(min_length=1)
+    body: str | None = Field(
+        default=None, description="The SKILL.md body, so a turn can select this skill by name."
+    )
 
 
 class ProvidedWorkspaceIn(_Strict):

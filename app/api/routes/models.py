@@ -1,0 +1,44 @@
+"""``/v1/models``: the built-in catalogue and registered models."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Path
+from fastapi.responses import Response
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.models import ModelIn, ModelOut
+from app.services.model_types import ProviderSpec
+from app.services.models import entry_to_json
+
+router = APIRouter(prefix="/v1/models", tags=["models"], responses=PROBLEM_RESPONSES)
+
+ModelId = Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:/-]+$")
+
+
+@router.get("", response_model=list[ModelOut])
+async def list_models(container: ContainerDep) -> Response:
+    """The built-in catalogue plus registered models (a registered id overrides the catalogue)."""
+    return json_response([entry_to_json(e) for e in await container.models.list()])
+
+
+@router.get("/{model_id}", response_model=ModelOut)
+async def get_model(container: ContainerDep, model_id: str = ModelId) -> Response:
+    """One model: capabilities, derived limits and provider."""
+    return json_response(entry_to_json(await container.models.get(model_id)))
+
+
+@router.put("/{model_id}", response_model=ModelOut, responses={201: {"model": ModelOut}})
+async def put_model(body: ModelIn, container: ContainerDep, model_id: str = ModelId) -> Response:
+    """Register or replace a model (201 when created); a scripted model's position resets."""
+    provider = ProviderSpec(**body.provider.model_dump())
+    entry, created = await container.models.put(model_id, body.to_core(), provider)
+    return json_response(entry_to_json(entry), status_code=201 if created else 200)
+
+
+@router.delete("/{model_id}", status_code=204)
+async def delete_model(container: ContainerDep, model_id: str = ModelId) -> Response:
+    """Remove a registered model (built-in catalogue entries cannot be deleted)."""
+    await container.models.delete(model_id)
+    return Response(status_code=204)

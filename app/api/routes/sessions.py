@@ -1,0 +1,102 @@
+"""``/v1/sessions``: sessions, their messages and context inspection."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.content import blocks_to_core
+from app.api.schemas.prepare import EncodeName, PrepareResponse
+from app.api.schemas.sessions import (
+    AppendBody,
+    AppendResponse,
+    MessagePage,
+    SessionCreate,
+    SessionOut,
+    SessionPage,
+    SessionPatch,
+)
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=PROBLEM_RESPONSES)
+
+SessionId = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+class ContextResponse(PrepareResponse):
+    auto_compact_percent: float
+
+
+@router.post("", status_code=201, response_model=SessionOut)
+async def create_session(body: SessionCreate, container: ContainerDep) -> Response:
+    """Create a session with its agent definition, model, workspace and sandbox settings."""
+    spec = body.model_dump(exclude_none=False)
+    if body.workspace is not None:
+        spec["workspace"] = body.workspace.model_dump(exclude_none=True)
+    return json_response(await container.sessions.create(spec), status_code=201)
+
+
+@router.get("", response_model=SessionPage)
+async def list_sessions(
+    container: ContainerDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")] = None,
+) -> Response:
+    """Sessions, newest first, cursor-paginated."""
+    return json_response(await container.sessions.list(limit=limit, cursor=cursor))
+
+
+@router.get("/{session_id}", response_model=SessionOut)
+async def get_session(session_id: SessionId, container: ContainerDep) -> Response:
+    """Read one session."""
+    return json_response(await container.sessions.get(session_id))
+
+
+@router.patch("/{session_id}", response_model=SessionOut)
+async def patch_session(
+    session_id: SessionId, body: SessionPatch, container: ContainerDep
+) -> Response:
+    """Change title, model, sandbox, disabled skills or workspace inputs."""
+    changes = body.model_dump(exclude_unset=True)
+    if body.workspace is not None:
+        changes["workspace"] = body.workspace.model_dump(exclude_none=True)
+    return json_response(await container.sessions.patch(session_id, changes))
+
+
+@router.post("/{session_id}/messages", status_code=201, response_model=AppendResponse)
+async def append_messages(
+    session_id: SessionId, body: AppendBody, container: ContainerDep
+) -> Response:
+    """Append messages (all-or-nothing, SPEC §5 rules) → their ids and sequences."""
+    batch = [(m.role, m.kind, blocks_to_core(m.content)) for m in body.messages]
+    stored = await container.messages.append(session_id, batch)
+    return json_response({"messages": stored}, status_code=201)
+
+
+@router.get("/{session_id}/messages", response_model=MessagePage)
+async def list_messages(
+    session_id: SessionId,
+    container: ContainerDep,
+    after_sequence: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+) -> Response:
+    """Raw stored messages in sequence order (never synthetic items)."""
+    return json_response(
+        await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
+    )
+
+
+@router.get("/{session_id}/context", response_model=ContextResponse)
+async def inspect_context(
+    session_id: SessionId,
+    container: ContainerDep,
+    encode: Annotated[EncodeName | None, Query()] = None,
+) -> Response:
+    """The next request for the active Conversation, read-only (no World State sampling)."""
+    with container.metrics.prepare.labels("inspection").time():
+        result = await container.inspection.inspect(session_id, encode_as=encode)
+    return json_response(result)

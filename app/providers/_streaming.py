@@ -1,0 +1,267 @@
+"""The streaming call shared by the HTTP adapters: keys, retries, timeouts, SSE reading.
+
+A subclass supplies the protocol: its URL and headers, the encoding, the mapping of an HTTP
+error response to a ``ProviderError``, and an ``Assembler`` that turns server-sent events into a
+``ModelResponse``. Everything about *when* to retry lives here, in one place:
+
+- only ``retryable`` errors (429, 5xx, 529, connection failures) are retried, and only while no
+  semantic output (text, reasoning, tool call) has arrived — a resubmission after that would
+  show the user a second, different answer;
+- ``Retry-After`` (seconds, or OpenAI's ``retry-after-ms``) replaces the computed backoff;
+- the total budget covers every attempt and pause; no pause may run past it.
+"""
+
+from __future__ import annotations
+
+import abc
+import asyncio
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any, Protocol
+
+import httpx
+
+from app.providers.base import (
+    ModelResponse,
+    ProviderConfig,
+    ProviderError,
+    RetryPolicy,
+    StreamSink,
+    Timeouts,
+)
+from app.providers.sse import ServerSentEvent, SSEDecoder
+
+__all__ = ["Assembler", "StreamState", "StreamingClient", "retry_after_seconds"]
+
+logger = logging.getLogger(__name__)
+
+
+class StreamState:
+    """What one attempt has delivered so far; decides whether a retry is still safe."""
+
+    def __init__(self, sink: StreamSink | None) -> None:
+        self._sink = sink
+        self.semantic = False  # any text, reasoning or tool-call output received
+        self.emitted = False  # any delta handed to the sink (the draft to clear on failure)
+
+    async def text(self, delta: str) -> None:
+        if not delta:
+            return
+        self.semantic = True
+        if self._sink is not None:
+            self.emitted = True
+            await self._sink.on_text_delta(delta)
+
+    async def reasoning(self, delta: str) -> None:
+        if not delta:
+            return
+        self.semantic = True
+        if self._sink is not None:
+            self.emitted = True
+            await self._sink.on_reasoning_delta(delta)
+
+    def tool_call_output(self) -> None:
+        self.semantic = True
+
+
+class Assembler(Protocol):
+    async def feed(self, event: ServerSentEvent) -> bool:
+        """Take one event; ``True`` once the response is complete (stop reading)."""
+        ...
+
+    def finish(self) -> ModelResponse:
+        """The completed response; a ``protocol`` error if the stream never completed."""
+        ...
+
+
+def retry_after_seconds(headers: httpx.Headers) -> float | None:
+    """``retry-after-ms`` (OpenAI) or ``retry-after`` in seconds; HTTP dates are ignored."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None
+
+
+class StreamingClient(abc.ABC):
+    """A ``ModelClient`` over a shared ``httpx.AsyncClient`` (never created per call)."""
+
+    def __init__(
+        self,
+        http: httpx.AsyncClient,
+        config: ProviderConfig,
+        *,
+        env: Mapping[str, str],
+        retry: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self._http = http
+        self._config = config
+        self._env = env
+        self._retry = retry or RetryPolicy()
+        self._timeouts = timeouts or Timeouts()
+
+    @property
+    def config(self) -> ProviderConfig:
+        return self._config
+
+    # -- what a protocol supplies -------------------------------------------------------------
+
+    @abc.abstractmethod
+    def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The exact JSON body sent for ``request`` (streaming on)."""
+
+    @abc.abstractmethod
+    def _url(self) -> str: ...
+
+    @abc.abstractmethod
+    def _headers(self, api_key: str) -> dict[str, str]: ...
+
+    @abc.abstractmethod
+    def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
+        """Map a non-2xx response to an error (nothing was streamed yet)."""
+
+    @abc.abstractmethod
+    def _assembler(self, state: StreamState) -> Assembler: ...
+
+    # -- the call -------------------------------------------------------------------------------
+
+    async def complete(
+        self, request: dict[str, Any], *, sink: StreamSink | None = None
+    ) -> ModelResponse:
+        api_key = self._api_key()
+        content = json.dumps(
+            self.encode(request), ensure_ascii=False, separators=(",", ":")
+        ).encode()
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + self._timeouts.total
+        attempt = 0
+        while True:
+            attempt += 1
+            state = StreamState(sink)
+            try:
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        return await self._attempt(content, api_key, state)
+                except TimeoutError:
+                    raise ProviderError.of(
+                        "timeout",
+                        f"the model call did not finish within {self._timeouts.total:g} s; "
+                        "retry later or raise the provider timeout",
+                        semantic_output_received=state.semantic,
+                    ) from None
+            except ProviderError as failure:
+                error = _scrub(failure, api_key)
+                if state.emitted and sink is not None:
+                    await sink.on_draft_cleared()
+                delay = self._retry_delay(error, attempt, state, deadline - loop.time())
+                if delay is None:
+                    if error is failure:
+                        raise
+                    raise error from None
+                logger.warning(
+                    "model call to %s failed (%s, HTTP %s); retry %d of %d in %.3f s",
+                    self._config.model_name,
+                    error.code,
+                    error.status,
+                    attempt,
+                    self._retry.max_attempts - 1,
+                    delay,
+                )
+                await asyncio.sleep(delay)
+
+    def _api_key(self) -> str:
+        name = self._config.api_key_env
+        key = self._env.get(name, "").strip() if name else ""
+        if not key:
+            what = f"the environment variable {name}" if name else "no API key variable"
+            raise ProviderError.of(
+                "auth",
+                f"cannot call model {self._config.model_name}: {what} is not set; "
+                "set api_key_env in the model's provider settings and export that variable",
+            )
+        return key
+
+    def _retry_delay(
+        self, error: ProviderError, attempt: int, state: StreamState, remaining: float
+    ) -> float | None:
+        if not error.retryable or state.semantic or attempt >= self._retry.max_attempts:
+            return None
+        if error.retry_after is not None:
+            if error.retry_after > self._retry.max_retry_after:
+                return None
+            delay = error.retry_after
+        else:
+            delay = self._retry.delay(attempt)
+        return delay if delay < remaining else None
+
+    async def _attempt(self, content: bytes, api_key: str, state: StreamState) -> ModelResponse:
+        timeouts = self._timeouts
+        request = self._http.build_request(
+            "POST",
+            self._url(),
+            content=content,
+            headers=self._headers(api_key),
+            timeout=httpx.Timeout(timeouts.idle, connect=timeouts.connect),
+        )
+        response: httpx.Response | None = None
+        try:
+            try:
+                async with asyncio.timeout(timeouts.first_byte):
+                    response = await self._http.send(request, stream=True)
+                    if not response.is_success:
+                        body = await response.aread()
+                        raise self._http_error(response.status_code, body, response.headers)
+                    chunks = response.aiter_bytes()
+                    chunk: bytes | None = await anext(chunks, None)
+            except TimeoutError:
+                raise ProviderError.of(
+                    "timeout",
+                    f"the provider sent nothing within {timeouts.first_byte:g} s",
+                ) from None
+            assembler = self._assembler(state)
+            decoder = SSEDecoder()
+            while chunk is not None:
+                for event in decoder.feed(chunk):
+                    if await assembler.feed(event):
+                        return assembler.finish()
+                chunk = await anext(chunks, None)
+            return assembler.finish()
+        except httpx.TimeoutException as exc:
+            raise ProviderError.of(
+                "timeout",
+                f"the provider stream stalled ({type(exc).__name__}); retry later",
+                semantic_output_received=state.semantic,
+            ) from None
+        except httpx.TransportError as exc:
+            # Connection refused, reset, or closed before the stream completed.
+            raise ProviderError.of(
+                "server_error",
+                f"the connection to the provider failed ({type(exc).__name__})",
+                semantic_output_received=state.semantic,
+                retryable=True,
+            ) from None
+        finally:
+            if response is not None:
+                await response.aclose()
+
+
+def _scrub(error: ProviderError, api_key: str) -> ProviderError:
+    """Never echo a key: some providers quote (part of) the key they were given."""
+    if api_key not in error.detail:
+        return error
+    return ProviderError.of(
+        error.code,
+        error.detail.replace(api_key, "[redacted]"),
+        semantic_output_received=error.semantic_output_received,
+        retryable=error.retryable,
+        retry_after=error.retry_after,
+        status=error.status,
+    )

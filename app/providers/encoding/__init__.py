@@ -1,0 +1,40 @@
+"""Provider encodings: the prepared request as the exact JSON body a protocol expects.
+
+Pure functions (no I/O, no clock): encoding happens after assembly, adds no context, and the
+same request always gives the same body.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, Literal, TypeAlias
+
+from app.providers.encoding.anthropic_messages import ANTHROPIC_DRIVER, encode_anthropic_messages
+from app.providers.encoding.openai_chat import encode_openai_chat
+
+__all__ = [
+    "ANTHROPIC_DRIVER",
+    "PROTOCOLS",
+    "Protocol",
+    "encode",
+    "encode_anthropic_messages",
+    "encode_openai_chat",
+]
+
+Protocol: TypeAlias = Literal["openai_chat", "anthropic_messages"]
+PROTOCOLS: tuple[Protocol, ...] = ("openai_chat", "anthropic_messages")
+
+
+def encode(
+    request: Mapping[str, Any],
+    protocol: Protocol,
+    *,
+    model: str | None = None,
+    stream: bool = False,
+) -> dict[str, Any]:
+    """Encode ``request`` for ``protocol``; an unknown protocol is a ``ValueError``."""
+    if protocol == "openai_chat":
+        return encode_openai_chat(request, model=model, stream=stream)
+    if protocol == "anthropic_messages":
+        return encode_anthropic_messages(request, model=model, stream=stream)
+    raise ValueError(f"unknown provider protocol {protocol!r}")

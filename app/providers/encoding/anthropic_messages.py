@@ -1,0 +1,182 @@
+"""Encode a prepared request as an Anthropic Messages body (``POST {base}/v1/messages``).
+
+Sources, consulted 2026-11-30 through the project's documentation search:
+the Anthropic API reference (docs.anthropic.com/en/api/messages,
+"Messages streaming", "Extended thinking", "Tool use", "Vision", "PDF support"):
+- ``system`` is top level: a list of ``{type:"text", text}`` blocks (omitted when empty);
+- ``messages`` alternate ``user`` / ``assistant``; consecutive messages of the same role are merged
+  into one (the API folds them the same way, sending them merged keeps the body explicit);
+- tool calls are ``tool_use {id, name, input}`` with ``input`` an *object*; tool results are
+  ``tool_result {tool_use_id, content, is_error}`` blocks inside a user message, before any text;
+- ``thinking {thinking, signature}`` / ``redacted_thinking {data}`` blocks must be echoed
+  unmodified (and first) in an assistant message, which needs the signature;
+- images: ``image {source: base64 {media_type, data} | url {url}}``; PDFs: ``document`` with the
+  same sources; text blocks must not be empty; every message needs non-empty content;
+- ``max_tokens`` is required; ``stream: true`` asks for server-sent events.
+
+Decisions: the signature of a thinking block travels in a ``provider_opaque`` block of driver
+``anthropic`` (see ``app.providers.anthropic_messages``): kind ``thinking`` with payload
+``{"signature"}`` (the text is the message's thinking block) or ``{"thinking", "signature"}``
+(several thinking blocks in one response), kind ``redacted_thinking`` with payload ``{"data"}``.
+Thinking without a signature, and provider_opaque blocks of any other driver or kind, are
+dropped. Tool results whose state is ``error``, ``denied`` or ``interrupted`` get
+``is_error: true``. Attachments other than images and PDFs (and ``file_id`` sources, which name
+provider-specific files) become a text note. Messages left empty after that are omitted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from app.core.content import Block, DataBlock, OutputBlock, ToolResultBlock
+from app.providers.encoding._common import (
+    PDF_MEDIA_TYPE,
+    attachment_note,
+    is_image,
+    parse_tool_input,
+)
+
+__all__ = ["ANTHROPIC_DRIVER", "encode_anthropic_messages"]
+
+# The ``driver`` of the provider_opaque blocks this encoding echoes back.
+ANTHROPIC_DRIVER = "anthropic"
+
+
+def encode_anthropic_messages(
+    request: Mapping[str, Any], *, model: str | None = None, stream: bool = False
+) -> dict[str, Any]:
+    """The Messages body for ``request`` (``{"messages", "tools", "max_output_tokens"}``)."""
+    system: list[dict[str, Any]] = []
+    turns: list[dict[str, Any]] = []
+    for message in request["messages"]:
+        role = message["role"]
+        content: Sequence[Block] = message["content"]
+        if role == "system":
+            system.extend(_plain_blocks(content))
+            continue
+        if role == "assistant":
+            role_out, blocks = "assistant", _assistant_blocks(content)
+        elif role == "tool":
+            role_out, blocks = "user", _tool_result_blocks(content)
+        elif role == "user":
+            role_out, blocks = "user", _plain_blocks(content)
+        else:
+            raise ValueError(f"unknown message role {role!r}")
+        if not blocks:
+            continue
+        if turns and turns[-1]["role"] == role_out:
+            turns[-1]["content"].extend(blocks)
+        else:
+            turns.append({"role": role_out, "content": blocks})
+
+    body: dict[str, Any] = {}
+    if model is not None:
+        body["model"] = model
+    if request.get("max_output_tokens") is not None:
+        body["max_tokens"] = request["max_output_tokens"]
+    if system:
+        body["system"] = system
+    body["messages"] = turns
+    tools = request.get("tools") or []
+    if tools:
+        body["tools"] = [
+            {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
+            for t in tools
+        ]
+    if stream:
+        body["stream"] = True
+    return body
+
+
+def _plain_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:
+    """Text and attachments; anything else has no place in a user or system turn."""
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "text":
+            if block["text"]:
+                out.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "data":
+            out.append(_data_block(block))
+    return out
+
+
+def _assistant_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:
+    thinking_text = "".join(b["thinking"] for b in content if b["type"] == "thinking")
+    out: list[dict[str, Any]] = []
+    # Thinking first: the API requires the signed blocks ahead of text and tool_use.
+    for block in content:
+        if block["type"] != "provider_opaque" or block["driver"] != ANTHROPIC_DRIVER:
+            continue
+        payload = block["payload"]
+        if not isinstance(payload, dict):
+            continue
+        if block["kind"] == "thinking" and isinstance(payload.get("signature"), str):
+            text = payload.get("thinking", thinking_text)
+            if isinstance(text, str):
+                signature = payload["signature"]
+                out.append({"type": "thinking", "thinking": text, "signature": signature})
+        elif block["kind"] == "redacted_thinking" and isinstance(payload.get("data"), str):
+            out.append({"type": "redacted_thinking", "data": payload["data"]})
+    for block in content:
+        if block["type"] == "text" and block["text"]:
+            out.append({"type": "text", "text": block["text"]})
+        elif block["type"] == "data":
+            out.append({"type": "text", "text": attachment_note(block)})
+    for block in content:
+        if block["type"] == "tool_call":
+            out.append(
+                {
+                    "type": "tool_use",
+                    "id": block["id"],
+                    "name": block["name"],
+                    "input": parse_tool_input(block["input"]),
+                }
+            )
+    return out
+
+
+def _tool_result_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in content:
+        if block["type"] == "tool_result":
+            out.append(_tool_result(block))
+    return out
+
+
+def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
+    encoded: dict[str, Any] = {"type": "tool_result", "tool_use_id": result["id"]}
+    parts = _output_blocks(result["output"])
+    if parts:
+        encoded["content"] = parts
+    if result["state"] != "success":
+        encoded["is_error"] = True
+    return encoded
+
+
+def _output_blocks(output: Sequence[OutputBlock]) -> list[dict[str, Any]]:
+    out: list[dict[str, Any]] = []
+    for block in output:
+        if block["type"] == "text":
+            if block["text"]:
+                out.append({"type": "text", "text": block["text"]})
+        else:
+            out.append(_data_block(block))
+    return out
+
+
+def _data_block(block: DataBlock) -> dict[str, Any]:
+    source = block["source"]
+    kind = source["source_type"]
+    media_type = source.get("media_type")
+    if kind == "file_id":
+        return {"type": "text", "text": attachment_note(block)}
+    if kind == "url":
+        wire_source: dict[str, Any] = {"type": "url", "url": source.get("url", "")}
+    else:
+        wire_source = {"type": "base64", "media_type": media_type, "data": source.get("data", "")}
+    if is_image(block):
+        return {"type": "image", "source": wire_source}
+    if media_type == PDF_MEDIA_TYPE:
+        return {"type": "document", "source": wire_source}
+    return {"type": "text", "text": attachment_note(block)}

@@ -1,0 +1,122 @@
+"""The active Conversation of a stored session and the regions of its next request (SPEC §5).
+
+Loaded the same way by context inspection, session prepare, turns and compaction, so what a
+client inspects is exactly what a model call would get (acceptance: inspection = real request).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.compaction.checkpoint import Checkpoint, LastUserRequest, compacted_projection
+from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
+from app.core.content import Item, text_block
+from app.core.errors import InvalidInput
+from app.core.plan import UPDATE_PLAN_TOOL
+from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.storage.models import AgentSession, Compaction
+from app.storage.repositories.compactions import CompactionRepository
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import StoredMessage
+
+__all__ = [
+    "AGENT_SYSTEM_KEY",
+    "SERVER_TOOLS",
+    "ActiveConversation",
+    "checkpoint_of",
+    "load_active",
+    "system_context_of",
+    "tool_surface_of",
+    "watermark_of",
+]
+
+AGENT_SYSTEM_KEY = "core/agent-system"
+# Tools the service executes itself (SPEC §6); always advertised after the agent's own tools.
+SERVER_TOOLS: tuple[ToolDefinition, ...] = (UPDATE_PLAN_TOOL, CONVERSATION_HISTORY_TOOL)
+SERVER_TOOL_NAMES = frozenset(t["name"] for t in SERVER_TOOLS)
+
+
+@dataclass(frozen=True, slots=True)
+class ActiveConversation:
+    items: list[Item]
+    checkpoint: Checkpoint | None
+    # Stored messages the projection shows (the tail after the install boundary, or all).
+    stored: list[StoredMessage]
+
+
+def system_context_of(session: AgentSession) -> list[SystemPart]:
+    """System Context is only the agent's system prompt (acceptance §1 item 1)."""
+    return [SystemPart(AGENT_SYSTEM_KEY, [text_block(session.agent["system_prompt"])])]
+
+
+def tool_surface_of(session: AgentSession) -> list[ToolDefinition]:
+    """The agent's tools in their given order, then the server-side tools: deterministic."""
+    tools: list[ToolDefinition] = [
+        {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
+        for t in session.agent.get("tools", [])
+    ]
+    return [*tools, *SERVER_TOOLS]
+
+
+def watermark_of(session: AgentSession) -> PruningWatermark:
+    spill = (session.workspace or {}).get("spill_directory")
+    return PruningWatermark(session.tool_result_pruned_through_sequence, spill)
+
+
+def _checked(rows: list[StoredMessage]) -> list[StoredMessage]:
+    # The schema forbids it; this guards hand-edited databases (acceptance §1 item 6 gap).
+    for row in rows:
+        if row.role not in ("user", "assistant", "tool"):
+            raise InvalidInput(
+                "system_message_in_conversation",
+                f"stored message {row.message_id} has role {row.role!r}; a Conversation never "
+                "holds system messages",
+            )
+    return rows
+
+
+def checkpoint_of(row: Compaction, last_user: StoredMessage | None) -> Checkpoint:
+    content: list[Any] = list(last_user.content) if last_user is not None else []
+    return Checkpoint(
+        compaction_id=row.compaction_id,
+        sequence=row.sequence,
+        kind=row.kind,  # type: ignore[arg-type]
+        summary=row.summary,
+        runtime_reminder=row.runtime_reminder,
+        last_user=LastUserRequest(
+            row.last_user_message_id, row.last_user_message_sequence, content
+        ),
+        through_message_sequence=row.through_message_sequence,
+        replaced_through_message_sequence=row.replaced_through_message_sequence,
+        parent_compaction_id=row.parent_compaction_id,
+        trigger_turn_id=row.trigger_turn_id,
+    )
+
+
+async def load_checkpoint(db: AsyncSession, row: Compaction) -> Checkpoint:
+    last_user = None
+    if row.last_user_message_sequence is not None:
+        last_user = await MessageRepository(db).get_by_sequence(
+            row.session_id, row.last_user_message_sequence
+        )
+    return checkpoint_of(row, last_user)
+
+
+async def load_active(
+    db: AsyncSession, session: AgentSession, counter: str = "estimate"
+) -> ActiveConversation:
+    """All messages in order, or after a compaction: its three items + the messages after it."""
+    messages = MessageRepository(db)
+    latest = await CompactionRepository(db).latest(session.id)
+    if latest is None:
+        rows = _checked(await messages.load(session.id))
+        return ActiveConversation([r.to_item(counter) for r in rows], None, rows)
+    checkpoint = await load_checkpoint(db, latest)
+    rows = _checked(
+        await messages.load(session.id, after_sequence=latest.replaced_through_message_sequence)
+    )
+    items = compacted_projection(checkpoint, [r.to_item(counter) for r in rows])
+    return ActiveConversation(items, checkpoint, rows)

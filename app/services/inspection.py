@@ -1,0 +1,58 @@
+"""Context inspection (``GET /v1/sessions/{id}/context``): the next request, read-only.
+
+The same loader and the same ``prepare()`` as a real model call, so what a client sees is what the
+model would get; no World State sampling, nothing written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from app.core.counting import TokenCounter
+from app.core.prepare import prepare
+from app.services.conversation import (
+    load_active,
+    system_context_of,
+    tool_surface_of,
+    watermark_of,
+)
+from app.services.models import resolve_model
+from app.services.prepare import prepared_to_json
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["InspectionService", "auto_compact_percent"]
+
+
+def auto_compact_percent(budget: dict[str, Any]) -> float:
+    """Estimated input + reserved output as a percentage of the trigger line (100 = compacts)."""
+    line = int(min(budget["auto_compact_token_limit"], budget["effective_input_tokens"]))
+    used = int(budget["estimated_input_tokens"] + budget["reserved_output_tokens"])
+    return round(used * 100 / line, 2)
+
+
+class InspectionService:
+    def __init__(self, db: SessionFactory, counters: Callable[[str], TokenCounter]) -> None:
+        self._db = db
+        self._counters = counters
+
+    async def inspect(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            session = await SessionRepository(db).require(session_id)
+            model = await resolve_model(db, session.model_id)
+            counter = self._counters(model.capabilities.token_counter)
+            active = await load_active(db, session, counter.name)
+        prepared = prepare(
+            system_context_of(session),
+            active.items,
+            tool_surface_of(session),
+            model.capabilities,
+            watermark_of(session),
+            counter,
+        )
+        result = prepared_to_json(
+            prepared, encode_as=encode_as, model_name=model.provider.model_name
+        )
+        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        return result

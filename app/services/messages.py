@@ -1,0 +1,86 @@
+"""Appending to and paging a session's stored messages (SPEC §5)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from app.core.chat_rules import check_append
+from app.core.content import Block
+from app.core.counting import TokenCounter
+from app.services.models import resolve_model
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage, StoredMessage
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["MessageService", "stored_to_json"]
+
+
+def stored_to_json(row: StoredMessage) -> dict[str, Any]:
+    return {
+        "message_id": row.message_id,
+        "sequence": row.sequence,
+        "role": row.role,
+        "kind": row.kind,
+        "content": row.content,
+        "turn_id": row.turn_id,
+        "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def exact_counts(counter: TokenCounter, role: str, content: list[Block]) -> dict[str, int]:
+    """The per-message figure of an exact counter, computed once at append time (SPEC §3.4).
+
+    The estimate's figure (bytes) is stored by the repository for every message anyway.
+    """
+    if counter.name == "estimate":
+        return {}
+    return {counter.name: counter.measure_message(role, content)}
+
+
+class MessageService:
+    def __init__(self, db: SessionFactory, counters: Callable[[str], TokenCounter]) -> None:
+        self._db = db
+        self._counters = counters
+
+    async def append(
+        self, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
+    ) -> list[dict[str, Any]]:
+        """All-or-nothing: a refused message rolls the whole batch back."""
+        async with unit_of_work(self._db) as db:
+            sessions = SessionRepository(db)
+            session = await sessions.require(session_id)
+            await sessions.lock(session_id)  # concurrent appenders queue up per session
+            repo = MessageRepository(db)
+            unresolved = {
+                c.call_id: c.name for c in await repo.list_unresolved_tool_calls(session_id)
+            }
+            plan = check_append(batch, unresolved)
+            model = await resolve_model(db, session.model_id)
+            counter = self._counters(model.capabilities.token_counter)
+            stored = await repo.append(
+                session_id,
+                [
+                    NewMessage(
+                        role=m.role,  # type: ignore[arg-type]
+                        kind=m.kind,  # type: ignore[arg-type]
+                        content=m.content,
+                        token_counts=exact_counts(counter, m.role, m.content),
+                    )
+                    for m in plan.messages
+                ],
+            )
+            return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]
+
+    async def page(self, session_id: str, *, after_sequence: int, limit: int) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            await SessionRepository(db).require(session_id)
+            page = await MessageRepository(db).page(
+                session_id, after_sequence=after_sequence, limit=limit
+            )
+        return {
+            "messages": [stored_to_json(m) for m in page.messages],
+            "has_more": page.has_more,
+            "next_after_sequence": page.next_after_sequence,
+        }

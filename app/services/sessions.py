@@ -1,0 +1,158 @@
+"""Sessions: create, list, read, patch (API.md Sessions)."""
+
+from __future__ import annotations
+
+import base64
+import uuid
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import InvalidInput
+from app.core.world_state.provided import ProvidedSkill, provided_inputs
+from app.services.conversation import SERVER_TOOL_NAMES
+from app.services.models import resolve_model
+from app.settings import Settings
+from app.storage.base import utc_now
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.models import AgentSession
+from app.storage.repositories.sessions import SessionRepository
+from app.workspace.paths import validate_directory, validate_working_directory
+
+__all__ = ["SessionService", "session_to_json"]
+
+
+def session_to_json(row: AgentSession) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "title": row.title,
+        "model_id": row.model_id,
+        "summary_model_id": row.summary_model_id,
+        "agent": row.agent,
+        "workspace": row.workspace,
+        "sandbox": row.sandbox,
+        "disabled_skills": row.disabled_skills,
+        "tool_result_pruned_through_sequence": row.tool_result_pruned_through_sequence,
+        "message_count": row.last_message_sequence,
+        "reload_required": row.reload_required,
+        "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
+        "updated_at": row.updated_at.isoformat().replace("+00:00", "Z"),
+    }
+
+
+def _encode_cursor(row: AgentSession) -> str:
+    raw = f"{row.created_at.isoformat()}|{row.id}".encode()
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def _decode_cursor(cursor: str) -> tuple[datetime, str]:
+    try:
+        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
+        created, session_id = raw.split("|", 1)
+        return datetime.fromisoformat(created), session_id
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InvalidInput("invalid_cursor", "the cursor is not one this API returned") from exc
+
+
+class SessionService:
+    def __init__(self, db: SessionFactory, settings: Settings) -> None:
+        self._db = db
+        self._settings = settings
+
+    def _check_agent(self, agent: dict[str, Any]) -> None:
+        names = [t["name"] for t in agent.get("tools", [])]
+        clash = sorted(SERVER_TOOL_NAMES.intersection(names))
+        if clash:
+            raise InvalidInput(
+                "tool_name_conflict",
+                f"tool name(s) {clash} are server-side tools the service provides itself; "
+                "rename the agent's tool",
+            )
+        dupes = sorted({n for n in names if names.count(n) > 1})
+        if dupes:
+            raise InvalidInput("duplicate_tool_name", f"tool name(s) {dupes} appear twice")
+
+    def _check_workspace(self, workspace: dict[str, Any] | None) -> dict[str, Any] | None:
+        """Validate and canonicalize a workspace; a 4xx before anything is stored."""
+        if workspace is None:
+            return None
+        provided = workspace.get("provided")
+        if provided is not None:
+            provided_inputs(
+                provided["working_directory"],
+                provided.get("repository_root"),
+                provided.get("layout", []),
+                provided.get("agents_md"),
+                [ProvidedSkill(**s) for s in provided.get("skills", [])],
+            )
+            return {"provided": provided}
+        roots = self._settings.workspace_roots
+        result: dict[str, Any] = {
+            "working_directory": validate_working_directory(workspace["working_directory"], roots)
+        }
+        for key, what in (("skills_root", "skills root"), ("spill_directory", "spill directory")):
+            if workspace.get(key):
+                result[key] = validate_directory(workspace[key], roots, what=what)
+        return result
+
+    async def _check_models(self, db: AsyncSession, *model_ids: str) -> None:
+        for model_id in model_ids:
+            await resolve_model(db, model_id)
+
+    async def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+        self._check_agent(spec["agent"])
+        workspace = self._check_workspace(spec.get("workspace"))
+        summary_model_id = spec.get("summary_model_id") or spec["model_id"]
+        now = utc_now()
+        async with unit_of_work(self._db) as db:
+            await self._check_models(db, spec["model_id"], summary_model_id)
+            row = AgentSession(
+                id=f"ses-{uuid.uuid4().hex}",
+                title=spec.get("title"),
+                model_id=spec["model_id"],
+                summary_model_id=summary_model_id,
+                agent=spec["agent"],
+                workspace=workspace,
+                sandbox=spec["sandbox"],
+                disabled_skills=sorted(set(spec.get("disabled_skills", []))),
+                tool_result_pruned_through_sequence=None,
+                last_message_sequence=0,
+                last_event_sequence=0,
+                reload_required=False,
+                created_at=now,
+                updated_at=now,
+            )
+            await SessionRepository(db).add(row)
+            return session_to_json(row)
+
+    async def get(self, session_id: str) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            return session_to_json(await SessionRepository(db).require(session_id))
+
+    async def list(self, *, limit: int, cursor: str | None) -> dict[str, Any]:
+        before = _decode_cursor(cursor) if cursor else None
+        async with unit_of_work(self._db, read_only=True) as db:
+            rows = list(await SessionRepository(db).list_page(limit=limit + 1, before=before))
+        page = rows[:limit]
+        return {
+            "sessions": [session_to_json(r) for r in page],
+            "next_cursor": _encode_cursor(page[-1]) if len(rows) > limit else None,
+        }
+
+    async def patch(self, session_id: str, changes: dict[str, Any]) -> dict[str, Any]:
+        workspace = self._check_workspace(changes["workspace"]) if "workspace" in changes else None
+        async with unit_of_work(self._db) as db:
+            row = await SessionRepository(db).require(session_id, for_update=True)
+            models = [changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)]
+            await self._check_models(db, *models)
+            for key in ("title", "model_id", "summary_model_id", "sandbox"):
+                if key in changes and (changes[key] is not None or key == "title"):
+                    setattr(row, key, changes[key])
+            if changes.get("disabled_skills") is not None:
+                row.disabled_skills = sorted(set(changes["disabled_skills"]))
+            if "workspace" in changes:
+                row.workspace = workspace
+            row.updated_at = utc_now()
+            await db.flush()
+            return session_to_json(row)

@@ -1,0 +1,278 @@
+"""A scriptable, protocol-faithful fake model provider served over real HTTP on loopback.
+
+``FakeProviderServer`` is a small HTTP/1.1 server (keep-alive, chunked streaming) running its own
+event loop in a background thread, so sync and async tests (and benchmarks) can use it alike.
+Script it with a queue of replies, served in order, one per request:
+
+- ``StreamReply(events)``: a 200 ``text/event-stream`` answer; ``first_byte_delay`` holds back
+  the status line, ``event_delay`` paces events, ``drop_after=n`` aborts the connection after
+  ``n`` events (no chunked terminator: the client sees a broken stream);
+- ``ErrorReply(status, body, headers)``: a JSON error answer, e.g. 429 with ``Retry-After``.
+
+Every request is recorded (method, path, headers, raw body) in ``server.requests``. A fixed
+``latency`` delays every reply. When the queue is empty the server answers 500 with the error
+type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly.
+
+The wire builders (``openai_stream``, ``anthropic_stream``, error bodies) live in
+``tests.providers.fake_wire`` and are re-exported here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from http import HTTPStatus
+from types import TracebackType
+from typing import Any
+
+from tests.providers.fake_wire import (
+    SSE,
+    ErrorReply,
+    FakeToolCall,
+    FakeToolUse,
+    Reply,
+    StreamReply,
+    anthropic_error,
+    anthropic_error_event,
+    anthropic_stream,
+    openai_error,
+    openai_error_chunk,
+    openai_stream,
+    openai_usage,
+)
+
+__all__ = [
+    "SSE",
+    "ErrorReply",
+    "FakeProviderServer",
+    "FakeToolCall",
+    "FakeToolUse",
+    "RecordedRequest",
+    "RecordingSink",
+    "Reply",
+    "StreamReply",
+    "anthropic_error",
+    "anthropic_error_event",
+    "anthropic_stream",
+    "openai_error",
+    "openai_error_chunk",
+    "openai_stream",
+    "openai_usage",
+]
+
+
+@dataclass(frozen=True)
+class RecordedRequest:
+    method: str
+    path: str
+    headers: dict[str, str]  # names lower-cased
+    body: bytes
+
+    def json(self) -> Any:
+        return json.loads(self.body)
+
+
+class FakeProviderServer:
+    def __init__(self, *, latency: float = 0.0) -> None:
+        self.latency = latency
+        self._replies: deque[Reply] = deque()
+        self._requests: list[RecordedRequest] = []
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._server: asyncio.Server | None = None
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._ready = threading.Event()
+        self._stopped: asyncio.Event | None = None
+        self.port = 0
+
+    # -- scripting --------------------------------------------------------------------------------
+
+    def enqueue(self, *replies: Reply) -> None:
+        with self._lock:
+            self._replies.extend(replies)
+
+    @property
+    def requests(self) -> list[RecordedRequest]:
+        with self._lock:
+            return list(self._requests)
+
+    @property
+    def pending_replies(self) -> int:
+        with self._lock:
+            return len(self._replies)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    # -- lifecycle --------------------------------------------------------------------------------
+
+    def start(self) -> FakeProviderServer:
+        self._thread = threading.Thread(target=self._run, name="fake-provider", daemon=True)
+        self._thread.start()
+        if not self._ready.wait(timeout=10):
+            raise RuntimeError("the fake provider server did not start")
+        return self
+
+    def stop(self) -> None:
+        if self._loop is None or self._thread is None or self._stopped is None:
+            return
+        self._loop.call_soon_threadsafe(self._stopped.set)
+        self._thread.join(timeout=10)
+        self._thread = None
+
+    def __enter__(self) -> FakeProviderServer:
+        return self.start()
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.stop()
+
+    def _run(self) -> None:
+        loop = asyncio.new_event_loop()
+        self._loop = loop
+        try:
+            loop.run_until_complete(self._main())
+        finally:
+            loop.run_until_complete(loop.shutdown_asyncgens())
+            loop.close()
+
+    async def _main(self) -> None:
+        self._stopped = asyncio.Event()
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._ready.set()
+        await self._stopped.wait()
+        self._server.close()
+        for task in list(self._tasks):
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._server.wait_closed()
+
+    # -- HTTP -------------------------------------------------------------------------------------
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        assert task is not None
+        self._tasks.add(task)  # type: ignore[arg-type]
+        try:
+            while True:
+                request = await _read_request(reader)
+                if request is None:
+                    break
+                with self._lock:
+                    self._requests.append(request)
+                    reply = self._replies.popleft() if self._replies else _EXHAUSTED
+                if not await self._serve(reply, writer):
+                    return
+        except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
+            pass
+        finally:
+            self._tasks.discard(task)  # type: ignore[arg-type]
+            writer.close()
+            with contextlib.suppress(Exception):
+                await writer.wait_closed()
+
+    async def _serve(self, reply: Reply, writer: asyncio.StreamWriter) -> bool:
+        """Write ``reply``; ``False`` when the connection must not be reused."""
+        if isinstance(reply, ErrorReply):
+            await asyncio.sleep(self.latency + reply.delay)
+            if isinstance(reply.body, str):
+                body, ctype = reply.body.encode(), "text/plain"
+            else:
+                body, ctype = json.dumps(reply.body).encode(), "application/json"
+            head = _head(reply.status, {"content-type": ctype, **reply.headers})
+            writer.write(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
+            await writer.drain()
+            return True
+        await asyncio.sleep(self.latency + reply.first_byte_delay)
+        headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
+        writer.write(
+            _head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
+        )
+        await writer.drain()
+        for index, event in enumerate(reply.events):
+            if reply.drop_after is not None and index >= reply.drop_after:
+                writer.transport.abort()
+                return False
+            data = event.encode()
+            writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
+            await writer.drain()
+            if reply.event_delay:
+                await asyncio.sleep(reply.event_delay)
+        if reply.drop_after is not None and reply.drop_after >= len(reply.events):
+            writer.transport.abort()
+            return False
+        writer.write(b"0\r\n\r\n")
+        await writer.drain()
+        return True
+
+
+class RecordingSink:
+    """A ``StreamSink`` that records what a live client would have shown, in order."""
+
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str]] = []
+
+    async def on_text_delta(self, text: str) -> None:
+        self.events.append(("text", text))
+
+    async def on_reasoning_delta(self, text: str) -> None:
+        self.events.append(("reasoning", text))
+
+    async def on_draft_cleared(self) -> None:
+        self.events.append(("cleared", ""))
+
+    @property
+    def text(self) -> str:
+        return "".join(value for kind, value in self.events if kind == "text")
+
+
+_EXHAUSTED = ErrorReply(
+    500,
+    {"error": {"type": "fake_script_exhausted", "message": "no scripted reply left"}},
+)
+
+
+def _head(status: int, headers: Mapping[str, str]) -> bytes:
+    lines = [f"HTTP/1.1 {status} {_reason(status)}"]
+    lines += [f"{name}: {value}" for name, value in headers.items()]
+    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
+
+
+def _reason(status: int) -> str:
+    try:
+        return HTTPStatus(status).phrase
+    except ValueError:
+        return "Overloaded" if status == 529 else "Unknown"
+
+
+async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
+    try:
+        head = await reader.readuntil(b"\r\n\r\n")
+    except asyncio.IncompleteReadError:
+        return None  # the client closed the (idle) connection
+    lines = head.decode("latin-1").split("\r\n")
+    method, path, _version = lines[0].split(" ", 2)
+    headers = _header_map(line for line in lines[1:] if line)
+    length = int(headers.get("content-length", "0"))
+    body = await reader.readexactly(length) if length else b""
+    return RecordedRequest(method=method, path=path, headers=headers, body=body)
+
+
+def _header_map(lines: Iterable[str]) -> dict[str, str]:
+    headers: dict[str, str] = {}
+    for line in lines:
+        name, _, value = line.partition(":")
+        headers[name.strip().lower()] = value.strip()
+    return headers

@@ -11,6 +11,7 @@ from app.core.counting import TokenCounter
 from app.providers.tokenizers import get_counter
 from app.services.inspection import InspectionService
 from app.services.messages import MessageService
+from app.services.model_clients import ModelClients
 from app.services.models import ModelService
 from app.services.sessions import SessionService
 from app.settings import Settings
@@ -31,11 +32,16 @@ class Container:
         self.sessions = SessionService(self.db, self.settings)
         self.messages = MessageService(self.db, self.counter)
         self.inspection = InspectionService(self.db, self.counter)
+        self.model_clients = ModelClients(self.db)
 
     @classmethod
     def build(cls, settings: Settings) -> Container:
         engine = create_engine(settings.database_url)
         return cls(settings=settings, engine=engine, db=create_session_factory(engine))
+
+    async def aclose(self) -> None:
+        await self.model_clients.aclose()
+        await self.engine.dispose()
 
     def counter(self, name: str) -> TokenCounter:
         """The named counter; exact counters load (and verify) their data once per process."""

@@ -36,7 +36,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         try:
             yield
         finally:
-            await container.engine.dispose()
+            await container.aclose()
 
     app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.container = container

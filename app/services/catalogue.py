@@ -46,7 +46,7 @@ def _anthropic(model_id: str, window: int, output: int) -> ModelEntry:
         ),
         provider=ProviderSpec(
             kind="anthropic_messages",
-            base_url="https://api.anthropic.com/v1",
+            base_url="https://api.anthropic.com",
             model_name=model_id,
             api_key_env="ANTHROPIC_API_KEY",
         ),

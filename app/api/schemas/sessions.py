@@ -13,8 +13,8 @@ from app.api.schemas.prepare import ToolDefinitionIn
 __all__ = [
     "AgentIn",
     "AppendBody",
-    "AppendedMessage",
     "AppendResponse",
+    "AppendedMessage",
     "MessageOut",
     "MessagePage",
     "SandboxIn",

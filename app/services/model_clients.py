@@ -1,0 +1,71 @@
+"""One ``ModelClient`` per model entry, over one shared ``httpx.AsyncClient``."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+
+import httpx
+
+from app.providers.base import ModelClient, ProviderConfig, RetryPolicy, Timeouts
+from app.providers.factory import http_model_client
+from app.providers.offline import LocalClient, ScriptedClient, ScriptEntry
+from app.services.model_types import ModelEntry
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.registry import ModelRepository
+
+__all__ = ["ModelClients"]
+
+
+class ModelClients:
+    """Builds clients; owns the shared HTTP client (closed by ``aclose`` at shutdown)."""
+
+    def __init__(
+        self,
+        db: SessionFactory,
+        *,
+        env: Mapping[str, str] | None = None,
+        retry: RetryPolicy | None = None,
+        timeouts: Timeouts | None = None,
+    ) -> None:
+        self._db = db
+        self._env = os.environ if env is None else env
+        self._retry = retry
+        self._timeouts = timeouts
+        self._http: httpx.AsyncClient | None = None
+
+    @property
+    def http(self) -> httpx.AsyncClient:
+        if self._http is None:
+            # Per-call timeouts are enforced by the adapters; this only bounds connects.
+            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+        return self._http
+
+    async def aclose(self) -> None:
+        if self._http is not None:
+            await self._http.aclose()
+            self._http = None
+
+    def for_model(self, entry: ModelEntry) -> ModelClient:
+        provider = entry.provider
+        if provider.kind == "local":
+            return LocalClient()
+        if provider.kind == "scripted":
+            return ScriptedClient(entry.id, lambda: self._take(entry.id))
+        config = ProviderConfig(
+            kind=provider.kind,
+            base_url=provider.base_url or "",
+            model_name=provider.model_name or entry.id,
+            api_key_env=provider.api_key_env,
+        )
+        return http_model_client(
+            self.http, config, env=self._env, retry=self._retry, timeouts=self._timeouts
+        )
+
+    async def _take(self, model_id: str) -> ScriptEntry | None:
+        # Its own short transaction: the model row is locked only while the position advances.
+        async with unit_of_work(self._db) as db:
+            taken = await ModelRepository(db).take_script_entry(model_id)
+        if taken is None:
+            return None
+        return ScriptEntry(taken.index, taken.length, taken.entry)

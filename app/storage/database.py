@@ -1,0 +1,148 @@
+"""Engine, session factory and the unit of work.
+
+One database URL selects the backend: ``sqlite+aiosqlite:///./data/ctxsvc.db`` (embedded default)
+or ``postgresql+psycopg://user@host/db`` (production).
+
+SQLite is set up for a server: WAL (readers never block the writer), ``foreign_keys=ON`` (off by
+default in SQLite), a busy timeout, and SQLAlchemy emits ``BEGIN`` itself instead of the sqlite3
+driver. That last part is the recipe of SQLAlchemy's SQLite docs ("Enabling Non-Legacy SQLite
+Transactional Modes"): the driver's legacy mode starts no transaction for SELECT, DDL or SAVEPOINT,
+which breaks savepoints and transactional migrations. Transactions begin ``IMMEDIATE`` (taking the
+write lock up front) so that two writers never both hold a read lock and then deadlock upgrading
+it, which SQLite reports as an instant ``database is locked`` that the busy timeout cannot cure.
+A unit of work opened with ``read_only=True`` begins ``DEFERRED`` instead, so readers run in
+parallel with the writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, make_url
+from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.ext.asyncio import (
+    AsyncEngine,
+    AsyncSession,
+    async_sessionmaker,
+    create_async_engine,
+)
+from sqlalchemy.pool import ConnectionPoolEntry
+
+from app.storage.base import dumps_json
+
+__all__ = [
+    "READ_ONLY",
+    "SessionFactory",
+    "create_engine",
+    "create_session_factory",
+    "sqlite_database_path",
+    "unit_of_work",
+]
+
+logger = logging.getLogger(__name__)
+
+SessionFactory = async_sessionmaker[AsyncSession]
+
+# Execution option that makes an SQLite transaction begin DEFERRED (see module docstring).
+READ_ONLY = "ctxsvc_read_only"
+
+SQLITE_BUSY_TIMEOUT_MS = 30_000
+
+
+def sqlite_database_path(url: str) -> Path | None:
+    """The file of an SQLite URL (``None`` for other backends and in-memory databases)."""
+    parsed = make_url(url)
+    if parsed.get_backend_name() != "sqlite":
+        return None
+    database = parsed.database
+    if not database or database == ":memory:" or database.startswith("file:"):
+        return None
+    return Path(database)
+
+
+def create_engine(url: str, **opts: Any) -> AsyncEngine:
+    """An ``AsyncEngine`` for ``url``; ``opts`` go to ``create_async_engine`` unchanged."""
+    opts.setdefault("json_serializer", dumps_json)
+    backend = make_url(url).get_backend_name()
+    if backend == "postgresql":
+        # Connections dropped by a failover or an idle timeout are replaced instead of failing
+        # the next request.
+        opts.setdefault("pool_pre_ping", True)
+    engine = create_async_engine(url, **opts)
+    if backend == "sqlite":
+        _configure_sqlite(engine)
+    return engine
+
+
+def _configure_sqlite(engine: AsyncEngine) -> None:
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: DBAPIConnection, _record: ConnectionPoolEntry) -> None:
+        # Take transaction control away from the driver: SQLAlchemy's "begin" hook emits BEGIN.
+        dbapi_connection.isolation_level = None
+        cursor = dbapi_connection.cursor()
+        try:
+            cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA foreign_keys = ON")
+            # NORMAL sync is durable across application crashes in WAL mode and much faster
+            # than FULL.
+            cursor.execute("PRAGMA synchronous = NORMAL")
+            _enable_wal(cursor)
+        finally:
+            cursor.close()
+
+    @event.listens_for(engine.sync_engine, "begin")
+    def _on_begin(conn: Connection) -> None:
+        read_only = conn.get_execution_options().get(READ_ONLY, False)
+        conn.exec_driver_sql("BEGIN DEFERRED" if read_only else "BEGIN IMMEDIATE")
+
+
+def _enable_wal(cursor: Any) -> None:
+    # WAL is stored in the file, so only the first connection to a new file switches it. The
+    # switch needs the file to itself and does not wait on the busy timeout: when several
+    # processes open a brand-new file at once the losers get "database is locked", which is
+    # harmless (a winner is switching it), so they carry on.
+    cursor.execute("PRAGMA journal_mode")
+    if str(cursor.fetchone()[0]).lower() in ("wal", "memory"):
+        return
+    try:
+        cursor.execute("PRAGMA journal_mode = WAL")
+    except sqlite3.OperationalError as exc:
+        if "locked" not in str(exc):
+            raise
+        logger.debug("another connection is switching the SQLite file to WAL: %s", exc)
+
+
+def create_session_factory(engine: AsyncEngine) -> SessionFactory:
+    # expire_on_commit=False: objects returned by a unit of work stay readable after it commits
+    # (with lazy="raise" there is nothing to lazy-load anyway); autoflush off keeps the SQL a
+    # repository emits exactly the SQL it asked for.
+    return async_sessionmaker(engine, expire_on_commit=False, autoflush=False)
+
+
+@asynccontextmanager
+async def unit_of_work(
+    factory: SessionFactory, *, read_only: bool = False
+) -> AsyncIterator[AsyncSession]:
+    """One transaction: committed when the block succeeds, rolled back when it raises.
+
+    ``read_only`` is a promise that the block writes nothing; on SQLite it lets the transaction
+    begin DEFERRED so it does not wait for (or hold up) writers. It is never committed: closing
+    the session ends the transaction without expiring the objects loaded in it (an explicit
+    rollback would expire them, and they could not be read after the block).
+    """
+    async with factory() as session:
+        if read_only:
+            await session.connection(execution_options={READ_ONLY: True})
+        try:
+            yield session
+            if not read_only:
+                await session.commit()
+        except BaseException:
+            await session.rollback()
+            raise

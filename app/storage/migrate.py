@@ -1,0 +1,91 @@
+"""Programmatic Alembic: migrate at start-up and tell ``/readyz`` whether the schema is current.
+
+``upgrade_to_head`` is safe to call from every replica at once: on PostgreSQL it holds a
+transaction-scoped advisory lock while migrating, and on SQLite the migration transaction begins
+IMMEDIATE, so concurrent callers run one after the other and the later ones find nothing to do.
+The whole upgrade is one transaction on both backends (both have transactional DDL): a failed
+migration leaves the schema as it was.
+"""
+
+from __future__ import annotations
+
+import logging
+from functools import lru_cache
+from pathlib import Path
+
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import text
+from sqlalchemy.engine import Connection
+from sqlalchemy.exc import SQLAlchemyError
+from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.pool import NullPool
+
+from alembic import command
+from app.storage.database import READ_ONLY, create_engine, sqlite_database_path
+
+__all__ = ["ALEMBIC_DIR", "alembic_config", "head_revisions", "is_at_head", "upgrade_to_head"]
+
+logger = logging.getLogger(__name__)
+
+# The migrations live at the repository root (alembic/), beside alembic.ini.
+ALEMBIC_DIR = Path(__file__).resolve().parents[2] / "alembic"
+
+# Any constant works; it only has to be the same for every replica. ("ctxsvc" in ASCII.)
+_MIGRATION_LOCK_KEY = 0x637478737663
+
+
+def alembic_config(url: str | None = None) -> Config:
+    """An Alembic ``Config`` that needs no ini file (so it configures no logging)."""
+    config = Config()
+    config.set_main_option("script_location", str(ALEMBIC_DIR))
+    if url is not None:
+        config.attributes["url"] = url
+    return config
+
+
+@lru_cache(maxsize=1)
+def head_revisions() -> frozenset[str]:
+    return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
+
+
+async def upgrade_to_head(url: str) -> None:
+    """Create the SQLite file's directory if needed and migrate ``url`` to the latest revision."""
+    path = sqlite_database_path(url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        async with engine.connect() as connection:
+            await connection.run_sync(_upgrade)
+            await connection.commit()
+    finally:
+        await engine.dispose()
+
+
+def _upgrade(connection: Connection) -> None:
+    if connection.dialect.name == "postgresql":
+        connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+    config = alembic_config()
+    config.attributes["connection"] = connection
+    command.upgrade(config, "head")
+
+
+async def is_at_head(engine: AsyncEngine) -> bool:
+    """True when the database answers and its schema is at the latest revision.
+
+    An unreachable database is "not ready", not an error: the reason is logged.
+    """
+    try:
+        async with engine.connect() as connection:
+            await connection.execution_options(**{READ_ONLY: True})
+            current = await connection.run_sync(_current_heads)
+    except (SQLAlchemyError, OSError) as exc:
+        logger.warning("database not ready: %s", exc)
+        return False
+    return current == head_revisions()
+
+
+def _current_heads(connection: Connection) -> frozenset[str]:
+    return frozenset(MigrationContext.configure(connection).get_current_heads())

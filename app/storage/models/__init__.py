@@ -1,0 +1,25 @@
+"""ORM models. Importing this package registers every table on ``Base.metadata``."""
+
+from app.storage.base import Base
+from app.storage.models.conversation import COMPACTION_KINDS, Compaction, Message, ToolCall
+from app.storage.models.registry import CalibrationSample, RegisteredModel
+from app.storage.models.session import AgentSession
+from app.storage.models.state import AgentMessage, SessionEvent, WorldStateBaseline
+from app.storage.models.turn import TURN_STATUSES, Turn, TurnPlan
+
+__all__ = [
+    "COMPACTION_KINDS",
+    "TURN_STATUSES",
+    "AgentMessage",
+    "AgentSession",
+    "Base",
+    "CalibrationSample",
+    "Compaction",
+    "Message",
+    "RegisteredModel",
+    "SessionEvent",
+    "ToolCall",
+    "Turn",
+    "TurnPlan",
+    "WorldStateBaseline",
+]

@@ -1,0 +1,54 @@
+"""The ``sessions`` table: one agent conversation and its counters.
+
+The two ``last_*_sequence`` columns are allocators: a writer bumps them with one
+``UPDATE … RETURNING`` inside its transaction, which both hands out gap-free per-session sequences
+and (on PostgreSQL) row-locks the session so writers of one session queue up instead of colliding.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, Index, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.storage.base import Base, JSONValue, utc_now
+
+__all__ = ["AgentSession"]
+
+
+class AgentSession(Base):
+    __tablename__ = "sessions"
+    __table_args__ = (
+        CheckConstraint("length(trim(id)) > 0", name="id_not_blank"),
+        CheckConstraint(
+            "tool_result_pruned_through_sequence IS NULL "
+            "OR tool_result_pruned_through_sequence > 0",
+            name="pruned_through_positive",
+        ),
+        CheckConstraint("last_message_sequence >= 0", name="last_message_sequence_valid"),
+        CheckConstraint("last_event_sequence >= 0", name="last_event_sequence_valid"),
+        # Listing is newest first with a (created_at, id) cursor.
+        Index("ix_sessions_created_at_id", "created_at", "id"),
+    )
+
+    id: Mapped[str] = mapped_column(Text, primary_key=True)
+    title: Mapped[str | None] = mapped_column(Text)
+    # Free text, no foreign key: built-in catalogue models have no row in ``models``.
+    model_id: Mapped[str] = mapped_column(Text)
+    summary_model_id: Mapped[str] = mapped_column(Text)
+    # {system_prompt, tools, max_model_calls, doom_loop_threshold}
+    agent: Mapped[dict[str, Any]] = mapped_column(JSONValue)
+    workspace: Mapped[dict[str, Any] | None] = mapped_column(JSONValue)
+    # {mode, available}
+    sandbox: Mapped[dict[str, Any]] = mapped_column(JSONValue)
+    disabled_skills: Mapped[list[str]] = mapped_column(JSONValue, default=list)
+    # SPEC §5: only ever increases (SessionRepository.advance_pruning_watermark); NULL = none.
+    tool_result_pruned_through_sequence: Mapped[int | None] = mapped_column(BigInteger)
+    last_message_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
+    last_event_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
+    # SPEC §7.6: a checkpoint was stored but not installed; new turns are refused until rebuilt.
+    reload_required: Mapped[bool] = mapped_column(Boolean, default=False)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

@@ -1,0 +1,62 @@
+"""Per-session state that must survive restarts and be shared by replicas: World State
+baselines, the agent-message mailbox and the live-update log."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy.orm import Mapped, mapped_column
+
+from app.storage.base import Base, JSONValue, utc_now
+
+__all__ = ["AgentMessage", "SessionEvent", "WorldStateBaseline"]
+
+
+def _session_fk() -> ForeignKey:
+    return ForeignKey("sessions.id", ondelete="CASCADE")
+
+
+class WorldStateBaseline(Base):
+    """The last body sent for one World State section (SPEC §4); no row = no baseline."""
+
+    __tablename__ = "world_state_baselines"
+
+    session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
+    section_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    body: Mapped[str] = mapped_column(Text)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)
+
+
+class AgentMessage(Base):
+    """A queued agent message (SPEC §6), delivered into the conversation before a model call."""
+
+    __tablename__ = "agent_messages"
+    __table_args__ = (
+        CheckConstraint("kind IN ('final_answer', 'interrupted', 'failed')", name="kind_valid"),
+        Index("ix_agent_messages_session_id_created_at", "session_id", "created_at"),
+    )
+
+    session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
+    agent_message_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    task: Mapped[str] = mapped_column(Text)
+    kind: Mapped[str] = mapped_column(String(16))
+    body: Mapped[str] = mapped_column(Text)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)
+    # The sequence of the conversation message it became; NULL while still queued.
+    delivered_message_sequence: Mapped[int | None] = mapped_column(BigInteger)
+
+
+class SessionEvent(Base):
+    """One live update (SPEC §6) with a per-session increasing sequence, for SSE replay."""
+
+    __tablename__ = "session_events"
+    __table_args__ = (CheckConstraint("sequence > 0", name="sequence_positive"),)
+
+    session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
+    sequence: Mapped[int] = mapped_column(BigInteger, primary_key=True)
+    type: Mapped[str] = mapped_column(String(64))
+    turn_id: Mapped[str | None] = mapped_column(Text)
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONValue)
+    created_at: Mapped[datetime] = mapped_column(default=utc_now)

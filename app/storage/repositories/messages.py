@@ -1,0 +1,374 @@
+"""The append-only message store (SPEC §5).
+
+Appends allocate gap-free per-session sequences inside the caller's transaction, store the
+estimate's measure next to the content, and keep ``tool_calls`` in step so that "a tool result must
+answer an unresolved call" and "a call id must not duplicate an unresolved one" are index look-ups.
+There is deliberately no update and no delete.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Collection, Iterable, Sequence
+from typing import Any, cast
+
+from sqlalchemy import Row, Select, Table, bindparam, func, insert, select, update
+
+from app.core.content import Kind, Role
+from app.core.counting import ESTIMATE
+from app.core.errors import InvalidInput
+from app.storage.base import utc_now
+from app.storage.models import Message, ToolCall
+from app.storage.repositories.base import Repository
+from app.storage.repositories.records import (
+    MessagePage,
+    NewMessage,
+    StoredMessage,
+    ToolCallRecord,
+)
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["MessageRepository", "new_message_id"]
+
+# Typed as Table (``__table__`` is declared as a FromClause) for Core insert/update.
+_messages = cast(Table, Message.__table__)
+_tool_calls = cast(Table, ToolCall.__table__)
+
+# Only the columns a StoredMessage needs, in its field order (session_id is known by the caller).
+_COLUMNS = (
+    _messages.c.sequence,
+    _messages.c.message_id,
+    _messages.c.role,
+    _messages.c.kind,
+    _messages.c.content,
+    _messages.c.tool_call_id,
+    _messages.c.tool_name,
+    _messages.c.turn_id,
+    _messages.c.world_state_section,
+    _messages.c.content_bytes,
+    _messages.c.token_counts,
+    _messages.c.created_at,
+)
+
+
+def new_message_id() -> str:
+    return f"msg-{uuid.uuid4().hex}"
+
+
+def _tool_call_blocks(message: NewMessage) -> list[dict[str, Any]]:
+    if message.role != "assistant":
+        return []
+    return [cast(dict[str, Any], b) for b in message.content if b["type"] == "tool_call"]
+
+
+def _tool_result_block(message: NewMessage) -> dict[str, Any]:
+    content = message.content
+    if len(content) != 1 or content[0]["type"] != "tool_result":
+        raise InvalidInput(
+            "invalid_tool_message",
+            "a tool message holds exactly one tool_result block; send one message per result",
+        )
+    return cast(dict[str, Any], content[0])
+
+
+class MessageRepository(Repository):
+    async def append(self, session_id: str, messages: Sequence[NewMessage]) -> list[StoredMessage]:
+        """Append ``messages`` in order and return them as stored.
+
+        Raises ``NotFound`` for an unknown session and ``InvalidInput`` (``unmatched_tool_result``,
+        ``duplicate_tool_call``, ``invalid_tool_message``) before anything is written, so a refused
+        batch consumes no sequence even if the caller went on to commit.
+        """
+        if not messages:
+            return []
+        sessions = SessionRepository(self.session)
+        if any(m.role in ("assistant", "tool") for m in messages):
+            # Lock first, then check: a concurrent writer cannot resolve or add the same call
+            # between our check and our insert.
+            await sessions.lock(session_id)
+            await self._check_tool_calls(session_id, messages)
+        last = await sessions.allocate_message_sequences(session_id, len(messages))
+        return await self._write(session_id, messages, first_sequence=last - len(messages) + 1)
+
+    async def insert_if_absent(self, session_id: str, message: NewMessage) -> StoredMessage | None:
+        """Append ``message`` unless a message with its ``message_id`` exists (then ``None``).
+
+        For caller-chosen ids such as World State's ``world-state:{turn}:{call}:{sample}:{section}``
+        (SPEC §4): a retried sampling writes nothing twice and consumes no sequence.
+        """
+        if message.message_id is None:
+            raise ValueError("insert_if_absent needs a caller-chosen message_id")
+        await SessionRepository(self.session).lock(session_id)
+        if await self.get_by_message_id(session_id, message.message_id) is not None:
+            return None
+        (stored,) = await self.append(session_id, [message])
+        return stored
+
+    async def _check_tool_calls(self, session_id: str, messages: Sequence[NewMessage]) -> None:
+        mentioned: set[str] = set()
+        for m in messages:
+            if m.role == "tool":
+                mentioned.add(_tool_result_block(m)["id"])
+            mentioned.update(b["id"] for b in _tool_call_blocks(m))
+        unresolved = {
+            c.call_id for c in await self.find_unresolved_tool_calls(session_id, mentioned)
+        }
+        # Replay the batch in order: a result may answer a call made earlier in the same batch.
+        for m in messages:
+            if m.role == "tool":
+                call_id = _tool_result_block(m)["id"]
+                if call_id not in unresolved:
+                    raise InvalidInput(
+                        "unmatched_tool_result",
+                        f"tool result {call_id!r} answers no unresolved tool call of this "
+                        "session; post results only for calls still waiting for one",
+                        tool_call_id=call_id,
+                    )
+                unresolved.discard(call_id)
+            for block in _tool_call_blocks(m):
+                if block["id"] in unresolved:
+                    raise InvalidInput(
+                        "duplicate_tool_call",
+                        f"tool call id {block['id']!r} duplicates a call still waiting for its "
+                        "result; tool call ids must be unique among unresolved calls",
+                        tool_call_id=block["id"],
+                    )
+                unresolved.add(block["id"])
+
+    async def _write(
+        self, session_id: str, messages: Sequence[NewMessage], *, first_sequence: int
+    ) -> list[StoredMessage]:
+        now = utc_now()
+        stored: list[StoredMessage] = []
+        # Tool-call bookkeeping runs in batch order, grouped into runs of the same statement
+        # (a call must exist before a later message of the batch resolves it).
+        ops: list[tuple[str, dict[str, Any]]] = []
+        for offset, m in enumerate(messages):
+            sequence = first_sequence + offset
+            tool_call_id = tool_name = None
+            if m.role == "tool":
+                block = _tool_result_block(m)
+                tool_call_id, tool_name = block["id"], block["name"]
+                ops.append(("resolve", {"s": session_id, "c": tool_call_id, "r": sequence}))
+            for index, block in enumerate(_tool_call_blocks(m)):
+                ops.append(
+                    (
+                        "call",
+                        {
+                            "session_id": session_id,
+                            "message_sequence": sequence,
+                            "call_index": index,
+                            "call_id": block["id"],
+                            "name": block["name"],
+                            "result_sequence": None,
+                        },
+                    )
+                )
+            stored.append(
+                StoredMessage(
+                    session_id=session_id,
+                    sequence=sequence,
+                    message_id=m.message_id or new_message_id(),
+                    role=m.role,
+                    kind=m.kind,
+                    content=m.content,
+                    tool_call_id=tool_call_id,
+                    tool_name=tool_name,
+                    turn_id=m.turn_id,
+                    world_state_section=m.world_state_section,
+                    content_bytes=ESTIMATE.measure_message(m.role, m.content),
+                    token_counts=dict(m.token_counts),
+                    created_at=now,
+                )
+            )
+        await self.session.execute(
+            insert(_messages),
+            [
+                {
+                    "session_id": s.session_id,
+                    "sequence": s.sequence,
+                    "message_id": s.message_id,
+                    "role": s.role,
+                    "kind": s.kind,
+                    "content": s.content,
+                    "tool_call_id": s.tool_call_id,
+                    "tool_name": s.tool_name,
+                    "turn_id": s.turn_id,
+                    "world_state_section": s.world_state_section,
+                    "content_bytes": s.content_bytes,
+                    "token_counts": s.token_counts,
+                    "created_at": s.created_at,
+                }
+                for s in stored
+            ],
+        )
+        await self._apply_tool_call_ops(ops)
+        return stored
+
+    async def _apply_tool_call_ops(self, ops: list[tuple[str, dict[str, Any]]]) -> None:
+        resolve = (
+            update(_tool_calls)
+            .where(
+                _tool_calls.c.session_id == bindparam("s"),
+                _tool_calls.c.call_id == bindparam("c"),
+                _tool_calls.c.result_sequence.is_(None),
+            )
+            .values(result_sequence=bindparam("r"))
+        )
+        start = 0
+        while start < len(ops):
+            kind = ops[start][0]
+            end = start
+            while end < len(ops) and ops[end][0] == kind:
+                end += 1
+            params = [p for _, p in ops[start:end]]
+            await self.session.execute(insert(_tool_calls) if kind == "call" else resolve, params)
+            start = end
+
+    # ----- reads -----------------------------------------------------------------------------
+
+    async def get_by_message_id(self, session_id: str, message_id: str) -> StoredMessage | None:
+        stmt = select(*_COLUMNS).where(
+            _messages.c.session_id == session_id, _messages.c.message_id == message_id
+        )
+        rows = await self._rows(session_id, stmt)
+        return rows[0] if rows else None
+
+    async def get_by_sequence(self, session_id: str, sequence: int) -> StoredMessage | None:
+        stmt = select(*_COLUMNS).where(
+            _messages.c.session_id == session_id, _messages.c.sequence == sequence
+        )
+        rows = await self._rows(session_id, stmt)
+        return rows[0] if rows else None
+
+    async def load(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        through_sequence: int | None = None,
+        roles: Collection[Role] | None = None,
+        kinds: Collection[Kind] | None = None,
+    ) -> list[StoredMessage]:
+        """Messages with ``after_sequence < sequence <= through_sequence``, in order.
+
+        The active Conversation is ``load(s, after_sequence=<install boundary>)`` after the
+        latest checkpoint's three items, or ``load(s)`` without one (SPEC §5).
+        """
+        stmt = self._range(session_id, after_sequence, through_sequence)
+        if roles is not None:
+            stmt = stmt.where(_messages.c.role.in_(list(roles)))
+        if kinds is not None:
+            stmt = stmt.where(_messages.c.kind.in_(list(kinds)))
+        return await self._rows(session_id, stmt.order_by(_messages.c.sequence))
+
+    async def page(
+        self,
+        session_id: str,
+        *,
+        after_sequence: int = 0,
+        limit: int = 20,
+        through_sequence: int | None = None,
+    ) -> MessagePage:
+        """At most ``limit`` raw messages after ``after_sequence`` (up to ``through_sequence``)."""
+        stmt = self._range(session_id, after_sequence, through_sequence)
+        rows = await self._rows(session_id, stmt.order_by(_messages.c.sequence).limit(limit + 1))
+        return MessagePage(messages=rows[:limit], has_more=len(rows) > limit)
+
+    async def count(
+        self, session_id: str, *, after_sequence: int = 0, through_sequence: int | None = None
+    ) -> int:
+        stmt = (
+            select(func.count())
+            .select_from(_messages)
+            .where(_messages.c.session_id == session_id, _messages.c.sequence > after_sequence)
+        )
+        if through_sequence is not None:
+            stmt = stmt.where(_messages.c.sequence <= through_sequence)
+        return int((await self.session.execute(stmt)).scalar_one())
+
+    async def last_sequence(
+        self, session_id: str, *, role: Role | None = None, kind: Kind | None = None
+    ) -> int | None:
+        """Highest stored sequence (of ``role``/``kind`` when given); ``None`` when there is none.
+        E.g. the latest assistant message for pruning (SPEC §7.2)."""
+        stmt = select(func.max(_messages.c.sequence)).where(_messages.c.session_id == session_id)
+        if role is not None:
+            stmt = stmt.where(_messages.c.role == role)
+        if kind is not None:
+            stmt = stmt.where(_messages.c.kind == kind)
+        value = (await self.session.execute(stmt)).scalar_one_or_none()
+        return None if value is None else int(value)
+
+    async def last_user_request(
+        self, session_id: str, *, through_sequence: int | None = None
+    ) -> StoredMessage | None:
+        """The latest real user request (role user, kind normal: SPEC §1) up to a boundary."""
+        stmt = self._range(session_id, 0, through_sequence).where(
+            _messages.c.role == "user", _messages.c.kind == "normal"
+        )
+        rows = await self._rows(session_id, stmt.order_by(_messages.c.sequence.desc()).limit(1))
+        return rows[0] if rows else None
+
+    def _range(
+        self, session_id: str, after_sequence: int, through_sequence: int | None
+    ) -> Select[Any]:
+        stmt = select(*_COLUMNS).where(
+            _messages.c.session_id == session_id, _messages.c.sequence > after_sequence
+        )
+        if through_sequence is not None:
+            stmt = stmt.where(_messages.c.sequence <= through_sequence)
+        return stmt
+
+    async def _rows(self, session_id: str, stmt: Select[Any]) -> list[StoredMessage]:
+        # Core execution on the session's connection: plain tuples, no ORM row processing.
+        connection = await self.session.connection()
+        result = await connection.execute(stmt)
+        return [_stored(session_id, row) for row in result]
+
+    # ----- tool calls ------------------------------------------------------------------------
+
+    async def find_unresolved_tool_calls(
+        self, session_id: str, call_ids: Iterable[str]
+    ) -> list[ToolCallRecord]:
+        ids = list(set(call_ids))
+        if not ids:
+            return []
+        stmt = self._tool_call_query(session_id).where(
+            _tool_calls.c.call_id.in_(ids), _tool_calls.c.result_sequence.is_(None)
+        )
+        return await self._tool_call_rows(stmt)
+
+    async def list_unresolved_tool_calls(self, session_id: str) -> list[ToolCallRecord]:
+        stmt = self._tool_call_query(session_id).where(_tool_calls.c.result_sequence.is_(None))
+        return await self._tool_call_rows(stmt)
+
+    async def list_tool_calls(self, session_id: str, message_sequence: int) -> list[ToolCallRecord]:
+        """The calls of one assistant message, resolved or not, in call order."""
+        stmt = self._tool_call_query(session_id).where(
+            _tool_calls.c.message_sequence == message_sequence
+        )
+        return await self._tool_call_rows(stmt)
+
+    def _tool_call_query(self, session_id: str) -> Select[Any]:
+        return (
+            select(
+                _tool_calls.c.session_id,
+                _tool_calls.c.call_id,
+                _tool_calls.c.name,
+                _tool_calls.c.message_sequence,
+                _tool_calls.c.call_index,
+                _tool_calls.c.result_sequence,
+            )
+            .where(_tool_calls.c.session_id == session_id)
+            .order_by(_tool_calls.c.message_sequence, _tool_calls.c.call_index)
+        )
+
+    async def _tool_call_rows(self, stmt: Select[Any]) -> list[ToolCallRecord]:
+        result = await self.session.execute(stmt)
+        return [ToolCallRecord(*row) for row in result]
+
+
+def _stored(session_id: str, row: Row[Any]) -> StoredMessage:
+    # The selected columns are in StoredMessage's field order after session_id.
+    return StoredMessage(session_id, *row)  # type: ignore[call-arg]

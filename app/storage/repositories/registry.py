@@ -1,0 +1,132 @@
+"""Registered models (with the scripted kind's shared cursor) and calibration samples."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import delete, select, update
+
+from app.storage.base import utc_now
+from app.storage.models import CalibrationSample, RegisteredModel
+from app.storage.repositories.base import Repository
+
+__all__ = ["CalibrationRepository", "ModelRepository", "ScriptTake"]
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptTake:
+    """One consumed position of a scripted model. ``entry`` is ``None`` when the script ran out
+    (``index >= length``): the caller reports a ``model_error``; scripts never cycle."""
+
+    index: int
+    length: int
+    entry: Any | None
+
+
+class ModelRepository(Repository):
+    async def get(self, model_id: str) -> RegisteredModel | None:
+        return await self.session.get(RegisteredModel, model_id)
+
+    async def list_all(self) -> Sequence[RegisteredModel]:
+        stmt = select(RegisteredModel).order_by(RegisteredModel.id)
+        return (await self.session.execute(stmt)).scalars().all()
+
+    async def put(self, row: RegisteredModel) -> tuple[RegisteredModel, bool]:
+        """Create or replace a model (PUT); returns ``(model, created)``. Replacing resets the
+        script position (API.md: "PUT resets it")."""
+        existing = await self.session.get(RegisteredModel, row.id, with_for_update=True)
+        if existing is None:
+            row.script_position = 0
+            self.session.add(row)
+            await self.session.flush()
+            return row, True
+        for column in RegisteredModel.__table__.columns:
+            if column.key not in ("id", "created_at", "updated_at", "script_position"):
+                setattr(existing, column.key, getattr(row, column.key))
+        existing.script_position = 0
+        existing.updated_at = utc_now()
+        await self.session.flush()
+        return existing, False
+
+    async def delete(self, model_id: str) -> bool:
+        stmt = (
+            delete(RegisteredModel)
+            .where(RegisteredModel.id == model_id)
+            .returning(RegisteredModel.id)
+        )
+        return (await self.session.execute(stmt)).first() is not None
+
+    async def take_script_entry(self, model_id: str) -> ScriptTake | None:
+        """Consume the next entry of a scripted model, atomically across replicas: one
+        ``UPDATE … SET script_position = script_position + 1 … RETURNING`` (a row lock on
+        PostgreSQL), so concurrent model calls each get a different entry. ``None`` when the
+        model does not exist or has no script. Commit promptly: the row stays locked until then.
+        """
+        stmt = (
+            update(RegisteredModel)
+            .where(RegisteredModel.id == model_id, RegisteredModel.script.is_not(None))
+            .values(script_position=RegisteredModel.script_position + 1)
+            .returning(RegisteredModel.script_position, RegisteredModel.script)
+        )
+        row = (await self.session.execute(stmt)).first()
+        if row is None:
+            return None
+        position, script = row
+        index = int(position) - 1
+        entries = list(script or [])
+        entry = entries[index] if index < len(entries) else None
+        return ScriptTake(index=index, length=len(entries), entry=entry)
+
+
+class CalibrationRepository(Repository):
+    """Provider-reported input tokens next to our estimate (SPEC §3.4). Only the last ``keep``
+    samples per model and counter are kept: the table is global and must stay small."""
+
+    async def add(
+        self,
+        *,
+        model_id: str,
+        counter: str,
+        estimated_input_tokens: int,
+        reported_input_tokens: int,
+        keep: int = 50,
+    ) -> None:
+        self.session.add(
+            CalibrationSample(
+                model_id=model_id,
+                counter=counter,
+                estimated_input_tokens=estimated_input_tokens,
+                reported_input_tokens=reported_input_tokens,
+                created_at=utc_now(),
+            )
+        )
+        await self.session.flush()
+        newest = (
+            select(CalibrationSample.id)
+            .where(CalibrationSample.model_id == model_id, CalibrationSample.counter == counter)
+            .order_by(CalibrationSample.id.desc())
+            .limit(keep)
+        )
+        await self.session.execute(
+            delete(CalibrationSample)
+            .where(
+                CalibrationSample.model_id == model_id,
+                CalibrationSample.counter == counter,
+                CalibrationSample.id.not_in(newest.scalar_subquery()),
+            )
+            .execution_options(synchronize_session=False)
+        )
+
+    async def recent(
+        self, model_id: str, counter: str, *, limit: int = 50
+    ) -> Sequence[CalibrationSample]:
+        """Newest first."""
+        stmt = (
+            select(CalibrationSample)
+            .where(CalibrationSample.model_id == model_id, CalibrationSample.counter == counter)
+            .order_by(CalibrationSample.id.desc())
+            .limit(limit)
+        )
+        return (await self.session.execute(stmt)).scalars().all()

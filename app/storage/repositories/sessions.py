@@ -1,0 +1,136 @@
+"""Sessions, their sequence allocators and the pruning watermark."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from sqlalchemy import case, delete, select, update
+from sqlalchemy.sql.dml import ReturningUpdate
+
+from app.core.errors import NotFound
+from app.storage.base import utc_now
+from app.storage.models import AgentSession
+from app.storage.repositories.base import Repository
+
+__all__ = ["SessionRepository", "session_not_found"]
+
+
+def session_not_found(session_id: str) -> NotFound:
+    return NotFound("session_not_found", f"no session with id {session_id!r}; create it first")
+
+
+class SessionRepository(Repository):
+    async def add(self, row: AgentSession) -> AgentSession:
+        self.session.add(row)
+        await self.session.flush()
+        return row
+
+    async def get(self, session_id: str, *, for_update: bool = False) -> AgentSession | None:
+        """The session, or ``None``. ``for_update`` row-locks it on PostgreSQL until commit
+        (SQLite needs no lock: its write transactions begin IMMEDIATE and are exclusive)."""
+        stmt = select(AgentSession).where(AgentSession.id == session_id)
+        if for_update:
+            stmt = stmt.with_for_update()
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def require(self, session_id: str, *, for_update: bool = False) -> AgentSession:
+        """Like ``get`` but raises ``NotFound`` (``session_not_found``)."""
+        row = await self.get(session_id, for_update=for_update)
+        if row is None:
+            raise session_not_found(session_id)
+        return row
+
+    async def lock(self, session_id: str) -> None:
+        """Serialize writers of one session for the rest of the transaction."""
+        stmt = select(AgentSession.id).where(AgentSession.id == session_id).with_for_update()
+        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+            raise session_not_found(session_id)
+
+    async def list_page(
+        self, *, limit: int, before: tuple[datetime, str] | None = None
+    ) -> Sequence[AgentSession]:
+        """Newest first. ``before`` is the ``(created_at, id)`` of the last row of the previous
+        page (a keyset cursor: stable while sessions are being created)."""
+        stmt = select(AgentSession).order_by(AgentSession.created_at.desc(), AgentSession.id.desc())
+        if before is not None:
+            created_at, session_id = before
+            stmt = stmt.where(
+                (AgentSession.created_at < created_at)
+                | ((AgentSession.created_at == created_at) & (AgentSession.id < session_id))
+            )
+        return (await self.session.execute(stmt.limit(limit))).scalars().all()
+
+    async def delete(self, session_id: str) -> bool:
+        """Delete a session and (by cascade) everything it owns."""
+        result = await self.session.execute(
+            delete(AgentSession).where(AgentSession.id == session_id).returning(AgentSession.id)
+        )
+        return result.scalar_one_or_none() is not None
+
+    async def allocate_message_sequences(self, session_id: str, count: int) -> int:
+        """Reserve ``count`` message sequences; returns the last one (the first is
+        ``last - count + 1``). The UPDATE row-locks the session on PostgreSQL, so concurrent
+        appenders on any replica queue up and sequences never collide or leave a gap; a rollback
+        gives the numbers back."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        column = AgentSession.last_message_sequence
+        stmt = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id)
+            .values({column: column + count, AgentSession.updated_at: utc_now()})
+            .returning(column)
+        )
+        return await self._returned_int(stmt, session_id)
+
+    async def allocate_event_sequences(self, session_id: str, count: int) -> int:
+        """Same as ``allocate_message_sequences``, for the live-update log."""
+        if count < 1:
+            raise ValueError("count must be at least 1")
+        column = AgentSession.last_event_sequence
+        stmt = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id)
+            .values({column: column + count})
+            .returning(column)
+        )
+        return await self._returned_int(stmt, session_id)
+
+    async def _returned_int(self, stmt: ReturningUpdate[int], session_id: str) -> int:
+        value = (await self.session.execute(stmt)).scalar_one_or_none()
+        if value is None:
+            raise session_not_found(session_id)
+        return int(value)
+
+    async def advance_pruning_watermark(self, session_id: str, through_sequence: int) -> int:
+        """Move the watermark to ``through_sequence`` unless it already is further (it only ever
+        increases: SPEC §5). The comparison sits inside one UPDATE (a portable GREATEST), so two
+        concurrent advances cannot move it back. Returns the watermark now in force."""
+        column = AgentSession.tool_result_pruned_through_sequence
+        greatest = case(
+            (column.is_(None) | (column < through_sequence), through_sequence), else_=column
+        )
+        stmt = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id)
+            .values({column: greatest})
+            .returning(AgentSession)
+            # The CASE cannot be evaluated in Python: refresh a loaded object from RETURNING
+            # (an expired attribute would need a lazy load, which async sessions cannot do).
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        row = (await self.session.execute(stmt)).scalar_one_or_none()
+        if row is None or row.tool_result_pruned_through_sequence is None:
+            raise session_not_found(session_id)
+        return row.tool_result_pruned_through_sequence
+
+    async def set_reload_required(self, session_id: str, value: bool) -> None:
+        stmt = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id)
+            .values(reload_required=value, updated_at=utc_now())
+            .returning(AgentSession.id)
+        )
+        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+            raise session_not_found(session_id)

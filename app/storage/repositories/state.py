@@ -1,0 +1,163 @@
+"""World State baselines, the agent-message mailbox and the live-update log."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from sqlalchemy import Table, delete, insert, select, update
+
+from app.storage.base import utc_now
+from app.storage.models import AgentMessage, SessionEvent, WorldStateBaseline
+from app.storage.repositories.base import Repository
+from app.storage.repositories.records import EventRecord, NewEvent
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["BaselineRepository", "EventRepository", "MailboxRepository"]
+
+
+class BaselineRepository(Repository):
+    """The last body sent per World State section (SPEC §4), shared by all replicas."""
+
+    async def get_all(self, session_id: str) -> dict[str, str]:
+        stmt = select(WorldStateBaseline.section_id, WorldStateBaseline.body).where(
+            WorldStateBaseline.session_id == session_id
+        )
+        return {section: body for section, body in (await self.session.execute(stmt)).all()}
+
+    async def apply(self, session_id: str, changes: Mapping[str, str | None]) -> None:
+        """Set each section's baseline to its body, or remove it for ``None`` (section gone).
+
+        Call it only after every World State message of the sample was written (SPEC §4)."""
+        now = utc_now()
+        for section_id, body in changes.items():
+            if body is None:
+                await self.session.execute(
+                    delete(WorldStateBaseline).where(
+                        WorldStateBaseline.session_id == session_id,
+                        WorldStateBaseline.section_id == section_id,
+                    )
+                )
+                continue
+            stmt = self._insert(WorldStateBaseline).values(
+                session_id=session_id, section_id=section_id, body=body, updated_at=now
+            )
+            stmt = stmt.on_conflict_do_update(
+                index_elements=[WorldStateBaseline.session_id, WorldStateBaseline.section_id],
+                set_={"body": stmt.excluded.body, "updated_at": now},
+            )
+            await self.session.execute(stmt)
+
+
+class MailboxRepository(Repository):
+    """Agent messages queued durably until the next model call drains them (SPEC §6)."""
+
+    async def enqueue(
+        self, session_id: str, *, agent_message_id: str, task: str, kind: str, body: str
+    ) -> bool:
+        """Queue a message; ``False`` when this id was already queued (a retried delivery)."""
+        stmt = (
+            self._insert(AgentMessage)
+            .values(
+                session_id=session_id,
+                agent_message_id=agent_message_id,
+                task=task,
+                kind=kind,
+                body=body,
+                created_at=utc_now(),
+            )
+            .on_conflict_do_nothing(
+                index_elements=[AgentMessage.session_id, AgentMessage.agent_message_id]
+            )
+            .returning(AgentMessage.agent_message_id)
+        )
+        return (await self.session.execute(stmt)).first() is not None
+
+    async def pending(self, session_id: str) -> Sequence[AgentMessage]:
+        """Undelivered messages, oldest first."""
+        stmt = (
+            select(AgentMessage)
+            .where(
+                AgentMessage.session_id == session_id,
+                AgentMessage.delivered_message_sequence.is_(None),
+            )
+            .order_by(AgentMessage.created_at, AgentMessage.agent_message_id)
+        )
+        return (await self.session.execute(stmt)).scalars().all()
+
+    async def mark_delivered(
+        self, session_id: str, agent_message_id: str, message_sequence: int
+    ) -> bool:
+        """Record the conversation message it became; ``False`` if already delivered."""
+        stmt = (
+            update(AgentMessage)
+            .where(
+                AgentMessage.session_id == session_id,
+                AgentMessage.agent_message_id == agent_message_id,
+                AgentMessage.delivered_message_sequence.is_(None),
+            )
+            .values(delivered_message_sequence=message_sequence)
+            .returning(AgentMessage)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+
+
+_events = cast(Table, SessionEvent.__table__)
+
+
+class EventRepository(Repository):
+    """Live updates with a per-session increasing sequence, replayable from any sequence."""
+
+    async def append(
+        self, session_id: str, type: str, payload: dict[str, object], *, turn_id: str | None = None
+    ) -> EventRecord:
+        (record,) = await self.append_many(session_id, [NewEvent(type, dict(payload), turn_id)])
+        return record
+
+    async def append_many(self, session_id: str, events: Sequence[NewEvent]) -> list[EventRecord]:
+        if not events:
+            return []
+        last = await SessionRepository(self.session).allocate_event_sequences(
+            session_id, len(events)
+        )
+        now = utc_now()
+        first = last - len(events) + 1
+        records = [
+            EventRecord(session_id, first + i, e.type, e.turn_id, e.payload, now)
+            for i, e in enumerate(events)
+        ]
+        await self.session.execute(
+            insert(_events),
+            [
+                {
+                    "session_id": r.session_id,
+                    "sequence": r.sequence,
+                    "type": r.type,
+                    "turn_id": r.turn_id,
+                    "payload": r.payload,
+                    "created_at": r.created_at,
+                }
+                for r in records
+            ],
+        )
+        return records
+
+    async def list_after(
+        self, session_id: str, after_sequence: int = 0, *, limit: int = 500
+    ) -> list[EventRecord]:
+        stmt = (
+            select(
+                _events.c.session_id,
+                _events.c.sequence,
+                _events.c.type,
+                _events.c.turn_id,
+                _events.c.payload,
+                _events.c.created_at,
+            )
+            .where(_events.c.session_id == session_id, _events.c.sequence > after_sequence)
+            .order_by(_events.c.sequence)
+            .limit(limit)
+        )
+        connection = await self.session.connection()
+        return [EventRecord(*row) for row in await connection.execute(stmt)]

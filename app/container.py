@@ -9,6 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from app.api.observability import Metrics
 from app.core.counting import TokenCounter
 from app.providers.tokenizers import get_counter
+from app.services.events import EventHub, EventPublisher
 from app.services.inspection import InspectionService
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
@@ -33,6 +34,7 @@ class Container:
         self.messages = MessageService(self.db, self.counter)
         self.inspection = InspectionService(self.db, self.counter)
         self.model_clients = ModelClients(self.db)
+        self.events = EventPublisher(EventHub())
 
     @classmethod
     def build(cls, settings: Settings) -> Container:

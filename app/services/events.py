@@ -1,0 +1,111 @@
+"""Live updates (SPEC §6): durable events in the database, and an in-process hub that wakes
+listeners and carries best-effort deltas.
+
+Every non-delta update is a ``session_events`` row written in the caller's transaction, so it
+is never lost and any replica can replay it after ``Last-Event-ID``. This process's listeners are
+woken right after that transaction commits; listeners on other replicas find the row by polling.
+Deltas (``text_delta``, ``reasoning_delta``) are never stored: they go to this process's
+listeners only and carry no SSE id (a reconnect does not replay them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections import defaultdict
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session
+
+from app.storage.repositories.records import EventRecord
+from app.storage.repositories.state import EventRepository
+
+__all__ = ["DELTA_TYPES", "Delta", "EventHub", "EventPublisher", "UPDATE_TYPES"]
+
+UPDATE_TYPES = frozenset(
+    {
+        "turn_started",
+        "phase_changed",
+        "text_delta",
+        "reasoning_delta",
+        "draft_cleared",
+        "tool_call_started",
+        "tool_call_finished",
+        "plan_updated",
+        "compaction_started",
+        "compaction_finished",
+        "turn_finished",
+    }
+)
+DELTA_TYPES = frozenset({"text_delta", "reasoning_delta"})
+
+
+@dataclass(frozen=True, slots=True)
+class Delta:
+    type: str
+    turn_id: str | None
+    payload: dict[str, Any]
+
+
+# What a listener's queue receives: ``None`` = "new rows may be in the database", or a delta.
+Signal = Delta | None
+
+
+class EventHub:
+    """Fan-out to this process's listeners of a session."""
+
+    def __init__(self) -> None:
+        self._listeners: dict[str, set[asyncio.Queue[Signal]]] = defaultdict(set)
+
+    def subscribe(self, session_id: str) -> asyncio.Queue[Signal]:
+        queue: asyncio.Queue[Signal] = asyncio.Queue(maxsize=1000)
+        self._listeners[session_id].add(queue)
+        return queue
+
+    def unsubscribe(self, session_id: str, queue: asyncio.Queue[Signal]) -> None:
+        listeners = self._listeners.get(session_id)
+        if listeners is not None:
+            listeners.discard(queue)
+            if not listeners:
+                del self._listeners[session_id]
+
+    def notify(self, session_id: str, signal: Signal) -> None:
+        for queue in list(self._listeners.get(session_id, ())):
+            try:
+                queue.put_nowait(signal)
+            except asyncio.QueueFull:
+                # A slow listener loses deltas only; it re-reads durable events from the table.
+                pass
+
+
+class EventPublisher:
+    def __init__(self, hub: EventHub) -> None:
+        self.hub = hub
+
+    async def emit(
+        self,
+        db: AsyncSession,
+        session_id: str,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        turn_id: str | None = None,
+    ) -> EventRecord:
+        """Store a durable update in ``db``'s transaction; listeners wake after it commits."""
+        assert type in UPDATE_TYPES and type not in DELTA_TYPES, type
+        record = await EventRepository(db).append(session_id, type, payload, turn_id=turn_id)
+
+        def _after_commit(_: Session) -> None:
+            self.hub.notify(session_id, None)
+
+        event.listen(db.sync_session, "after_commit", _after_commit, once=True)
+        return record
+
+    def delta(
+        self, session_id: str, type: str, payload: dict[str, Any], *, turn_id: str | None
+    ) -> None:
+        """A best-effort live delta to this process's listeners (never stored)."""
+        assert type in DELTA_TYPES, type
+        self.hub.notify(session_id, Delta(type, turn_id, payload))

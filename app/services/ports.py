@@ -1,0 +1,55 @@
+"""What the turn runner needs from World State sampling and from compaction.
+
+Declared here so that the runner, the sampler and the compaction service can be built and tested
+independently; the composition root passes the real implementations.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, Protocol
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.content import Item
+from app.storage.models import AgentSession
+
+__all__ = ["TurnCompactor", "WorldStateSampling"]
+
+
+class WorldStateSampling(Protocol):
+    async def sample(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        conversation: Sequence[Item],
+        *,
+        turn_id: str,
+        model_call_index: int,
+        sample_index: int,
+    ) -> list[Item]:
+        """Capture, diff against the stored baselines and ``conversation``, write each changed
+        section as a ``world_state`` message (insert-if-absent by its SPEC §4 id), advance the
+        baselines, and return the written items (to append to the conversation). Raises a
+        ``ServiceError`` with ``user_project_context_error | project_instruction_error |
+        skill_catalog_error`` before writing anything when capture fails."""
+        ...
+
+
+class TurnCompactor(Protocol):
+    async def prune(self, session_id: str) -> bool:
+        """SPEC §7.2: advance the pruning watermark (own transaction); ``True`` if it moved.
+        Any failure means "no pruning this time" (logged), never an exception."""
+        ...
+
+    async def compact_in_turn(
+        self,
+        session_id: str,
+        *,
+        trigger: Literal["threshold", "overflow"],
+        turn_id: str,
+        evidence: dict[str, Any],
+    ) -> None:
+        """Summarize and install a checkpoint linked to the running turn (own transactions).
+        Raises ``ServiceError`` (the runner fails the turn with ``compaction_error``)."""
+        ...

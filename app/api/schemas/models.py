@@ -49,9 +49,9 @@ class ProviderIn(BaseModel):
 
     @model_validator(mode="after")
     def _kind_needs(self) -> ProviderIn:
-        if self.kind in ("openai_chat", "anthropic_messages"):
-            if not self.base_url or not self.model_name:
-                raise ValueError(f"provider kind {self.kind} needs base_url and model_name")
+        http = self.kind in ("openai_chat", "anthropic_messages")
+        if http and (not self.base_url or not self.model_name):
+            raise ValueError(f"provider kind {self.kind} needs base_url and model_name")
         if self.kind == "scripted" and self.script is None:
             raise ValueError("provider kind scripted needs a script (a list of entries)")
         if self.kind != "scripted" and self.script is not None:

@@ -1,0 +1,82 @@
+"""``/v1/models``: catalogue, registration, validation, deletion."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.anyio
+
+
+def scripted(**overrides: Any) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "context_window_tokens": 1000,
+        "max_output_tokens": 100,
+        "provider": {"kind": "scripted", "script": [{"text": "hi"}]},
+    }
+    body.update(overrides)
+    return body
+
+
+async def test_the_catalogue_lists_real_limits(api: httpx.AsyncClient) -> None:
+    models = {m["id"]: m for m in (await api.get("/v1/models")).json()}
+    assert models["gpt-5"]["context_window_tokens"] == 400_000
+    assert models["gpt-5"]["effective_input_tokens"] == 272_000
+    assert models["claude-opus-4-7"]["max_output_tokens"] == 128_000
+    assert models["local"]["provider"]["kind"] == "local"
+    assert all(m["builtin"] for m in models.values())
+
+
+async def test_register_read_replace_and_delete(api: httpx.AsyncClient) -> None:
+    created = await api.put("/v1/models/team-bot", json=scripted())
+    assert created.status_code == 201, created.text
+    model = created.json()
+    assert model["builtin"] is False
+    assert model["effective_input_tokens"] == 900
+    assert model["auto_compact_token_limit"] == 765
+    assert model["provider"]["script_position"] == 0
+    replaced = await api.put("/v1/models/team-bot", json=scripted(max_output_tokens=200))
+    assert replaced.status_code == 200
+    assert (await api.get("/v1/models/team-bot")).json()["max_output_tokens"] == 200
+    assert (await api.delete("/v1/models/team-bot")).status_code == 204
+    missing = await api.get("/v1/models/team-bot")
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "model_not_found"
+
+
+async def test_a_registered_model_overrides_the_catalogue_entry(api: httpx.AsyncClient) -> None:
+    body = scripted(context_window_tokens=5000)
+    assert (await api.put("/v1/models/gpt-5", json=body)).status_code == 201
+    assert (await api.get("/v1/models/gpt-5")).json()["context_window_tokens"] == 5000
+    assert (await api.delete("/v1/models/gpt-5")).status_code == 204
+    assert (await api.get("/v1/models/gpt-5")).json()["context_window_tokens"] == 400_000
+    refused = await api.delete("/v1/models/gpt-5")
+    assert refused.status_code == 409
+    assert refused.json()["code"] == "builtin_model"
+
+
+@pytest.mark.parametrize(
+    ("body", "code"),
+    [
+        (scripted(max_output_tokens=1000), "invalid_capabilities"),
+        (scripted(safety_margin_tokens=500, fixed_reserve_tokens=400), "invalid_capabilities"),
+        (scripted(max_reasoning_tokens=900), "invalid_capabilities"),
+        (scripted(context_window_tokens=-5), "invalid_request"),
+        (scripted(provider={"kind": "openai_chat"}), "invalid_request"),
+        (scripted(provider={"kind": "scripted"}), "invalid_request"),
+        (
+            scripted(provider={"kind": "local", "api_key_env": "sk-live-123 secret"}),
+            "invalid_request",
+        ),
+        (scripted(token_counter="bytes"), "invalid_request"),
+    ],
+)
+async def test_inconsistent_models_are_refused_and_not_stored(
+    api: httpx.AsyncClient, body: dict[str, Any], code: str
+) -> None:
+    response = await api.put("/v1/models/bad-model", json=body)
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == code
+    assert (await api.get("/v1/models/bad-model")).status_code == 404

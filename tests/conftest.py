@@ -13,6 +13,7 @@ import os
 import shutil
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +21,11 @@ import httpx
 import psycopg
 import pytest
 from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.main import create_app
 from app.settings import Settings
+from app.storage.database import SessionFactory, create_engine, create_session_factory
 from app.storage.migrate import upgrade_to_head
 
 DEFAULT_POSTGRES_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -43,9 +46,11 @@ def admin_conninfo(url: str) -> str:
     return make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
 
 
-@pytest.fixture(scope="session")
-def postgres_url() -> Iterator[str]:
-    """URL of a migrated, throw-away PostgreSQL database for this test run."""
+@contextmanager
+def throwaway_postgres_database() -> Iterator[str]:
+    """Create an empty ``ctxsvc_test_<random>`` database, yield its URL, drop it afterwards.
+
+    Skips when the server is unreachable, except under ``CI=true`` where it fails."""
     base = os.environ.get("CTXSVC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
     name = f"ctxsvc_test_{uuid.uuid4().hex[:12]}"
     try:
@@ -56,13 +61,29 @@ def postgres_url() -> Iterator[str]:
         if os.environ.get("CI") == "true":
             pytest.fail(f"{message} (CI=true: PostgreSQL tests must run, not skip)")
         pytest.skip(message)
-    url = make_url(base).set(database=name).render_as_string(hide_password=False)
     try:
-        asyncio.run(upgrade_to_head(url))
-        yield url
+        yield make_url(base).set(database=name).render_as_string(hide_password=False)
     finally:
         with psycopg.connect(admin_conninfo(base), autocommit=True) as admin:
             admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session")
+def postgres_url() -> Iterator[str]:
+    """URL of a migrated, throw-away PostgreSQL database for this test run."""
+    with throwaway_postgres_database() as url:
+        asyncio.run(upgrade_to_head(url))
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def empty_database_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """A database with no schema yet (not migrated), once per backend."""
+    if request.param == "postgresql":
+        with throwaway_postgres_database() as url:
+            yield url
+    else:
+        yield f"sqlite+aiosqlite:///{tmp_path / 'fresh' / 'ctxsvc.db'}"
 
 
 @pytest.fixture(scope="session")
@@ -85,6 +106,20 @@ def database_url(request: pytest.FixtureRequest) -> str:
     if request.param == "postgresql":
         return str(request.getfixturevalue("postgres_url"))
     return str(request.getfixturevalue("sqlite_url"))
+
+
+@pytest.fixture
+async def engine(database_url: str) -> AsyncIterator[AsyncEngine]:
+    engine = create_engine(database_url)
+    try:
+        yield engine
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+def factory(engine: AsyncEngine) -> SessionFactory:
+    return create_session_factory(engine)
 
 
 def make_settings(database_url: str, **overrides: Any) -> Settings:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from app.core.chat_rules import check_append
 from app.core.content import Block
 from app.core.counting import TokenCounter
 from app.services.models import resolve_model
@@ -49,26 +48,21 @@ class MessageService:
     ) -> list[dict[str, Any]]:
         """All-or-nothing: a refused message rolls the whole batch back."""
         async with unit_of_work(self._db) as db:
-            sessions = SessionRepository(db)
-            session = await sessions.require(session_id)
-            await sessions.lock(session_id)  # concurrent appenders queue up per session
-            repo = MessageRepository(db)
-            unresolved = {
-                c.call_id: c.name for c in await repo.list_unresolved_tool_calls(session_id)
-            }
-            plan = check_append(batch, unresolved)
+            session = await SessionRepository(db).require(session_id)
             model = await resolve_model(db, session.model_id)
             counter = self._counters(model.capabilities.token_counter)
-            stored = await repo.append(
+            # The repository checks the SPEC §5 rules (app.core.chat_rules) under the session
+            # lock, so concurrent appenders on any replica are judged one after the other.
+            stored = await MessageRepository(db).append(
                 session_id,
                 [
                     NewMessage(
-                        role=m.role,  # type: ignore[arg-type]
-                        kind=m.kind,  # type: ignore[arg-type]
-                        content=m.content,
-                        token_counts=exact_counts(counter, m.role, m.content),
+                        role=role,  # type: ignore[arg-type]
+                        kind=kind,  # type: ignore[arg-type]
+                        content=content,
+                        token_counts=exact_counts(counter, role, content),
                     )
-                    for m in plan.messages
+                    for role, kind, content in batch
                 ],
             )
             return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]

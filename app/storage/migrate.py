@@ -2,14 +2,19 @@
 
 ``upgrade_to_head`` is safe to call from every replica at once: on PostgreSQL it holds a
 transaction-scoped advisory lock while migrating, and on SQLite the migration transaction begins
-IMMEDIATE, so concurrent callers run one after the other and the later ones find nothing to do.
+IMMEDIATE (and a lock file beside it serializes start-ups), so concurrent callers run one after
+the other and the later ones find nothing to do.
 The whole upgrade is one transaction on both backends (both have transactional DDL): a failed
 migration leaves the schema as it was.
 """
 
 from __future__ import annotations
 
+import asyncio
+import fcntl
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from functools import lru_cache
 from pathlib import Path
 
@@ -53,8 +58,18 @@ def head_revisions() -> frozenset[str]:
 async def upgrade_to_head(url: str) -> None:
     """Create the SQLite file's directory if needed and migrate ``url`` to the latest revision."""
     path = sqlite_database_path(url)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+    if path is None:
+        await _upgrade_with(url)
+        return
+    path.parent.mkdir(parents=True, exist_ok=True)
+    # A brand-new SQLite file is switched to WAL by its first connection, and SQLite answers
+    # "database is locked" without waiting to anyone who opens it meanwhile; a lock file
+    # makes concurrent start-ups (several workers on one file) take turns.
+    async with _file_lock(path.with_name(path.name + ".migrate-lock")):
+        await _upgrade_with(url)
+
+
+async def _upgrade_with(url: str) -> None:
     engine = create_engine(url, poolclass=NullPool)
     try:
         async with engine.connect() as connection:
@@ -62,6 +77,17 @@ async def upgrade_to_head(url: str) -> None:
             await connection.commit()
     finally:
         await engine.dispose()
+
+
+@asynccontextmanager
+async def _file_lock(path: Path) -> AsyncIterator[None]:
+    with path.open("a") as handle:
+        # flock blocks, so wait for it in a thread rather than on the event loop.
+        await asyncio.to_thread(fcntl.flock, handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
 def _upgrade(connection: Connection) -> None:

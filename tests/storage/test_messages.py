@@ -9,7 +9,7 @@ from sqlalchemy import insert, select
 from sqlalchemy.exc import IntegrityError
 
 from app.core.content import Block
-from app.core.errors import InvalidInput, NotFound
+from app.core.errors import InvalidInput, NotFound, ServiceError
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession, ToolCall
 from app.storage.repositories import MessageRepository, NewMessage, StoredMessage
@@ -99,18 +99,18 @@ async def test_tool_results_must_answer_an_unresolved_call(
     factory: SessionFactory, make_session: MakeSession
 ) -> None:
     sid = await make_session()
-    with pytest.raises(InvalidInput) as refused:
+    with pytest.raises(ServiceError) as refused:
         await append(factory, sid, tool("nobody-called-me"))
-    assert refused.value.code == "unmatched_tool_result"
+    assert refused.value.code == "unknown_tool_call"
 
     await append(factory, sid, assistant("c1", "c2"), tool("c1"))
     async with unit_of_work(factory, read_only=True) as db:
         pending = await MessageRepository(db).list_unresolved_tool_calls(sid)
     assert [c.call_id for c in pending] == ["c2"]
 
-    with pytest.raises(InvalidInput) as twice:
+    with pytest.raises(ServiceError) as twice:
         await append(factory, sid, tool("c1"))
-    assert twice.value.code == "unmatched_tool_result"
+    assert twice.value.code == "unknown_tool_call"
     # A refused batch consumed no sequence.
     assert await sequences(factory, sid) == [1, 2]
     (answered,) = await append(factory, sid, tool("c2"))
@@ -122,9 +122,9 @@ async def test_duplicate_unresolved_call_id_is_refused(
 ) -> None:
     sid = await make_session()
     await append(factory, sid, assistant("c1"))
-    with pytest.raises(InvalidInput) as refused:
+    with pytest.raises(ServiceError) as refused:
         await append(factory, sid, assistant("c1"))
-    assert refused.value.code == "duplicate_tool_call"
+    assert refused.value.code == "duplicate_tool_call_id"
     # Once resolved, the id may be used again; in one batch, in order.
     stored = await append(factory, sid, tool("c1"), assistant("c1"), tool("c1"))
     assert [m.sequence for m in stored] == [2, 3, 4]

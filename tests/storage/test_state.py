@@ -25,7 +25,11 @@ async def test_baselines_are_set_replaced_and_removed(
     async with unit_of_work(factory) as db:
         await BaselineRepository(db).apply(sid, {"project/AGENTS.md": "b", "skills/catalog": None})
     async with unit_of_work(factory, read_only=True) as db:
-        assert await BaselineRepository(db).get_all(sid) == {"project/AGENTS.md": "b"}
+        # None = the removal notice was sent (known absent), distinct from no baseline at all.
+        assert await BaselineRepository(db).get_all(sid) == {
+            "project/AGENTS.md": "b",
+            "skills/catalog": None,
+        }
 
 
 async def test_mailbox_is_idempotent_and_drains_in_order(

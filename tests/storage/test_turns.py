@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from app.core.errors import Conflict
+from app.core.errors import Conflict, NotFound
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories import PlanRepository, TurnRepository
@@ -162,3 +162,8 @@ async def test_plan_upsert(factory: SessionFactory, make_session: MakeSession) -
         assert await plans.get(sid, "t1") == {"steps": [{"step": "a", "status": "completed"}]}
         assert await plans.latest(sid) == await plans.get(sid, "t1")
         assert await plans.get(sid, "t-none") is None
+
+
+async def test_turn_of_unknown_session_is_not_found(factory: SessionFactory) -> None:
+    with pytest.raises(NotFound):
+        await start(factory, "ses-missing", "t1", "r")

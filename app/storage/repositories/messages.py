@@ -9,11 +9,12 @@ There is deliberately no update and no delete.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Collection, Iterable, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy import Row, Select, Table, bindparam, func, insert, select, update
 
+from app.core.chat_rules import check_append
 from app.core.content import Kind, Role
 from app.core.counting import ESTIMATE
 from app.core.errors import InvalidInput
@@ -75,9 +76,10 @@ class MessageRepository(Repository):
     async def append(self, session_id: str, messages: Sequence[NewMessage]) -> list[StoredMessage]:
         """Append ``messages`` in order and return them as stored.
 
-        Raises ``NotFound`` for an unknown session and ``InvalidInput`` (``unmatched_tool_result``,
-        ``duplicate_tool_call``, ``invalid_tool_message``) before anything is written, so a refused
-        batch consumes no sequence even if the caller went on to commit.
+        Raises ``NotFound`` for an unknown session and the SPEC §5 errors of
+        ``app.core.chat_rules.check_append`` (``unknown_tool_call``, ``duplicate_tool_call_id``,
+        ``invalid_tool_message``, ...) before anything is written, so a refused batch consumes
+        no sequence even if the caller went on to commit.
         """
         if not messages:
             return []
@@ -86,7 +88,7 @@ class MessageRepository(Repository):
             # Lock first, then check: a concurrent writer cannot resolve or add the same call
             # between our check and our insert.
             await sessions.lock(session_id)
-            await self._check_tool_calls(session_id, messages)
+        await self._check_tool_calls(session_id, messages)
         last = await sessions.allocate_message_sequences(session_id, len(messages))
         return await self._write(session_id, messages, first_sequence=last - len(messages) + 1)
 
@@ -105,35 +107,18 @@ class MessageRepository(Repository):
         return stored
 
     async def _check_tool_calls(self, session_id: str, messages: Sequence[NewMessage]) -> None:
-        mentioned: set[str] = set()
-        for m in messages:
-            if m.role == "tool":
-                mentioned.add(_tool_result_block(m)["id"])
-            mentioned.update(b["id"] for b in _tool_call_blocks(m))
-        unresolved = {
-            c.call_id for c in await self.find_unresolved_tool_calls(session_id, mentioned)
+        # Only the calls the batch mentions are looked up; the rules themselves (SPEC §5) are
+        # the core's, so API appends and internal writes are judged identically.
+        mentioned = {
+            b["id"]
+            for m in messages
+            for b in m.content
+            if b["type"] in ("tool_call", "tool_result")
         }
-        # Replay the batch in order: a result may answer a call made earlier in the same batch.
-        for m in messages:
-            if m.role == "tool":
-                call_id = _tool_result_block(m)["id"]
-                if call_id not in unresolved:
-                    raise InvalidInput(
-                        "unmatched_tool_result",
-                        f"tool result {call_id!r} answers no unresolved tool call of this "
-                        "session; post results only for calls still waiting for one",
-                        tool_call_id=call_id,
-                    )
-                unresolved.discard(call_id)
-            for block in _tool_call_blocks(m):
-                if block["id"] in unresolved:
-                    raise InvalidInput(
-                        "duplicate_tool_call",
-                        f"tool call id {block['id']!r} duplicates a call still waiting for its "
-                        "result; tool call ids must be unique among unresolved calls",
-                        tool_call_id=block["id"],
-                    )
-                unresolved.add(block["id"])
+        unresolved = {
+            c.call_id: c.name for c in await self.find_unresolved_tool_calls(session_id, mentioned)
+        }
+        check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
 
     async def _write(
         self, session_id: str, messages: Sequence[NewMessage], *, first_sequence: int
@@ -224,6 +209,25 @@ class MessageRepository(Repository):
             params = [p for _, p in ops[start:end]]
             await self.session.execute(insert(_tool_calls) if kind == "call" else resolve, params)
             start = end
+
+    async def store_token_counts(
+        self, session_id: str, counts: Mapping[int, dict[str, int]]
+    ) -> None:
+        """Replace ``token_counts`` of the messages at the given sequences (SPEC §3.4).
+
+        The one update this store allows: a derived cache of figures computed from the immutable
+        content, filled in for messages written without them (``app.services.tokens``). Racing
+        writers store identical figures; a lost key is recomputed on the next read.
+        """
+        if not counts:
+            return
+        stmt = (
+            update(_messages)
+            .where(_messages.c.session_id == bindparam("s"), _messages.c.sequence == bindparam("q"))
+            .values(token_counts=bindparam("tc"))
+        )
+        params = [{"s": session_id, "q": q, "tc": tc} for q, tc in counts.items()]
+        await self.session.execute(stmt, params)
 
     # ----- reads -----------------------------------------------------------------------------
 

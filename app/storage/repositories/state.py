@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from sqlalchemy import Table, delete, insert, select, update
+from sqlalchemy import Table, insert, select, update
 
 from app.storage.base import utc_now
 from app.storage.models import AgentMessage, SessionEvent, WorldStateBaseline
@@ -15,32 +15,38 @@ from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["BaselineRepository", "EventRepository", "MailboxRepository"]
 
+# How "the removal notice was sent" is stored (see BaselineRepository).
+_KNOWN_ABSENT = ""
+
 
 class BaselineRepository(Repository):
-    """The last body sent per World State section (SPEC §4), shared by all replicas."""
+    """The last body sent per World State section (SPEC §4), shared by all replicas.
 
-    async def get_all(self, session_id: str) -> dict[str, str]:
+    Three states per section, as ``app.core.world_state.diff`` expects them: no row = no
+    baseline (never sent, or the record was lost); a body = that body was sent; ``None`` = the
+    removal notice was sent (known absent). Known absent is stored as an empty body: a rendered
+    section is never empty (it always carries its tags), so the value cannot be mistaken for one,
+    and the schema stays as it is.
+    """
+
+    async def get_all(self, session_id: str) -> dict[str, str | None]:
         stmt = select(WorldStateBaseline.section_id, WorldStateBaseline.body).where(
             WorldStateBaseline.session_id == session_id
         )
-        return {section: body for section, body in (await self.session.execute(stmt)).all()}
+        rows = (await self.session.execute(stmt)).all()
+        return {section: (body or None) for section, body in rows}
 
     async def apply(self, session_id: str, changes: Mapping[str, str | None]) -> None:
-        """Set each section's baseline to its body, or remove it for ``None`` (section gone).
+        """Set each section's baseline to its body, or to "known absent" for ``None``.
 
         Call it only after every World State message of the sample was written (SPEC §4)."""
         now = utc_now()
         for section_id, body in changes.items():
-            if body is None:
-                await self.session.execute(
-                    delete(WorldStateBaseline).where(
-                        WorldStateBaseline.session_id == session_id,
-                        WorldStateBaseline.section_id == section_id,
-                    )
-                )
-                continue
             stmt = self._insert(WorldStateBaseline).values(
-                session_id=session_id, section_id=section_id, body=body, updated_at=now
+                session_id=session_id,
+                section_id=section_id,
+                body=_KNOWN_ABSENT if body is None else body,
+                updated_at=now,
             )
             stmt = stmt.on_conflict_do_update(
                 index_elements=[WorldStateBaseline.session_id, WorldStateBaseline.section_id],

@@ -18,6 +18,7 @@ from app.core.errors import Conflict
 from app.storage.base import utc_now
 from app.storage.models import Turn, TurnPlan
 from app.storage.repositories.base import Repository
+from app.storage.repositories.sessions import SessionRepository, session_not_found
 
 __all__ = ["PlanRepository", "TurnRepository"]
 
@@ -42,9 +43,9 @@ class TurnRepository(Repository):
 
         The same ``client_request_id`` again returns the turn already accepted with
         ``created=False`` (idempotent, across restarts and replicas). Another running turn raises
-        ``Conflict("busy")`` naming it. Both races are settled by the database (the unique
-        constraint and the one-running-turn partial index); the insert runs in a SAVEPOINT so
-        the caller's transaction survives the refusal.
+        ``Conflict("busy")`` naming it; an unknown session raises ``NotFound``. Both races are
+        settled by the database (the unique constraint and the one-running-turn partial index);
+        the insert runs in a SAVEPOINT so the caller's transaction survives the refusal.
         """
         existing = await self.get_by_client_request_id(session_id, client_request_id)
         if existing is not None:
@@ -69,9 +70,11 @@ class TurnRepository(Repository):
             if existing is not None:
                 return existing, False
             running = await self.get_running(session_id)
-            if running is None:
-                raise
-            raise _busy(running) from None
+            if running is not None:
+                raise _busy(running) from None
+            if await SessionRepository(self.session).get(session_id) is None:
+                raise session_not_found(session_id) from None
+            raise
         return turn, True
 
     async def get(self, session_id: str, turn_id: str) -> Turn | None:

@@ -2,19 +2,27 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import partial
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.observability import Metrics
+from app.api.observability import Metrics, pool_figures
 from app.core.counting import TokenCounter
 from app.providers.tokenizers import get_counter
+from app.services.calibration import CalibrationService
+from app.services.compaction import CompactionService
 from app.services.events import EventHub, EventPublisher
 from app.services.inspection import InspectionService
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.models import ModelService
+from app.services.session_prepare import SessionPrepareService
 from app.services.sessions import SessionService
+from app.services.tokens import MemoizedCounter
+from app.services.turns import AgentMessageService, TurnService
+from app.services.world_state import WorldStateSampler
 from app.settings import Settings
 from app.storage.database import SessionFactory, create_engine, create_session_factory
 
@@ -27,19 +35,39 @@ class Container:
     engine: AsyncEngine
     db: SessionFactory
     metrics: Metrics = field(default_factory=Metrics)
+    # Tests wrap the real counters (e.g. to count tokenizer calls); None = ``get_counter``.
+    counter_factory: Callable[[str], TokenCounter] | None = None
 
     def __post_init__(self) -> None:
+        self._memoized: dict[str, TokenCounter] = {}
+        # /metrics reads the pool's figures at scrape time.
+        self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.models = ModelService(self.db)
         self.sessions = SessionService(self.db, self.settings)
         self.messages = MessageService(self.db, self.counter)
-        self.inspection = InspectionService(self.db, self.counter)
+        self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)
+        self.inspection = InspectionService(
+            self.db, self.counter, apply_calibration=self.settings.apply_calibration
+        )
+        self.world_state = WorldStateSampler(self.settings)
+        self.session_prepare = SessionPrepareService(
+            self.db, self.counter, self.world_state, lambda: getattr(self, "compactor", None)
+        )
         self.model_clients = ModelClients(self.db)
         self.events = EventPublisher(EventHub())
+        self.compactor = CompactionService(
+            self.db, self.counter, self.model_clients, self.events, self.settings, self.metrics
+        )
+        self.turns = TurnService(self)
+        self.agent_messages = AgentMessageService(self)
 
     @classmethod
-    def build(cls, settings: Settings) -> Container:
+    def build(
+        cls, settings: Settings, *, counter_factory: Callable[[str], TokenCounter] | None = None
+    ) -> Container:
         engine = create_engine(settings.database_url)
-        return cls(settings=settings, engine=engine, db=create_session_factory(engine))
+        db = create_session_factory(engine)
+        return cls(settings=settings, engine=engine, db=db, counter_factory=counter_factory)
 
     async def aclose(self) -> None:
         await self.model_clients.aclose()
@@ -47,4 +75,10 @@ class Container:
 
     def counter(self, name: str) -> TokenCounter:
         """The named counter; exact counters load (and verify) their data once per process."""
-        return get_counter(name, data_dir=self.settings.tokenizer_dir)
+        if self.counter_factory is not None:
+            return self.counter_factory(name)
+        counter = get_counter(name, data_dir=self.settings.tokenizer_dir)
+        if counter.name == "estimate":
+            return counter  # cheaper to measure than to look up
+        # One memo per exact counter for the app's life (see ``MemoizedCounter``).
+        return self._memoized.setdefault(counter.name, MemoizedCounter(counter))

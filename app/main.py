@@ -11,7 +11,18 @@ from app.api.auth import require_api_key
 from app.api.limits import BodySizeLimit
 from app.api.observability import RequestContext, configure_logging
 from app.api.problems import install_error_handlers
-from app.api.routes import models, prepare, service, sessions
+from app.api.routes import (
+    agent_messages,
+    compactions,
+    events,
+    models,
+    prepare,
+    service,
+    session_prepare,
+    sessions,
+    tokens,
+    turns,
+)
 from app.container import Container
 from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
@@ -45,7 +56,11 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
     secured = [Depends(require_api_key)]
-    for router in (prepare.router, models.router, sessions.router):
+    for router in (prepare.router, models.router, sessions.router, session_prepare.router):
+        app.include_router(router, dependencies=secured)
+    app.include_router(tokens.router, dependencies=secured)
+    app.include_router(compactions.router, dependencies=secured)
+    for router in (turns.router, events.router, agent_messages.router):
         app.include_router(router, dependencies=secured)
     return app
 

@@ -33,6 +33,17 @@ class Settings(BaseSettings):
     json_logs: bool = True
     # Turn runner
     turn_lease_seconds: float = Field(default=30.0, gt=0)
+    # How often a runner checks for a cancel request posted to another replica (the lease is
+    # renewed at a third of its duration from the same loop).
+    turn_watch_interval_seconds: float = Field(default=1.0, gt=0)
+    # How often each process interrupts turns whose runner's lease expired (SPEC §6).
+    turn_reaper_interval_seconds: float = Field(default=10.0, gt=0)
+    # Longest ``?wait=true`` (and cancel) answer time before the current state is returned.
+    turn_wait_timeout_seconds: float = Field(default=60.0, gt=0)
+    # Live updates: how often a stream re-reads the event log (other replicas' events), and
+    # the comment-line heartbeat that keeps proxies from closing an idle stream.
+    events_poll_seconds: float = Field(default=1.0, gt=0)
+    events_heartbeat_seconds: float = Field(default=15.0, gt=0)
     provider_timeout_seconds: float = Field(default=600.0, gt=0)
     # Compaction summary attempts (SPEC §7.4); overridable so tests need not wait minutes.
     summary_attempts: int = Field(default=3, ge=1)

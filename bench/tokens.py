@@ -7,24 +7,43 @@ whole corpus (tokens/s and MB/s of message text), best of several timed passes i
 The corpus is an agent session: user requests in several scripts, assistant thinking and tool
 calls, and tool results holding the repository's own source files (real code, deterministic).
 
+The second section times the core ``prepare`` of a 10 000-message agent session
+(``bench/fixtures.py``) per counter: every message measured from scratch, against the figures
+stored at append time (``with_cached_measures``) — median of several runs, ratio printed (target
+with ``o200k_base``: cached at least 10× faster). Results that the prepare rewrites (pruned,
+truncated) are measured again as they are sent; the "service" column adds the memo the service's
+container puts around exact counters (``MemoizedCounter``), which remembers those figures.
+
 Sections are listed in ``SECTIONS``; each is a function of the shared corpus that prints its own
-table, so another (e.g. a cached-prepare comparison) is one more entry.
+table.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import statistics
+import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from app.core.content import Block, Role, text_block
-from app.core.counting import TokenCounter, utf8_len
-from app.providers.tokenizers import COUNTER_NAMES, get_counter
-
 REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from app.core.content import Block, Item, Role, text_block  # noqa: E402
+from app.core.counting import TokenCounter, utf8_len  # noqa: E402
+from app.core.prepare import prepare  # noqa: E402
+from app.providers.tokenizers import COUNTER_NAMES, get_counter  # noqa: E402
+from app.services.tokens import MemoizedCounter  # noqa: E402
+from bench.fixtures import (  # noqa: E402
+    BENCH_CAPABILITIES,
+    agent_conversation,
+    system_context,
+    tool_definitions,
+    with_cached_measures,
+)
 
 _REQUESTS = [
     "Please read the settings module and explain how the database URL is validated.",
@@ -131,8 +150,51 @@ def bench_counters(messages: list[Message], seconds: float) -> None:
         )
 
 
+PREPARE_MESSAGES = 10_000
+
+
+def _median_prepare(items: list[Item], counter: TokenCounter, runs: int) -> float:
+    system, tools = system_context(), tool_definitions()
+    prepare(system, items, tools, BENCH_CAPABILITIES, counter=counter)  # warm-up
+    samples = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        prepare(system, items, tools, BENCH_CAPABILITIES, counter=counter)
+        samples.append(time.perf_counter() - start)
+    return statistics.median(samples)
+
+
+def bench_cached_prepare(_: list[Message], seconds: float) -> None:
+    """Core ``prepare`` of a long session: per-message figures stored at append (SPEC §3.4)
+    against measuring every message again, as a prepare without the cache would."""
+    items = agent_conversation(PREPARE_MESSAGES)
+    system, tools = system_context(), tool_definitions()
+    print(f"## cached prepare — {PREPARE_MESSAGES:,} messages (bench/fixtures.agent_conversation)")
+    print(
+        f"{'counter':<24}{'tokens':>11}{'scratch ms':>12}{'cached ms':>11}{'ratio':>8}"
+        f"{'service ms':>12}{'ratio':>8}"
+    )
+    for name in COUNTER_NAMES:
+        counter = get_counter(name)
+        cached = with_cached_measures(items, counter)
+        budget = prepare(system, cached, tools, BENCH_CAPABILITIES, counter=counter).budget
+        scratch = _median_prepare(items, counter, runs=3)
+        runs = max(5, min(50, int(seconds / max(scratch / 10, 1e-3))))
+        fast = _median_prepare(cached, counter, runs=runs)
+        # As the service's container configures it: exact counters memoize the figures of the
+        # results a prepare rewrites (pruned, truncated); the first run fills the memo.
+        service_counter = counter if name == "estimate" else MemoizedCounter(counter)
+        service = _median_prepare(cached, service_counter, runs=runs)
+        print(
+            f"{name:<24}{budget.estimated_input_tokens:>11,}{scratch * 1e3:>12.1f}"
+            f"{fast * 1e3:>11.1f}{scratch / fast:>7.1f}×{service * 1e3:>12.1f}"
+            f"{scratch / service:>7.1f}×"
+        )
+
+
 SECTIONS: list[tuple[str, Callable[[list[Message], float], None]]] = [
     ("counters", bench_counters),
+    ("cached prepare", bench_cached_prepare),
 ]
 
 

@@ -17,9 +17,17 @@ from collections.abc import Callable
 from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from sqlalchemy.pool import Pool, QueuePool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["JsonFormatter", "Metrics", "RequestContext", "configure_logging", "request_id_var"]
+__all__ = [
+    "JsonFormatter",
+    "Metrics",
+    "RequestContext",
+    "configure_logging",
+    "pool_figures",
+    "request_id_var",
+]
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="-")
 _SAFE_ID = re.compile(r"^[A-Za-z0-9._:-]{1,128}$")
@@ -106,6 +114,22 @@ class Metrics:
         if self.pool_probe is not None:
             for state, value in self.pool_probe().items():
                 self.pool.labels(state).set(value)
+
+
+def pool_figures(pool: Pool) -> dict[str, int]:
+    """Connections of a queue pool by state (PostgreSQL, and SQLite files on SQLAlchemy 2).
+
+    Pools that keep no connections (``NullPool``, ``StaticPool``) have nothing to report.
+    """
+    if not isinstance(pool, QueuePool):
+        return {}
+    return {
+        "size": pool.size(),
+        "checked_out": pool.checkedout(),
+        "idle": pool.checkedin(),
+        # Negative while the pool is below its size (SQLAlchemy counts from -size); 0 then.
+        "overflow": max(pool.overflow(), 0),
+    }
 
 
 class RequestContext:

@@ -11,6 +11,7 @@ listeners only and carry no SSE id (a reconnect does not replay them).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
@@ -22,7 +23,7 @@ from sqlalchemy.orm import Session
 from app.storage.repositories.records import EventRecord
 from app.storage.repositories.state import EventRepository
 
-__all__ = ["DELTA_TYPES", "Delta", "EventHub", "EventPublisher", "UPDATE_TYPES"]
+__all__ = ["DELTA_TYPES", "UPDATE_TYPES", "Delta", "EventHub", "EventPublisher"]
 
 UPDATE_TYPES = frozenset(
     {
@@ -73,11 +74,9 @@ class EventHub:
 
     def notify(self, session_id: str, signal: Signal) -> None:
         for queue in list(self._listeners.get(session_id, ())):
-            try:
+            # A slow listener loses deltas only; it re-reads durable events from the table.
+            with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(signal)
-            except asyncio.QueueFull:
-                # A slow listener loses deltas only; it re-reads durable events from the table.
-                pass
 
 
 class EventPublisher:
@@ -94,7 +93,8 @@ class EventPublisher:
         turn_id: str | None = None,
     ) -> EventRecord:
         """Store a durable update in ``db``'s transaction; listeners wake after it commits."""
-        assert type in UPDATE_TYPES and type not in DELTA_TYPES, type
+        assert type in UPDATE_TYPES, type
+        assert type not in DELTA_TYPES, type
         record = await EventRepository(db).append(session_id, type, payload, turn_id=turn_id)
 
         def _after_commit(_: Session) -> None:

@@ -11,14 +11,15 @@ from typing import Any
 
 from app.core.counting import TokenCounter
 from app.core.prepare import prepare
+from app.services.calibration import calibrated_counter
 from app.services.conversation import (
-    load_active,
     system_context_of,
     tool_surface_of,
     watermark_of,
 )
 from app.services.models import resolve_model
 from app.services.prepare import prepared_to_json
+from app.services.tokens import load_counted, persist_counts
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 
@@ -33,19 +34,34 @@ def auto_compact_percent(budget: dict[str, Any]) -> float:
 
 
 class InspectionService:
-    def __init__(self, db: SessionFactory, counters: Callable[[str], TokenCounter]) -> None:
+    def __init__(
+        self,
+        db: SessionFactory,
+        counters: Callable[[str], TokenCounter],
+        *,
+        apply_calibration: bool = False,
+    ) -> None:
         self._db = db
         self._counters = counters
+        self._apply_calibration = apply_calibration
 
     async def inspect(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
             model = await resolve_model(db, session.model_id)
-            counter = self._counters(model.capabilities.token_counter)
-            active = await load_active(db, session, counter.name)
+            counter, calibration = await calibrated_counter(
+                db,
+                model.id,
+                self._counters(model.capabilities.token_counter),
+                apply=self._apply_calibration,
+            )
+            counted = await load_counted(db, session, counter)
+        # Figures of messages written without them (World State, turns): stored once, after the
+        # read-only block, so the next prepare reuses them.
+        await persist_counts(self._db, session_id, counted)
         prepared = prepare(
             system_context_of(session),
-            active.items,
+            counted.items,
             tool_surface_of(session),
             model.capabilities,
             watermark_of(session),
@@ -55,4 +71,5 @@ class InspectionService:
             prepared, encode_as=encode_as, model_name=model.provider.model_name
         )
         result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        result["calibration"] = None if calibration is None else calibration.to_json()
         return result

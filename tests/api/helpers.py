@@ -15,6 +15,10 @@ def user(t: str) -> dict[str, Any]:
     return {"role": "user", "content": text(t)}
 
 
+def assistant(t: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text(t)}
+
+
 def assistant_calls(*calls: tuple[str, str]) -> dict[str, Any]:
     return {
         "role": "assistant",
@@ -63,3 +67,46 @@ async def stored(api: httpx.AsyncClient, session_id: str) -> list[dict[str, Any]
     response = await api.get(f"/v1/sessions/{session_id}/messages", params={"limit": 500})
     assert response.status_code == 200, response.text
     return list(response.json()["messages"])
+
+
+async def prepare_session(api: httpx.AsyncClient, session_id: str, **params: Any) -> httpx.Response:
+    """``POST /v1/sessions/{id}/prepare`` (params become the query string)."""
+    return await api.post(f"/v1/sessions/{session_id}/prepare", params=params, json={})
+
+
+def world_state_texts(messages: list[dict[str, Any]]) -> list[str]:
+    """The text of each stored ``world_state`` message, in order."""
+    return [m["content"][0]["text"] for m in messages if m["kind"] == "world_state"]
+
+
+async def scripted_model(
+    api: httpx.AsyncClient, script: list[dict[str, Any]], **capabilities: Any
+) -> str:
+    """Register a ``scripted`` model under a fresh id (models are global) and return the id."""
+    import uuid
+
+    model_id = f"scripted-{uuid.uuid4().hex[:10]}"
+    body: dict[str, Any] = {
+        "context_window_tokens": 100_000,
+        "max_output_tokens": 1000,
+        "provider": {"kind": "scripted", "script": script},
+    }
+    body.update(capabilities)
+    response = await api.put(f"/v1/models/{model_id}", json=body)
+    assert response.status_code == 201, response.text
+    return model_id
+
+
+async def run_turn(
+    api: httpx.AsyncClient, session_id: str, text_: str = "go", **body: Any
+) -> dict[str, Any]:
+    """Start a turn with ``?wait=true`` and return the turn (terminal or waiting for tools)."""
+    import uuid
+
+    payload = {"client_request_id": uuid.uuid4().hex, "input": [{"type": "text", "text": text_}]}
+    payload.update(body)
+    response = await api.post(
+        f"/v1/sessions/{session_id}/turns", params={"wait": "true"}, json=payload
+    )
+    assert response.status_code in (200, 202), response.text
+    return dict(response.json())

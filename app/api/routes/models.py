@@ -25,8 +25,10 @@ async def list_models(container: ContainerDep) -> Response:
 
 @router.get("/{model_id}", response_model=ModelOut)
 async def get_model(container: ContainerDep, model_id: str = ModelId) -> Response:
-    """One model: capabilities, derived limits and provider."""
-    return json_response(entry_to_json(await container.models.get(model_id)))
+    """One model: capabilities, derived limits, provider and calibration (SPEC §3.4)."""
+    entry = await container.models.get(model_id)
+    calibration = await container.calibration.describe(model_id, entry.capabilities.token_counter)
+    return json_response(entry_to_json(entry, calibration))
 
 
 @router.put("/{model_id}", response_model=ModelOut, responses={201: {"model": ModelOut}})

@@ -52,6 +52,9 @@ _BY_PROVIDER_CODE: dict[str, FailureClass] = {
     "server_error": "transient",
     "auth": "deterministic",
     "protocol": "deterministic",
+    # Any other 4xx (unknown model, malformed request, an exhausted script): asking again
+    # sends the same request and gets the same answer.
+    "bad_request": "deterministic",
     "invalid_summary": "degenerate",
     "invalid_output": "degenerate",
     "degenerate": "degenerate",

@@ -1,0 +1,32 @@
+"""``POST /v1/sessions/{id}/agent-messages``: queue a message from a sub-agent or service."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path
+from fastapi.responses import Response
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.turns import AgentMessageBody, AgentMessageOut
+
+router = APIRouter(prefix="/v1/sessions", tags=["turns"], responses=PROBLEM_RESPONSES)
+
+SessionId = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+@router.post("/{session_id}/agent-messages", status_code=202, response_model=AgentMessageOut)
+async def deliver_agent_message(
+    session_id: SessionId, body: AgentMessageBody, container: ContainerDep
+) -> Response:
+    """Queue an agent message; it never starts a turn and is read before the next model call."""
+    queued = await container.agent_messages.deliver(
+        session_id,
+        task=body.task,
+        kind=body.kind,
+        body=body.body,
+        agent_message_id=body.agent_message_id,
+    )
+    return json_response(queued, status_code=202)

@@ -1,0 +1,47 @@
+"""``POST /v1/sessions/{session_id}/prepare``: the next request for a caller's own model."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Path, Query
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.prepare import EncodeName, PrepareResponse
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=PROBLEM_RESPONSES)
+
+
+class SessionPrepareBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    encode: EncodeName | None = None
+
+
+class SessionPrepareResponse(PrepareResponse):
+    auto_compact_percent: float = Field(
+        description="Estimated input + reserved output as % of the trigger line (100 = compacts)."
+    )
+    world_state_message_ids: list[str] = Field(
+        description="Ids of the World State messages this request stored (in the conversation)."
+    )
+
+
+@router.post("/{session_id}/prepare", response_model=SessionPrepareResponse)
+async def prepare_session(
+    session_id: Annotated[str, Path(min_length=1, max_length=200)],
+    container: ContainerDep,
+    body: Annotated[SessionPrepareBody | None, Body()] = None,
+    encode: Annotated[
+        EncodeName | None, Query(description="Overrides the body's `encode`.")
+    ] = None,
+) -> Response:
+    """Sample World State into the session, then prepare the next request of its Conversation."""
+    encode_as = encode or (body.encode if body is not None else None)
+    with container.metrics.prepare.labels("session").time():
+        result = await container.session_prepare.prepare(session_id, encode_as=encode_as)
+    return json_response(result)

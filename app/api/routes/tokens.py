@@ -1,0 +1,46 @@
+"""``POST /v1/tokens/count``: what a text, a content array or a whole request costs."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+from fastapi.responses import Response
+
+from app.api.deps import ContainerDep
+from app.api.jsonresponse import json_response
+from app.api.problems import PROBLEM_RESPONSES
+from app.api.schemas.content import blocks_to_core
+from app.api.schemas.tokens import TokenCountBody, TokenCountOut, prepare_regions
+from app.services.tokens import count_content, count_prepare, count_text
+
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"], responses=PROBLEM_RESPONSES)
+
+
+@router.post("/count", response_model=TokenCountOut)
+async def count_tokens(body: TokenCountBody, container: ContainerDep) -> Response:
+    """Count tokens with a named counter; give exactly one of `text`, `content` or `prepare`.
+
+    - `text`: raw text without any message framing (`estimate`: ceil(UTF-8 bytes / 4)).
+    - `content`: a content array as sent: artifacts never count; `estimate` measures its compact
+      JSON, a tiktoken counter its texts, tool calls and results (no message framing).
+    - `prepare`: a `POST /v1/prepare` body; `tokens` is the `estimated_input_tokens` of the
+      request it builds (framing and reply priming included) and `regions` splits it by region.
+      Without `counter` the model's own counter is used; calibration is never applied here.
+
+    An unknown counter is a 422 `unknown_token_counter`. Nothing is stored.
+    """
+    if body.prepare is not None:
+        if body.prepare.model is not None:
+            capabilities = body.prepare.model.to_core()
+        else:
+            assert body.prepare.model_id is not None  # the schema guarantees exactly one
+            capabilities = (await container.models.get(body.prepare.model_id)).capabilities
+        counter = container.counter(body.counter or capabilities.token_counter)
+        system, items, tools, pruning = prepare_regions(body.prepare)
+        return json_response(count_prepare(system, items, tools, capabilities, pruning, counter))
+    counter = container.counter(body.counter or "estimate")
+    if body.text is not None:
+        tokens = count_text(counter, body.text)
+    else:
+        assert body.content is not None  # the schema guarantees exactly one
+        tokens = count_content(counter, blocks_to_core(body.content))
+    return json_response({"counter": counter.name, "tokens": tokens})

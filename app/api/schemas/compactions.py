@@ -1,0 +1,140 @@
+"""Compaction request bodies and response documentation (API.md Compaction).
+
+The routes write their JSON themselves (``json_response``); these models document it.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas.prepare import PrepareResponse
+
+__all__ = [
+    "CheckpointListOut",
+    "CheckpointOut",
+    "CheckpointSummaryOut",
+    "CompactBody",
+    "ReloadOut",
+    "ReplayOut",
+    "RewindBody",
+    "SummaryRequestOut",
+    "TranscriptOut",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CompactBody(_Strict):
+    summary: str | None = Field(
+        default=None,
+        description="Your own model's answer to `GET .../compactions/request`; omit to let the "
+        "service call the session's summary model.",
+    )
+    model: str | None = Field(
+        default=None, max_length=200, description="Which model wrote `summary` (recorded)."
+    )
+    expected_through_message_sequence: int | None = Field(
+        default=None,
+        ge=0,
+        description="`through_message_sequence` of the summary request you answered; refused "
+        "with 409 `conversation_changed` when the conversation has moved on since.",
+    )
+
+
+class RewindBody(_Strict):
+    compaction_id: str = Field(min_length=1, max_length=200)
+
+
+class TimingsOut(BaseModel):
+    prepare_ms: int | None
+    summary_ms: int | None
+    persistence_ms: int | None
+    install_ms: int | None
+
+
+class CheckpointSummaryOut(BaseModel):
+    compaction_id: str
+    session_id: str
+    sequence: int
+    kind: Literal["manual", "threshold", "overflow", "rewind"]
+    through_message_sequence: int = Field(description="Fact boundary: the last message covered.")
+    replaced_through_message_sequence: int = Field(
+        description="Install boundary: messages after it follow the checkpoint's three items."
+    )
+    source_message_count: int
+    last_user_message_id: str | None
+    last_user_message_sequence: int | None
+    summary_format_version: int
+    model: str | None
+    input_tokens: int | None
+    output_tokens: int | None
+    trigger_turn_id: str | None
+    parent_compaction_id: str | None
+    trigger: dict[str, Any] | None = Field(
+        description="Trigger evidence (threshold/overflow budget figures); null for manual."
+    )
+    attempts: int
+    timings: TimingsOut
+    conversation_tokens_before: int | None
+    conversation_tokens_after: int | None
+    reclaimed_conversation_tokens: int | None
+    created_at: datetime
+
+
+class CheckpointOut(CheckpointSummaryOut):
+    summary: str
+    runtime_state: dict[str, Any]
+    runtime_reminder: str
+
+
+class CheckpointListOut(BaseModel):
+    compactions: list[CheckpointSummaryOut]
+    next_before_sequence: int | None
+
+
+class SummaryRequestOut(PrepareResponse):
+    through_message_sequence: int
+    summary_model_id: str
+
+
+class ReplayItemOut(BaseModel):
+    role: str
+    kind: str
+    content: list[dict[str, Any]]
+    origin: dict[str, Any]
+
+
+class ReplayOut(BaseModel):
+    selector: str
+    compaction_id: str | None
+    through_message_sequence: int
+    items: list[ReplayItemOut]
+
+
+class TranscriptMessageOut(BaseModel):
+    message_id: str
+    sequence: int
+    role: str
+    kind: str
+    content: list[dict[str, Any]]
+    turn_id: str | None
+    created_at: datetime
+
+
+class TranscriptOut(BaseModel):
+    compaction_id: str
+    through_message_sequence: int
+    messages: list[TranscriptMessageOut]
+    has_more: bool
+    next_after_sequence: int | None
+
+
+class ReloadOut(BaseModel):
+    session_id: str
+    reload_required: bool
+    compaction_id: str | None

@@ -1,0 +1,67 @@
+"""``POST /v1/tokens/count`` body and response (API.md, Tokens)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from app.api.schemas.content import BlockIn, blocks_to_core, message_to_item
+from app.api.schemas.prepare import PrepareBody
+from app.core.content import Item
+from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+
+__all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut", "prepare_regions"]
+
+
+class TokenCountBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    # A plain string, not the capabilities' Literal: an unknown name is answered with the
+    # service's own ``unknown_token_counter`` problem, which lists the valid names.
+    counter: str | None = Field(
+        default=None,
+        examples=["tiktoken:o200k_base"],
+        description="`estimate`, `tiktoken:o200k_base` or `tiktoken:cl100k_base`. Default: "
+        "`estimate`, or for `prepare` the model's own counter.",
+    )
+    text: str | None = Field(default=None, description="Raw text, counted without framing.")
+    content: list[BlockIn] | None = Field(
+        default=None, description="A content array, counted as sent (artifacts never count)."
+    )
+    prepare: PrepareBody | None = Field(
+        default=None,
+        description="A whole `POST /v1/prepare` body: the budget of the request it builds.",
+    )
+
+    @model_validator(mode="after")
+    def _exactly_one(self) -> TokenCountBody:
+        given = [f for f in ("text", "content", "prepare") if getattr(self, f) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of `text`, `content` or `prepare`")
+        return self
+
+
+class RegionTokensOut(BaseModel):
+    system_context_tokens: int
+    conversation_tokens: int
+    tool_surface_tokens: int
+    estimated_input_tokens: int
+
+
+class TokenCountOut(BaseModel):
+    counter: str
+    tokens: int
+    regions: RegionTokensOut | None = Field(
+        default=None, description="Per-region figures, for a `prepare` body only."
+    )
+
+
+def prepare_regions(
+    body: PrepareBody,
+) -> tuple[list[SystemPart], list[Item], list[ToolDefinition], PruningWatermark]:
+    """The core inputs of a prepare body (as ``POST /v1/prepare`` reads them)."""
+    return (
+        [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
+        [message_to_item(m) for m in body.conversation],
+        [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
+        PruningWatermark(**body.tool_result_pruning.model_dump()),
+    )

@@ -1,0 +1,119 @@
+"""Turns, tool results, live updates and agent messages (API.md, Turns)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.schemas.content import ArtifactIn, OutputBlockIn
+
+__all__ = [
+    "AgentMessageBody",
+    "AgentMessageOut",
+    "InputItem",
+    "ToolResultIn",
+    "ToolResultsBody",
+    "ToolResultsOut",
+    "TurnOut",
+    "TurnStart",
+]
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextInput(_Strict):
+    type: Literal["text"]
+    text: str = Field(max_length=1_000_000)
+
+
+class SkillInput(_Strict):
+    type: Literal["skill"]
+    name: str = Field(min_length=1, max_length=64)
+
+
+InputItem = Annotated[TextInput | SkillInput, Field(discriminator="type")]
+
+
+class TurnStart(_Strict):
+    client_request_id: str = Field(
+        min_length=1,
+        max_length=200,
+        pattern=r"\S",
+        description="Your id for this request: sending it again returns the same turn.",
+    )
+    input: list[InputItem] = Field(max_length=100)
+
+
+class ToolResultIn(_Strict):
+    tool_call_id: str = Field(min_length=1)
+    state: Literal["success", "error", "denied", "interrupted"]
+    output: list[OutputBlockIn]
+    artifacts: list[ArtifactIn] = Field(
+        default_factory=list, description="For the caller only: never sent, never counted."
+    )
+
+
+class ToolResultsBody(_Strict):
+    results: list[ToolResultIn] = Field(max_length=1000)
+
+
+class PendingToolCall(BaseModel):
+    tool_call_id: str
+    name: str
+    input: str = Field(description="The raw JSON arguments as the model produced them.")
+
+
+class Usage(BaseModel):
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+
+
+class TurnOut(BaseModel):
+    turn_id: str
+    session_id: str
+    client_request_id: str
+    status: Literal["running", "completed", "failed", "cancelled", "interrupted"]
+    phase: str = Field(
+        description="starting | running_model | compacting | running_tools | "
+        "waiting_tool_results | terminal"
+    )
+    input: list[dict[str, Any]]
+    outcome: dict[str, Any] | None = Field(
+        description="completed: {final_text}; failed/interrupted: {code, message}; cancelled: {}"
+    )
+    pending_tool_calls: list[PendingToolCall]
+    plan: dict[str, Any] | None
+    model_calls: int
+    usage: Usage
+    cancel_requested: bool
+    created_at: str
+    updated_at: str
+    finished_at: str | None
+
+
+class ToolResultsOut(TurnOut):
+    missing_tool_call_ids: list[str]
+
+
+class AgentMessageBody(_Strict):
+    task: str = Field(min_length=1, max_length=1000)
+    kind: Literal["final_answer", "interrupted", "failed"]
+    body: str
+    agent_message_id: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=200,
+        description="Optional id: delivering the same id again queues it only once.",
+    )
+
+
+class AgentMessageOut(BaseModel):
+    agent_message_id: str
+    status: Literal["queued"]
+    duplicate: bool
+    tokens: int

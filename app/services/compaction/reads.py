@@ -1,0 +1,178 @@
+"""Read-only views of checkpoints: list, one, replay and transcript (SPEC §7.7).
+
+All of them read inside one read-only transaction and write nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.compaction import (
+    Checkpoint,
+    CompactionSelector,
+    LatestSelector,
+    TranscriptPage,
+    TranscriptQuery,
+    compacted_projection,
+    compaction_not_found,
+    parse_replay_selector,
+    transcript_page,
+)
+from app.services.compaction.records import (
+    checkpoint_summary_json,
+    checkpoint_to_json,
+    item_to_json,
+)
+from app.services.conversation import load_active, load_checkpoint
+from app.services.messages import stored_to_json
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.compactions import CompactionRepository
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import StoredMessage
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = [
+    "CompactionReads",
+    "get_checkpoint",
+    "list_checkpoints",
+    "read_transcript",
+    "replay",
+    "transcript_json",
+]
+
+
+async def list_checkpoints(
+    db: AsyncSession, session_id: str, *, limit: int, before_sequence: int | None
+) -> dict[str, Any]:
+    """Newest first; ``next_before_sequence`` pages further back."""
+    await SessionRepository(db).require(session_id)
+    rows = list(
+        await CompactionRepository(db).list_for_session(
+            session_id, limit=limit + 1, before_sequence=before_sequence
+        )
+    )
+    page = rows[:limit]
+    return {
+        "compactions": [checkpoint_summary_json(r) for r in page],
+        "next_before_sequence": page[-1].sequence if len(rows) > limit else None,
+    }
+
+
+async def get_checkpoint(db: AsyncSession, session_id: str, compaction_id: str) -> dict[str, Any]:
+    await SessionRepository(db).require(session_id)
+    row = await CompactionRepository(db).get(session_id, compaction_id)
+    if row is None:
+        raise compaction_not_found(compaction_id)
+    return checkpoint_to_json(row)
+
+
+async def _checkpoint(db: AsyncSession, session_id: str, compaction_id: str | None) -> Checkpoint:
+    repo = CompactionRepository(db)
+    row = (
+        await repo.latest(session_id)
+        if compaction_id is None
+        else await repo.get(session_id, compaction_id)
+    )
+    if row is None:
+        raise compaction_not_found(compaction_id)
+    return await load_checkpoint(db, row)
+
+
+async def replay(db: AsyncSession, session_id: str, selector: str) -> dict[str, Any]:
+    """The projection a selector names, rebuilt from stored rows only."""
+    parsed = parse_replay_selector(selector)
+    session = await SessionRepository(db).require(session_id)
+    messages = MessageRepository(db)
+    last = await messages.last_sequence(session_id) or 0
+    checkpoint: Checkpoint | None
+    if isinstance(parsed, LatestSelector):
+        active = await load_active(db, session)
+        checkpoint, items, through = active.checkpoint, active.items, last
+    elif isinstance(parsed, CompactionSelector):
+        checkpoint = await _checkpoint(db, session_id, parsed.compaction_id)
+        items = compacted_projection(checkpoint, [])
+        through = checkpoint.through_message_sequence
+    else:
+        through = min(parsed.sequence, last)
+        row = await CompactionRepository(db).latest_installed_through(session_id, parsed.sequence)
+        checkpoint = await load_checkpoint(db, row) if row is not None else None
+        floor = checkpoint.replaced_through_message_sequence if checkpoint is not None else 0
+        raw = [
+            m.to_item()
+            for m in await messages.load(
+                session_id, after_sequence=floor, through_sequence=parsed.sequence
+            )
+        ]
+        items = compacted_projection(checkpoint, raw) if checkpoint is not None else raw
+    return {
+        "selector": selector,
+        "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
+        "through_message_sequence": through,
+        "items": [item_to_json(i) for i in items],
+    }
+
+
+async def read_transcript(
+    db: AsyncSession, session_id: str, query: TranscriptQuery
+) -> tuple[TranscriptPage, dict[int, StoredMessage]]:
+    """One page of the raw messages a checkpoint covers, and the rows by sequence."""
+    await SessionRepository(db).require(session_id)
+    checkpoint = await _checkpoint(db, session_id, query.compaction_id)
+    # One row more than the page tells whether another page follows.
+    fetched = await MessageRepository(db).page(
+        session_id,
+        after_sequence=query.after_sequence,
+        limit=query.limit + 1,
+        through_sequence=checkpoint.through_message_sequence,
+    )
+    rows = {m.sequence: m for m in fetched.messages}
+    page = transcript_page(checkpoint, [m.to_item() for m in fetched.messages], query)
+    return page, rows
+
+
+def transcript_json(page: TranscriptPage, rows: dict[int, StoredMessage]) -> dict[str, Any]:
+    """The API shape: raw stored messages as ``GET .../messages`` returns them."""
+    return {
+        "compaction_id": page.compaction_id,
+        "through_message_sequence": page.through_message_sequence,
+        "messages": [stored_to_json(rows[m.sequence or 0]) for m in page.messages],
+        "has_more": page.has_more,
+        "next_after_sequence": page.next_after_sequence,
+    }
+
+
+class CompactionReads:
+    """The read-only endpoints, each one read-only transaction (mixed into the service)."""
+
+    _db: SessionFactory
+
+    async def list(
+        self, session_id: str, *, limit: int = 50, before_sequence: int | None = None
+    ) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            return await list_checkpoints(
+                db, session_id, limit=limit, before_sequence=before_sequence
+            )
+
+    async def get(self, session_id: str, compaction_id: str) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            return await get_checkpoint(db, session_id, compaction_id)
+
+    async def replay(self, session_id: str, selector: str) -> dict[str, Any]:
+        async with unit_of_work(self._db, read_only=True) as db:
+            return await replay(db, session_id, selector)
+
+    async def transcript(
+        self,
+        session_id: str,
+        *,
+        compaction_id: str | None = None,
+        after_sequence: int = 0,
+        limit: int = 20,
+    ) -> dict[str, Any]:
+        query = TranscriptQuery(compaction_id, after_sequence, limit)
+        async with unit_of_work(self._db, read_only=True) as db:
+            page, rows = await read_transcript(db, session_id, query)
+        return transcript_json(page, rows)

@@ -1,0 +1,372 @@
+"""The compaction use cases (SPEC §7): manual, threshold, overflow and rewind checkpoints,
+bring-your-own-model summaries, pruning, and the rebuild after a failed install.
+
+Order of a summarizing compaction (reference §8.8): read the source (read-only) → call the
+summary model with retries (no transaction open) → store the checkpoint (one write transaction
+that re-checks the preconditions) → install (after commit). A failure before the store changes
+nothing; a failure in the install keeps the checkpoint and flags the session ``reload_required``.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, Literal
+
+from app.core.compaction import (
+    Checkpoint,
+    RetryPolicy,
+    compacted_projection,
+    runtime_state_to_json,
+    validate_summary,
+)
+from app.core.counting import TokenCounter
+from app.core.errors import Conflict, ServiceError, TooLarge, Unavailable
+from app.providers.base import Usage
+from app.services.compaction.observe import CompactionMetrics, MetricsRecorder, new_compaction_id
+from app.services.compaction.persist import (
+    InstallHook,
+    install,
+    reload_required_error,
+    store_checkpoint,
+)
+from app.services.compaction.pruning import advance_pruning
+from app.services.compaction.reads import CompactionReads
+from app.services.compaction.records import checkpoint_to_json
+from app.services.compaction.rewind import store_rewind
+from app.services.compaction.source import (
+    CompactionSource,
+    conversation_tokens,
+    load_source,
+    require_idle,
+    trigger_evidence,
+)
+from app.services.compaction.summary import GeneratedSummary, generate_summary
+from app.services.events import EventPublisher
+from app.services.model_clients import ModelClients
+from app.services.prepare import prepared_to_json
+from app.settings import Settings
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.models import Compaction
+from app.storage.repositories.compactions import CompactionRepository
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["CompactionMetrics", "CompactionService", "InstallHook"]
+
+log = logging.getLogger(__name__)
+
+Trigger = Literal["manual", "threshold", "overflow"]
+
+
+def _ms(started: float) -> int:
+    return round((time.perf_counter() - started) * 1000)
+
+
+class CompactionService(CompactionReads):
+    """Implements ``app.services.ports.TurnCompactor`` and the Compaction API."""
+
+    def __init__(
+        self,
+        db: SessionFactory,
+        counters: Callable[[str], TokenCounter],
+        clients: ModelClients,
+        events: EventPublisher,
+        settings: Settings,
+        metrics: CompactionMetrics | None = None,
+    ) -> None:
+        self._db = db
+        self._counters = counters
+        self._clients = clients
+        self._events = events
+        self._recorder = MetricsRecorder(metrics)
+        self.policy = RetryPolicy(
+            attempts=settings.summary_attempts,
+            attempt_timeout_seconds=settings.summary_attempt_timeout_seconds,
+            delay_seconds=settings.summary_retry_delay_seconds,
+        )
+        # In-process views to refresh after a checkpoint commits (see ``persist``).
+        self.install_hooks: list[InstallHook] = []
+
+    # ----- TurnCompactor ----------------------------------------------------------------------
+
+    async def prune(self, session_id: str) -> bool:
+        """SPEC §7.2: advance the pruning watermark; any failure = "no pruning this time"."""
+        try:
+            async with unit_of_work(self._db) as db:
+                return await advance_pruning(db, session_id)
+        except Exception:
+            log.warning(
+                "tool result pruning skipped; falling back to summary compaction",
+                exc_info=True,
+                extra={"fields": {"session_id": session_id}},
+            )
+            return False
+
+    async def compact_in_turn(
+        self,
+        session_id: str,
+        *,
+        trigger: Literal["threshold", "overflow"],
+        turn_id: str,
+        evidence: dict[str, Any],
+    ) -> None:
+        """Summarize and install a checkpoint linked to the running turn ``turn_id``."""
+        await self._emit_in_turn(session_id, turn_id, "compaction_started", {"kind": trigger})
+        try:
+            await self._summarize(session_id, kind=trigger, turn_id=turn_id, evidence=evidence)
+        except ServiceError as exc:
+            await self._emit_in_turn(
+                session_id,
+                turn_id,
+                "compaction_finished",
+                {"status": "failed", "kind": trigger, "code": exc.code, "detail": exc.detail},
+            )
+            raise
+
+    # ----- manual and bring-your-own-model ------------------------------------------------------
+
+    async def compact(
+        self,
+        session_id: str,
+        *,
+        summary: str | None = None,
+        model: str | None = None,
+        expected_through_message_sequence: int | None = None,
+    ) -> dict[str, Any]:
+        """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
+        the caller's own model to ``summary_request``)."""
+        row = await self._summarize(
+            session_id,
+            kind="manual",
+            provided=summary,
+            provided_model=model,
+            expected_through=expected_through_message_sequence,
+        )
+        return checkpoint_to_json(row)
+
+    async def summary_request(
+        self, session_id: str, *, encode_as: str | None = None
+    ) -> dict[str, Any]:
+        """The exact request a manual compaction would send to the summary model (SPEC §7.8)."""
+        async with unit_of_work(self._db, read_only=True) as db:
+            source = await load_source(db, session_id, self._counters, turn_id=None)
+        result = prepared_to_json(
+            source.summary_request,
+            encode_as=encode_as,
+            model_name=source.summary_model.provider.model_name,
+        )
+        # What a caller passes back to make sure its summary still covers the conversation.
+        result["through_message_sequence"] = source.through
+        result["summary_model_id"] = source.summary_model.id
+        return result
+
+    async def _summarize(
+        self,
+        session_id: str,
+        *,
+        kind: Trigger,
+        turn_id: str | None = None,
+        evidence: dict[str, Any] | None = None,
+        provided: str | None = None,
+        provided_model: str | None = None,
+        expected_through: int | None = None,
+    ) -> Compaction:
+        try:
+            async with unit_of_work(self._db, read_only=True) as db:
+                source = await load_source(db, session_id, self._counters, turn_id=turn_id)
+            if expected_through is not None and expected_through != source.through:
+                raise _conversation_changed(expected_through, source.through)
+            if provided is not None:
+                text = validate_summary(provided, finish_reason="stop", has_tool_calls=False)
+                generated = GeneratedSummary(text, Usage(), attempts=1, elapsed_ms=0)
+                model_name = provided_model or "caller"
+            else:
+                _check_summary_fits(source)
+                client = self._clients.for_model(source.summary_model)
+                generated = await generate_summary(
+                    client, source.summary_request.request, self.policy
+                )
+                model_name = source.summary_model.id
+            if kind != "manual":
+                evidence = {**trigger_evidence(source.before), **(evidence or {})}
+            row = self._row(source, kind, turn_id, evidence, generated, model_name)
+            row = await self._store(row, source.base_compaction_id, generated.usage)
+        except ServiceError:
+            self._recorder.count(kind, "failed")
+            raise
+        await self._install(row)
+        return row
+
+    def _row(
+        self,
+        source: CompactionSource,
+        kind: Trigger,
+        turn_id: str | None,
+        evidence: dict[str, Any] | None,
+        generated: GeneratedSummary,
+        model_name: str,
+    ) -> Compaction:
+        compaction_id = new_compaction_id()
+        checkpoint = Checkpoint(
+            compaction_id=compaction_id,
+            sequence=0,
+            kind=kind,
+            summary=generated.summary,
+            runtime_reminder=source.reminder,
+            last_user=source.last_user,
+            through_message_sequence=source.through,
+            replaced_through_message_sequence=source.through,
+        )
+        after = conversation_tokens(
+            source.session,
+            source.model,
+            self._counters(source.model.capabilities.token_counter),
+            compacted_projection(checkpoint, []),
+        )
+        return Compaction(
+            session_id=source.session.id,
+            compaction_id=compaction_id,
+            kind=kind,
+            through_message_sequence=source.through,
+            replaced_through_message_sequence=source.through,
+            source_message_count=len(source.items),
+            last_user_message_id=source.last_user.message_id,
+            last_user_message_sequence=source.last_user.sequence,
+            summary=generated.summary,
+            summary_format_version=1,
+            runtime_state=runtime_state_to_json(source.runtime_state),
+            runtime_reminder=source.reminder,
+            model=model_name,
+            input_tokens=generated.usage.input_tokens,
+            output_tokens=generated.usage.output_tokens,
+            trigger_turn_id=turn_id,
+            parent_compaction_id=None,
+            # Manual compaction records no trigger evidence (no window, no estimate).
+            trigger=evidence if kind != "manual" else None,
+            attempts=generated.attempts,
+            prepare_ms=source.prepare_ms,
+            summary_ms=generated.elapsed_ms,
+            conversation_tokens_before=source.before.conversation_tokens,
+            conversation_tokens_after=after.conversation_tokens,
+        )
+
+    async def _store(
+        self, row: Compaction, base_compaction_id: str | None, usage: Usage | None
+    ) -> Compaction:
+        started = time.perf_counter()
+        async with unit_of_work(self._db) as db:
+            stored = await store_checkpoint(
+                db, self._events, row, base_compaction_id=base_compaction_id, usage=usage
+            )
+        stored.persistence_ms = _ms(started)
+        return stored
+
+    # ----- rewind ---------------------------------------------------------------------------------
+
+    async def rewind(self, session_id: str, compaction_id: str) -> dict[str, Any]:
+        """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (SPEC §7.7)."""
+        try:
+            row = await store_rewind(
+                self._db, self._events, self._counters, session_id, compaction_id
+            )
+        except ServiceError:
+            self._recorder.count("rewind", "failed")
+            raise
+        await self._install(row)
+        return checkpoint_to_json(row)
+
+    # ----- install and rebuild ----------------------------------------------------------------
+
+    async def _install(self, row: Compaction) -> None:
+        started = time.perf_counter()
+        try:
+            await install(self._db, row.session_id, self.install_hooks)
+        except Exception as exc:
+            log.exception(
+                "checkpoint install failed",
+                extra={"fields": {"session_id": row.session_id, "compaction": row.compaction_id}},
+            )
+            self._recorder.count(row.kind, "install_failed")
+            await self._flag_reload(row.session_id)
+            raise reload_required_error(row.session_id, row.compaction_id, str(exc)) from exc
+        row.install_ms = _ms(started)
+        await self._record_timings(row)
+        self._recorder.completed(row)
+
+    async def _flag_reload(self, session_id: str) -> None:
+        try:
+            async with unit_of_work(self._db) as db:
+                await SessionRepository(db).set_reload_required(session_id, True)
+        except Exception:
+            log.exception("could not flag the session reload_required")
+
+    async def _record_timings(self, row: Compaction) -> None:
+        """Persistence (commit included) and install are only known after the commit."""
+        try:
+            async with unit_of_work(self._db) as db:
+                stored = await CompactionRepository(db).get(row.session_id, row.compaction_id)
+                if stored is not None:
+                    stored.persistence_ms = row.persistence_ms
+                    stored.install_ms = row.install_ms
+        except Exception:
+            log.warning("could not record compaction timings", exc_info=True)
+
+    async def rebuild(self, session_id: str) -> dict[str, Any]:
+        """Rebuild the session from the database and clear ``reload_required`` (idempotent)."""
+        async with unit_of_work(self._db, read_only=True) as db:
+            await SessionRepository(db).require(session_id)
+            await require_idle(db, session_id, "reloaded")
+        try:
+            active = await install(self._db, session_id, self.install_hooks)
+        except ServiceError:
+            raise
+        except Exception as exc:
+            log.exception("session rebuild failed", extra={"fields": {"session_id": session_id}})
+            raise Unavailable(
+                "reload_failed",
+                f"the session could not be rebuilt from the database ({exc}); it still needs "
+                "a reload, try again later",
+            ) from exc
+        async with unit_of_work(self._db) as db:
+            await SessionRepository(db).set_reload_required(session_id, False)
+        checkpoint = active.checkpoint
+        return {
+            "session_id": session_id,
+            "reload_required": False,
+            "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
+        }
+
+    async def _emit_in_turn(
+        self, session_id: str, turn_id: str, type: str, payload: dict[str, Any]
+    ) -> None:
+        try:
+            async with unit_of_work(self._db) as db:
+                await self._events.emit(db, session_id, type, payload, turn_id=turn_id)
+        except Exception:
+            log.warning("could not emit %s", type, exc_info=True)
+
+
+def _check_summary_fits(source: CompactionSource) -> None:
+    """Fail before the model call when the summary request cannot fit the summary model."""
+    budget = source.summary_request.budget
+    if budget.estimated_input_tokens > budget.effective_input_tokens:
+        raise TooLarge(
+            "summary_input_overflow",
+            f"the summary request needs {budget.estimated_input_tokens} input tokens but the "
+            f"summary model {source.summary_model.id} accepts {budget.effective_input_tokens}; "
+            "use a summary model with a larger window or rewind to an earlier checkpoint",
+            attempts=0,
+            estimated_input_tokens=budget.estimated_input_tokens,
+            effective_input_tokens=budget.effective_input_tokens,
+        )
+
+
+def _conversation_changed(expected: int, actual: int) -> ServiceError:
+    return Conflict(
+        "conversation_changed",
+        f"the summary was written for the conversation through message {expected}, but it now "
+        f"ends at message {actual}; fetch the summary request again and summarize that",
+        expected_through_message_sequence=expected,
+        through_message_sequence=actual,
+    )

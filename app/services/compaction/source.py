@@ -1,0 +1,200 @@
+"""What a compaction starts from: the session's active projection and everything derived from
+it before the summary model is called (SPEC §7.3, §7.5).
+
+Read in one read-only transaction. Nothing here writes: a failure at this stage (empty
+conversation, no user request, an undecodable artifact) changes nothing stored.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.compaction import (
+    LastUserRequest,
+    RuntimeState,
+    derive_runtime_state,
+    render_reminder,
+    runtime_state_from_json,
+    select_last_user_request,
+    summary_capabilities,
+    summary_request_conversation,
+)
+from app.core.compaction.runtime_state import RuntimeStateError
+from app.core.content import Item
+from app.core.counting import TokenCounter
+from app.core.errors import Conflict
+from app.core.plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
+from app.core.prepare import prepare
+from app.core.prepared import Budget, PreparedModelCall
+from app.services.conversation import (
+    load_active,
+    system_context_of,
+    tool_surface_of,
+    watermark_of,
+)
+from app.services.model_types import ModelEntry
+from app.services.models import resolve_model
+from app.storage.models import AgentSession
+from app.storage.repositories.compactions import CompactionRepository
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import PlanRepository, TurnRepository
+
+__all__ = [
+    "CompactionSource",
+    "conversation_tokens",
+    "load_source",
+    "require_idle",
+    "runtime_state_for",
+    "trigger_evidence",
+]
+
+Counters = Callable[[str], TokenCounter]
+
+
+@dataclass(frozen=True, slots=True)
+class CompactionSource:
+    session: AgentSession
+    model: ModelEntry
+    summary_model: ModelEntry
+    # The checkpoint in force when the source was read (``None``: none yet); the write refuses
+    # to install over a newer one.
+    base_compaction_id: str | None
+    # The last stored message when read: the new fact and install boundary. Messages appended
+    # while the summary is being written stay after it, in the tail.
+    through: int
+    items: list[Item]
+    last_user: LastUserRequest
+    runtime_state: RuntimeState
+    reminder: str
+    summary_request: PreparedModelCall
+    # The turn model's request for the active Conversation as it stands (tokens "before").
+    before: Budget
+    prepare_ms: int
+
+
+async def require_idle(db: AsyncSession, session_id: str, action: str) -> None:
+    """``Conflict`` ``session_active`` while a turn runs (manual compaction and rewind)."""
+    running = await TurnRepository(db).get_running(session_id)
+    if running is not None:
+        raise Conflict(
+            "session_active",
+            f"turn {running.turn_id} is running in this session and it cannot be {action} now; "
+            "wait for the turn to finish or cancel it, then try again",
+            turn_id=running.turn_id,
+        )
+
+
+def _plan_of(stored: dict[str, Any] | None) -> Plan | None:
+    """A stored turn plan, in either shape (``{explanation, steps}`` or the tool's own
+    ``{explanation, plan}``)."""
+    if stored is None:
+        return None
+    try:
+        if "steps" in stored:
+            return Plan.from_extension_value(stored)
+        return parse_update_plan_arguments(stored)
+    except PlanArgumentsInvalid as exc:
+        raise RuntimeStateError(f"invalid stored turn plan: {exc.detail}") from exc
+
+
+async def runtime_state_for(
+    db: AsyncSession, session_id: str, *, turn_id: str | None, counter: str
+) -> tuple[RuntimeState, str]:
+    """The runtime state and reminder for a new checkpoint (SPEC §7.5).
+
+    ``edited_paths`` comes from every stored message; the plan is the trigger turn's, or (manual,
+    rewind, or a turn without a plan yet) carried from the latest checkpoint, as are unknown
+    extension keys.
+    """
+    latest = await CompactionRepository(db).latest(session_id)
+    previous = runtime_state_from_json(latest.runtime_state) if latest is not None else None
+    plan = None
+    if turn_id is not None:
+        plan = _plan_of(await PlanRepository(db).get(session_id, turn_id))
+    rows = await MessageRepository(db).load(session_id)
+    state = derive_runtime_state([r.to_item(counter) for r in rows], previous, plan)
+    return state, render_reminder(state)
+
+
+def conversation_tokens(
+    session: AgentSession, model: ModelEntry, counter: TokenCounter, items: Sequence[Item]
+) -> Budget:
+    """The budget of the turn model's request for ``items`` (what "before/after" measure)."""
+    return prepare(
+        system_context_of(session),
+        items,
+        tool_surface_of(session),
+        model.capabilities,
+        watermark_of(session),
+        counter,
+    ).budget
+
+
+def trigger_evidence(before: Budget) -> dict[str, Any]:
+    """Why an in-turn compaction fired, from the budget that crossed the line."""
+    line = min(before.auto_compact_token_limit, before.effective_input_tokens)
+    used = before.estimated_input_tokens + before.reserved_output_tokens
+    return {
+        "context_window_tokens": before.context_window_tokens,
+        "effective_input_tokens": before.effective_input_tokens,
+        "auto_compact_token_limit": before.auto_compact_token_limit,
+        "estimated_input_tokens": before.estimated_input_tokens,
+        "reserved_output_tokens": before.reserved_output_tokens,
+        "trigger_percent": round(used * 100 / line) if line > 0 else None,
+        "counter": before.counter,
+    }
+
+
+async def load_source(
+    db: AsyncSession, session_id: str, counters: Counters, *, turn_id: str | None
+) -> CompactionSource:
+    """Read everything a compaction needs before its summary call."""
+    started = time.perf_counter()
+    session = await SessionRepository(db).require(session_id)
+    if turn_id is None:
+        await require_idle(db, session_id, "compacted")
+    model = await resolve_model(db, session.model_id)
+    summary_model = await resolve_model(db, session.summary_model_id)
+    summary_counter = counters(summary_model.capabilities.token_counter)
+    through = await MessageRepository(db).last_sequence(session_id) or 0
+    if through == 0:
+        raise Conflict(
+            "empty_conversation",
+            "the conversation is empty and cannot be compacted; append messages first",
+        )
+    active = await load_active(db, session, summary_counter.name)
+    last_user = select_last_user_request(active.items)
+    state, reminder = await runtime_state_for(
+        db, session_id, turn_id=turn_id, counter=summary_counter.name
+    )
+    summary_request = prepare(
+        system_context_of(session),
+        summary_request_conversation(active.items),
+        [],  # no tools: the summary model must answer in text (SPEC §7.3)
+        summary_capabilities(summary_model.capabilities),
+        watermark_of(session),
+        summary_counter,
+    )
+    before = conversation_tokens(
+        session, model, counters(model.capabilities.token_counter), active.items
+    )
+    return CompactionSource(
+        session=session,
+        model=model,
+        summary_model=summary_model,
+        base_compaction_id=active.checkpoint.compaction_id if active.checkpoint else None,
+        through=through,
+        items=active.items,
+        last_user=last_user,
+        runtime_state=state,
+        reminder=reminder,
+        summary_request=summary_request,
+        before=before,
+        prepare_ms=round((time.perf_counter() - started) * 1000),
+    )

@@ -1,0 +1,141 @@
+"""Session prepare (``POST /v1/sessions/{id}/prepare``): the next request for a caller that runs
+its own model.
+
+Unlike context inspection this *does* what a turn's model call would do before calling the
+model: it samples World State into the session (stored), then prepares the active Conversation.
+The sampling ids use a request-scoped turn id ``prepare-<uuid32>`` with model call index 1 and
+sample index 1 (2 for the re-sampling after a compaction): every request is its own "model
+call", there is no turn row, and a retried request (a new id) still sends nothing twice because
+the baselines make an unchanged world silent.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from app.core.content import Item, RealOrigin
+from app.core.counting import TokenCounter
+from app.core.prepare import prepare
+from app.core.prepared import PreparedModelCall
+from app.services.compaction.source import require_idle
+from app.services.conversation import (
+    load_active,
+    system_context_of,
+    tool_surface_of,
+    watermark_of,
+)
+from app.services.inspection import auto_compact_percent
+from app.services.model_types import ModelEntry
+from app.services.models import resolve_model
+from app.services.ports import TurnCompactor
+from app.services.prepare import prepared_to_json
+from app.services.world_state import WorldStateSampler
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["SessionPrepareService"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Sampled:
+    prepared: PreparedModelCall
+    message_ids: list[str]
+
+
+class SessionPrepareService:
+    def __init__(
+        self,
+        db: SessionFactory,
+        counters: Callable[[str], TokenCounter],
+        world_state: WorldStateSampler,
+        compactor: Callable[[], TurnCompactor | None],
+    ) -> None:
+        self._db = db
+        self._counters = counters
+        self._world_state = world_state
+        # A getter: the compaction service registers itself on the container after us.
+        self._compactor = compactor
+
+    async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
+        """Sample World State (stored), prepare, and compact when the trigger line is reached."""
+        request_id = f"prepare-{uuid.uuid4().hex}"
+        async with unit_of_work(self._db, read_only=True) as db:
+            model = await resolve_model(
+                db, (await SessionRepository(db).require(session_id)).model_id
+            )
+        sampled = await self._sample_and_prepare(session_id, model, request_id, sample_index=1)
+        written = list(sampled.message_ids)
+
+        # ----- compaction at the trigger line (SPEC §6 loop, for a caller's own model) --------
+        # Same order as a turn's model call: prune; if still at the line, compact, re-sample
+        # World State (sample index 2, so the post-compaction request carries it again) and
+        # re-prepare. Without a compaction service the budget reports the line honestly.
+        compactor = self._compactor()
+        if sampled.prepared.budget.reaches_auto_compact_limit and compactor is not None:
+            if await compactor.prune(session_id):
+                sampled = await self._sample_and_prepare(session_id, model, request_id, None)
+            if sampled.prepared.budget.reaches_auto_compact_limit:
+                await compactor.compact_in_turn(
+                    session_id,
+                    trigger="threshold",
+                    turn_id=request_id,
+                    evidence={
+                        "context_window_tokens": sampled.prepared.budget.context_window_tokens,
+                        "estimated_input_tokens": sampled.prepared.budget.estimated_input_tokens,
+                        "model_call_index": 1,
+                    },
+                )
+                sampled = await self._sample_and_prepare(session_id, model, request_id, 2)
+                written.extend(sampled.message_ids)
+        # ---------------------------------------------------------------------------------------
+
+        result = prepared_to_json(
+            sampled.prepared, encode_as=encode_as, model_name=model.provider.model_name
+        )
+        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        result["world_state_message_ids"] = written
+        return result
+
+    async def _sample_and_prepare(
+        self, session_id: str, model: ModelEntry, request_id: str, sample_index: int | None
+    ) -> _Sampled:
+        """Sample (unless ``sample_index`` is ``None``) and prepare the active Conversation.
+
+        The filesystem is read before the write transaction opens, so no lock is held while it
+        is; a capture failure raises before anything is written.
+        """
+        counter = self._counters(model.capabilities.token_counter)
+        async with unit_of_work(self._db, read_only=True) as db:
+            session = await SessionRepository(db).require(session_id)
+        inputs = await self._world_state.capture(session) if sample_index is not None else None
+        async with unit_of_work(self._db) as db:
+            session = await SessionRepository(db).require(session_id, for_update=True)
+            # A running turn samples and compacts this session itself; interleaving a caller's
+            # own model calls with it would mix two request streams in one Conversation.
+            await require_idle(db, session_id, "prepared for a caller's own model")
+            active = await load_active(db, session, counter.name)
+            written: list[Item] = []
+            if inputs is not None and sample_index is not None:
+                written = await self._world_state.write(
+                    db,
+                    session,
+                    active.items,
+                    inputs,
+                    turn_id=request_id,
+                    model_call_index=1,
+                    sample_index=sample_index,
+                    record_turn=False,
+                )
+        prepared = prepare(
+            system_context_of(session),
+            [*active.items, *written],
+            tool_surface_of(session),
+            model.capabilities,
+            watermark_of(session),
+            counter,
+        )
+        ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
+        return _Sampled(prepared, [i for i in ids if i is not None])

@@ -1,0 +1,107 @@
+"""A response's tool calls as the turn tracks them, and writing their results.
+
+Each call of a model response is an entry ``{tool_call_id, name, input, caller, result}`` kept on
+the turn row (``pending_tool_calls``) while the turn waits for the caller: ``caller`` marks a call
+the caller executes, ``result`` is ``{state, output, artifacts}`` once known. Results are written
+as tool messages only when every call of the response has one, all in one batch in the
+provider's call order, so the stored order is the order the model asked in.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, cast
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.content import Block, ToolCallBlock, text_block
+from app.core.counting import TokenCounter
+from app.services.events import EventPublisher
+from app.services.messages import exact_counts
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage
+
+__all__ = [
+    "NOT_EXECUTED_TEXT",
+    "CallEntry",
+    "entries_of",
+    "error_result",
+    "finished_payload",
+    "write_results",
+]
+
+# SPEC §6: what every remaining call of a response gets when the turn ends before running it.
+NOT_EXECUTED_TEXT = "tool was not executed because the turn already terminated"
+
+CallEntry = dict[str, Any]
+
+
+def entries_of(calls: Sequence[ToolCallBlock]) -> list[CallEntry]:
+    return [
+        {
+            "tool_call_id": c["id"],
+            "name": c["name"],
+            "input": c["input"],
+            "caller": False,
+            "result": None,
+        }
+        for c in calls
+    ]
+
+
+def error_result(text: str, state: str = "error") -> dict[str, Any]:
+    return {"state": state, "output": [text_block(text)], "artifacts": []}
+
+
+def finished_payload(entry: CallEntry) -> dict[str, Any]:
+    result = entry["result"]
+    return {
+        "tool_call_id": entry["tool_call_id"],
+        "tool_name": entry["name"],
+        "state": result["state"],
+        "is_error": result["state"] != "success",
+        "output": result["output"],
+        "artifacts": result.get("artifacts") or [],
+    }
+
+
+async def write_results(
+    db: AsyncSession,
+    events: EventPublisher,
+    counter: TokenCounter,
+    *,
+    session_id: str,
+    turn_id: str,
+    entries: Sequence[CallEntry],
+) -> None:
+    """Append one tool message per entry, in order; an entry without a result gets the fixed
+    ``interrupted`` result (and its ``tool_call_finished`` update)."""
+    messages: list[NewMessage] = []
+    for entry in entries:
+        if entry["result"] is None:
+            entry["result"] = error_result(NOT_EXECUTED_TEXT, "interrupted")
+            await events.emit(
+                db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
+            )
+        result = entry["result"]
+        block: dict[str, Any] = {
+            "type": "tool_result",
+            "id": entry["tool_call_id"],
+            "name": entry["name"],
+            "output": result["output"],
+            "state": result["state"],
+        }
+        if result.get("artifacts"):
+            block["artifacts"] = result["artifacts"]
+        content = cast(list[Block], [block])
+        messages.append(
+            NewMessage(
+                role="tool",
+                kind="normal",
+                content=content,
+                turn_id=turn_id,
+                token_counts=exact_counts(counter, "tool", content),
+            )
+        )
+    if messages:
+        await MessageRepository(db).append(session_id, messages)

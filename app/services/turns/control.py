@@ -1,0 +1,174 @@
+"""What callers do to a running turn: post tool results, cancel it, read it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from app.core.errors import Conflict, InvalidInput, NotFound
+from app.services.models import resolve_model
+from app.services.turns.calls import CallEntry, finished_payload, write_results
+from app.services.turns.deps import TurnDeps
+from app.services.turns.lease import lease_expiry
+from app.services.turns.tools import DoomRecord
+from app.storage.database import unit_of_work
+from app.storage.models import Turn
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import TurnRepository
+
+__all__ = ["ResultsOutcome", "cancel_waiting_or_flag", "post_tool_results", "require_turn"]
+
+
+def turn_not_found(turn_id: str) -> NotFound:
+    return NotFound("turn_not_found", f"no turn {turn_id!r} in this session", turn_id=turn_id)
+
+
+async def require_turn(deps: TurnDeps, session_id: str, turn_id: str) -> Turn:
+    async with unit_of_work(deps.db, read_only=True) as db:
+        await SessionRepository(db).require(session_id)
+        turn = await TurnRepository(db).get(session_id, turn_id)
+    if turn is None:
+        raise turn_not_found(turn_id)
+    return turn
+
+
+class ResultsOutcome:
+    def __init__(self, turn: Turn, resume: bool, doom: DoomRecord | None) -> None:
+        self.turn = turn
+        self.resume = resume
+        self.doom = doom
+
+
+def _doom_of(entries: Sequence[CallEntry]) -> DoomRecord | None:
+    for entry in reversed(entries):
+        if "doom" in entry:
+            return DoomRecord.from_json(entry["doom"])
+    return None
+
+
+def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) -> None:
+    if not results:
+        raise InvalidInput("no_tool_results", "post at least one result")
+    by_id = {e["tool_call_id"]: e for e in entries if e.get("caller")}
+    seen: set[str] = set()
+    for result in results:
+        call_id = result["tool_call_id"]
+        if call_id in seen:
+            raise InvalidInput(
+                "duplicate_tool_result",
+                f"tool call {call_id!r} appears more than once in this post; send one result "
+                "per call",
+                tool_call_id=call_id,
+            )
+        seen.add(call_id)
+        entry = by_id.get(call_id)
+        if entry is None:
+            raise InvalidInput(
+                "unknown_tool_call",
+                f"tool call {call_id!r} is not waiting for a result in this turn; "
+                f"waiting: {sorted(k for k, e in by_id.items() if e['result'] is None)}",
+                tool_call_id=call_id,
+            )
+        if entry["result"] is not None:
+            raise Conflict(
+                "tool_result_already_posted",
+                f"a result for tool call {call_id!r} was already recorded; results are final",
+                tool_call_id=call_id,
+            )
+
+
+async def post_tool_results(
+    deps: TurnDeps, owner: str, session_id: str, turn_id: str, results: Sequence[dict[str, Any]]
+) -> ResultsOutcome:
+    """Record results (partial posts allowed). When every call has one, write all tool messages
+    in call order, take the lease and tell the caller to resume the runner here."""
+    async with unit_of_work(deps.db) as db:
+        session = await SessionRepository(db).require(session_id, for_update=True)
+        turns = TurnRepository(db)
+        turn = await turns.get(session_id, turn_id)
+        if turn is None:
+            raise turn_not_found(turn_id)
+        if turn.status != "running" or turn.phase != "waiting_tool_results":
+            raise Conflict(
+                "turn_not_waiting",
+                f"turn {turn_id} is {turn.status} ({turn.phase}), not waiting for tool results",
+                turn_id=turn_id,
+                turn_status=turn.status,
+            )
+        entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
+        _check_results(entries, results)
+        by_id = {e["tool_call_id"]: e for e in entries}
+        for result in results:
+            entry = by_id[result["tool_call_id"]]
+            entry["result"] = {
+                "state": result["state"],
+                "output": result["output"],
+                "artifacts": result.get("artifacts") or [],
+            }
+            await deps.events.emit(
+                db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
+            )
+        if any(e["result"] is None for e in entries):
+            await turns.update_running(session_id, turn_id, pending_tool_calls=entries)
+            return ResultsOutcome(turn, False, None)
+        model = await resolve_model(db, session.model_id)
+        await write_results(
+            db,
+            deps.events,
+            deps.counter(model.capabilities.token_counter),
+            session_id=session_id,
+            turn_id=turn_id,
+            entries=entries,
+        )
+        await turns.update_running(
+            session_id, turn_id, pending_tool_calls=[], phase="running_model"
+        )
+        turn.lease_owner = owner
+        turn.lease_expires_at = lease_expiry(deps)
+        await db.flush()
+        await deps.events.emit(
+            db, session_id, "phase_changed", {"phase": "running_model"}, turn_id=turn_id
+        )
+    return ResultsOutcome(turn, True, _doom_of(entries))
+
+
+async def cancel_waiting_or_flag(deps: TurnDeps, session_id: str, turn_id: str) -> bool:
+    """Cancel: a turn waiting for the caller ends here and now (its unanswered calls get the
+    fixed result); a turn with a runner is flagged and stops at its next check. Returns whether
+    a runner has to notice the flag."""
+    async with unit_of_work(deps.db) as db:
+        session = await SessionRepository(db).require(session_id, for_update=True)
+        turns = TurnRepository(db)
+        turn = await turns.get(session_id, turn_id)
+        if turn is None:
+            raise turn_not_found(turn_id)
+        if turn.status != "running":
+            raise Conflict(
+                "turn_not_active",
+                f"turn {turn_id} is already {turn.status}; only a running turn can be cancelled",
+                turn_id=turn_id,
+                turn_status=turn.status,
+            )
+        if turn.phase != "waiting_tool_results":
+            await turns.request_cancel(session_id, turn_id)
+            return True
+        entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
+        model = await resolve_model(db, session.model_id)
+        await write_results(
+            db,
+            deps.events,
+            deps.counter(model.capabilities.token_counter),
+            session_id=session_id,
+            turn_id=turn_id,
+            entries=entries,
+        )
+        await turns.update_running(session_id, turn_id, phase="terminal")
+        await turns.finish(session_id, turn_id, status="cancelled", outcome={})
+        await deps.events.emit(
+            db,
+            session_id,
+            "turn_finished",
+            {"status": "cancelled", "outcome": {}},
+            turn_id=turn_id,
+        )
+    return False

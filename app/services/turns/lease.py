@@ -1,0 +1,94 @@
+"""Leases and the expiry reaper (SPEC §6 "Restart/crash").
+
+The process running a turn holds a lease on its row and renews it; a turn whose lease expired
+while it was not waiting for the caller lost its runner (the process died) and is made
+``interrupted`` by whichever process notices first: every process sweeps on start-up and
+periodically, and reads and starts sweep lazily. Nothing is replayed. A turn waiting for tool
+results holds no lease (no process works on it), so it never expires.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Callable
+from datetime import timedelta
+from typing import Any
+
+from app.services.turns.deps import TurnDeps
+from app.storage.base import utc_now
+from app.storage.database import unit_of_work
+from app.storage.repositories.turns import TurnRepository
+
+__all__ = ["INTERRUPTED_OUTCOME", "lease_expiry", "reap_expired", "watch_turn"]
+
+logger = logging.getLogger(__name__)
+
+INTERRUPTED_OUTCOME: dict[str, Any] = {
+    "code": "process_restart",
+    "message": "process restarted before turn completed",
+}
+
+
+def lease_expiry(deps: TurnDeps) -> Any:
+    return utc_now() + timedelta(seconds=deps.settings.turn_lease_seconds)
+
+
+async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
+    """Interrupt every running turn whose lease expired; returns their ``(session, turn)``."""
+    async with unit_of_work(deps.db) as db:
+        done = await TurnRepository(db).interrupt_expired(
+            now=utc_now(), outcome=INTERRUPTED_OUTCOME
+        )
+        for session_id, turn_id in done:
+            await deps.events.emit(
+                db,
+                session_id,
+                "turn_finished",
+                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
+                turn_id=turn_id,
+            )
+    for session_id, turn_id in done:
+        logger.warning("turn %s of session %s interrupted: its lease expired", turn_id, session_id)
+    return done
+
+
+async def watch_turn(
+    deps: TurnDeps,
+    session_id: str,
+    turn_id: str,
+    owner: str,
+    *,
+    on_cancel: Callable[[], None],
+    on_lost: Callable[[], None],
+) -> None:
+    """Runs beside a runner: renews its lease at a third of the lease time, and polls the row
+    for a cancel request posted to another replica. Calls ``on_lost`` (and returns) when the turn
+    is no longer running under this owner (finished elsewhere, or interrupted after a stall)."""
+    settings = deps.settings
+    renew_every = settings.turn_lease_seconds / 3
+    tick = min(settings.turn_watch_interval_seconds, renew_every)
+    next_renewal = time.monotonic() + renew_every
+    while True:
+        await asyncio.sleep(tick)
+        try:
+            if time.monotonic() >= next_renewal:
+                async with unit_of_work(deps.db) as db:
+                    held = await TurnRepository(db).renew_lease(
+                        session_id, turn_id, owner=owner, expires_at=lease_expiry(deps)
+                    )
+                next_renewal = time.monotonic() + renew_every
+                if not held:
+                    on_lost()
+                    return
+            async with unit_of_work(deps.db, read_only=True) as db:
+                turn = await TurnRepository(db).get(session_id, turn_id)
+        except Exception:  # a database hiccup: try again next tick; the lease has slack
+            logger.exception("lease watch of turn %s failed", turn_id)
+            continue
+        if turn is None or turn.status != "running" or turn.lease_owner != owner:
+            on_lost()
+            return
+        if turn.cancel_requested:
+            on_cancel()

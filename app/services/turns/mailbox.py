@@ -1,0 +1,93 @@
+"""Agent messages (SPEC §6): queued durably, never start a turn, drained before a model call."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.content import Block, text_block
+from app.core.counting import TokenCounter
+from app.core.item_caps import check_agent_message
+from app.services.messages import exact_counts
+from app.services.models import resolve_model
+from app.services.turns.deps import TurnDeps
+from app.storage.database import unit_of_work
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.state import MailboxRepository
+
+__all__ = ["AgentMessageService", "agent_message_text", "drain_mailbox"]
+
+
+def agent_message_text(task: str, kind: str, body: str) -> str:
+    """The envelope of reference §7.6; nothing is escaped."""
+    return (
+        f"<agent_message>\n<task>{task}</task>\n<kind>{kind}</kind>\n<body>\n{body}\n</body>\n"
+        "</agent_message>"
+    )
+
+
+def _content(task: str, kind: str, body: str) -> list[Block]:
+    return [text_block(agent_message_text(task, kind, body))]
+
+
+async def drain_mailbox(
+    db: AsyncSession, session_id: str, turn_id: str, counter: TokenCounter
+) -> int:
+    """Append every queued message as a user-role ``agent_message`` (oldest first) in ``db``'s
+    transaction. The message id ``agent-msg:{id}`` makes a retried drain write nothing twice."""
+    mailbox = MailboxRepository(db)
+    messages = MessageRepository(db)
+    delivered = 0
+    for queued in await mailbox.pending(session_id):
+        content = _content(queued.task, queued.kind, queued.body)
+        message_id = f"agent-msg:{queued.agent_message_id}"
+        stored = await messages.insert_if_absent(
+            session_id,
+            NewMessage(
+                role="user",
+                kind="agent_message",
+                content=content,
+                message_id=message_id,
+                turn_id=turn_id,
+                token_counts=exact_counts(counter, "user", content),
+            ),
+        )
+        if stored is None:
+            existing = await messages.get_by_message_id(session_id, message_id)
+            assert existing is not None
+            sequence = existing.sequence
+        else:
+            sequence = stored.sequence
+        await mailbox.mark_delivered(session_id, queued.agent_message_id, sequence)
+        delivered += 1
+    return delivered
+
+
+class AgentMessageService:
+    def __init__(self, deps: TurnDeps) -> None:
+        self._deps = deps
+
+    async def deliver(
+        self, session_id: str, *, task: str, kind: str, body: str, agent_message_id: str | None
+    ) -> dict[str, Any]:
+        """Check the envelope against the 4000-token cap and queue it (202). A repeated
+        ``agent_message_id`` is a retried delivery: it is queued once."""
+        message_id = agent_message_id or f"am-{uuid.uuid4().hex}"
+        async with unit_of_work(self._deps.db) as db:
+            session = await SessionRepository(db).require(session_id)
+            model = await resolve_model(db, session.model_id)
+            counter = self._deps.counter(model.capabilities.token_counter)
+            tokens = check_agent_message(task, _content(task, kind, body), counter)
+            queued = await MailboxRepository(db).enqueue(
+                session_id, agent_message_id=message_id, task=task, kind=kind, body=body
+            )
+        return {
+            "agent_message_id": message_id,
+            "status": "queued",
+            "duplicate": not queued,
+            "tokens": tokens,
+        }

@@ -1,0 +1,77 @@
+"""One streamed model call that a cancel request can abandon, and provider error mapping."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from typing import Any
+
+from app.providers.base import ModelClient, ModelResponse, ProviderError
+from app.services.turns.deps import TurnDeps
+from app.storage.database import unit_of_work
+
+__all__ = ["CallAbandoned", "LiveSink", "call_model", "provider_failure"]
+
+
+class CallAbandoned(Exception):
+    """The turn was cancelled while its model call was pending."""
+
+
+class LiveSink:
+    """Forwards deltas as best-effort live updates; ``dirty`` while a draft is on screen."""
+
+    def __init__(self, deps: TurnDeps, session_id: str, turn_id: str) -> None:
+        self._deps = deps
+        self._session_id = session_id
+        self._turn_id = turn_id
+        self.dirty = False
+
+    async def on_text_delta(self, text: str) -> None:
+        self.dirty = True
+        self._deps.events.delta(
+            self._session_id, "text_delta", {"text": text}, turn_id=self._turn_id
+        )
+
+    async def on_reasoning_delta(self, text: str) -> None:
+        self.dirty = True
+        self._deps.events.delta(
+            self._session_id, "reasoning_delta", {"text": text}, turn_id=self._turn_id
+        )
+
+    async def on_draft_cleared(self) -> None:
+        await self.clear("attempt_failed")
+
+    async def clear(self, reason: str) -> None:
+        """A durable ``draft_cleared`` in its own transaction (the draft is discarded)."""
+        self.dirty = False
+        async with unit_of_work(self._deps.db) as db:
+            await self._deps.events.emit(
+                db, self._session_id, "draft_cleared", {"reason": reason}, turn_id=self._turn_id
+            )
+
+
+async def call_model(
+    client: ModelClient, request: dict[str, Any], sink: LiveSink, cancel: asyncio.Event
+) -> ModelResponse:
+    """Run the call; raises ``CallAbandoned`` as soon as ``cancel`` is set (the provider request
+    is closed, its answer never used), or the ``ProviderError`` of the call."""
+    call = asyncio.ensure_future(client.complete(request, sink=sink))
+    cancelled = asyncio.ensure_future(cancel.wait())
+    try:
+        done, _ = await asyncio.wait({call, cancelled}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        cancelled.cancel()
+        if not call.done():
+            call.cancel()
+            with contextlib.suppress(BaseException):
+                await call
+    if call in done:
+        return call.result()
+    raise CallAbandoned
+
+
+def provider_failure(exc: ProviderError) -> tuple[str, str]:
+    """The turn outcome ``(code, message)`` of a provider error (reference §7.4)."""
+    if exc.code == "protocol":
+        return "model_protocol_error", f"model protocol error: {exc.detail}"
+    return "model_error", f"model error: {exc.code}: {exc.detail}"

@@ -1,0 +1,386 @@
+"""The agent loop of one turn (SPEC §6, reference §7.2).
+
+A runner lives in the process that holds the turn's lease, as an asyncio task. It runs model
+calls until the turn ends or waits for the caller's tool results; waiting ends the task (and
+releases the lease), and the process that receives the last result starts a new runner that
+continues with the next model call. Every state change is one transaction with the live
+update it announces. Terminal outcomes are raised as ``TurnEnded`` and written by ``finish``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.counting import TokenCounter
+from app.core.errors import ServiceError
+from app.core.prepare import prepare
+from app.core.prepared import PreparedModelCall
+from app.providers.base import ModelClient, ModelResponse, ProviderError
+from app.services.conversation import load_active, system_context_of, tool_surface_of, watermark_of
+from app.services.messages import exact_counts
+from app.services.model_types import ModelEntry
+from app.services.models import resolve_model
+from app.services.turns.calls import CallEntry, entries_of, write_results
+from app.services.turns.deps import TurnDeps, compactor_of, world_state_of
+from app.services.turns.mailbox import drain_mailbox
+from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
+from app.services.turns.tools import DoomRecord, handle_calls
+from app.storage.database import unit_of_work
+from app.storage.models import AgentSession
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage
+from app.storage.repositories.registry import CalibrationRepository
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import TurnRepository
+
+__all__ = ["TurnEnded", "TurnLost", "TurnRunner"]
+
+logger = logging.getLogger(__name__)
+
+
+class TurnLost(Exception):
+    """The turn is no longer running under this runner (finished or interrupted elsewhere)."""
+
+
+@dataclass
+class TurnEnded(Exception):
+    status: str  # completed | failed | cancelled
+    code: str | None = None
+    message: str | None = None
+    final_text: str | None = None
+    # Calls of the last response that still need a result (written before the turn ends).
+    entries: list[CallEntry] = field(default_factory=list)
+
+    def outcome(self) -> dict[str, Any]:
+        if self.status == "completed":
+            return {"final_text": self.final_text or ""}
+        if self.status == "failed":
+            return {"code": self.code, "message": self.message}
+        return {}
+
+
+def _failed(code: str, message: str, entries: list[CallEntry] | None = None) -> TurnEnded:
+    return TurnEnded("failed", code=code, message=message, entries=entries or [])
+
+
+class TurnRunner:
+    def __init__(
+        self,
+        deps: TurnDeps,
+        session_id: str,
+        turn_id: str,
+        *,
+        doom: DoomRecord | None = None,
+    ) -> None:
+        self.deps = deps
+        self.session_id = session_id
+        self.turn_id = turn_id
+        self.doom = doom
+        self.cancel = asyncio.Event()
+        self.phase: str | None = None
+        self.sink = LiveSink(deps, session_id, turn_id)
+        # Replaced by the session model's counter once the turn is loaded.
+        self.counter: TokenCounter = deps.counter("estimate")
+        self.entry: ModelEntry | None = None
+
+    # ----- entry point -----------------------------------------------------------------------
+
+    async def run(self) -> None:
+        try:
+            await self._loop()
+        except TurnEnded as end:
+            await self._finish(end)
+        except TurnLost:
+            logger.info("turn %s ended elsewhere; runner stops", self.turn_id)
+        except Exception as exc:  # never leave a turn running because of a bug or a dead DB
+            logger.exception("turn %s runner failed", self.turn_id)
+            await self._finish(_failed("persistence_error", f"persistence error: {exc}"))
+
+    async def _finish(self, end: TurnEnded) -> None:
+        try:
+            if self.sink.dirty:
+                await self.sink.clear("turn_ended")
+            async with unit_of_work(self.deps.db) as db:
+                if end.entries:
+                    await write_results(
+                        db,
+                        self.deps.events,
+                        self.counter,
+                        session_id=self.session_id,
+                        turn_id=self.turn_id,
+                        entries=end.entries,
+                    )
+                turns = TurnRepository(db)
+                if not await turns.update_running(self.session_id, self.turn_id, phase="terminal"):
+                    raise TurnLost
+                await turns.finish(
+                    self.session_id, self.turn_id, status=end.status, outcome=end.outcome()
+                )
+                await self.deps.events.emit(
+                    db,
+                    self.session_id,
+                    "turn_finished",
+                    {"status": end.status, "outcome": end.outcome()},
+                    turn_id=self.turn_id,
+                )
+        except TurnLost:
+            logger.info("turn %s was already terminal", self.turn_id)
+        except Exception:
+            # The lease runs out and the reaper interrupts the turn: nothing is left running.
+            logger.exception("turn %s could not be finished", self.turn_id)
+
+    # ----- the loop --------------------------------------------------------------------------
+
+    async def _loop(self) -> None:
+        async with unit_of_work(self.deps.db, read_only=True) as db:
+            turn = await TurnRepository(db).get(self.session_id, self.turn_id)
+            if turn is None or turn.status != "running":
+                raise TurnLost
+            session = await SessionRepository(db).require(self.session_id)
+            entry = await resolve_model(db, session.model_id)
+        self.entry = entry
+        self.phase = turn.phase
+        if turn.cancel_requested:
+            self.cancel.set()
+        self.counter = self.deps.counter(entry.capabilities.token_counter)
+        client = self.deps.model_clients.for_model(entry)
+        max_calls = int(session.agent.get("max_model_calls", 20))
+        threshold = int(session.agent.get("doom_loop_threshold", 3))
+        index = turn.model_call_index
+        while True:
+            if index >= max_calls:
+                raise _failed("max_model_calls", f"maximum model calls exceeded: {max_calls}")
+            index += 1
+            self._check_cancel()
+            prepared, session = await self._prepare(index, sample_index=1)
+            response = await self._sample_model(client, index, prepared)
+            entries = entries_of(response.tool_calls)
+            await self._persist(response, prepared)
+            if not entries:
+                raise TurnEnded("completed", final_text=response.text)
+            self._check_cancel(entries)
+            if await self._run_tools(session, entries, threshold) == "wait":
+                return
+
+    def _check_cancel(self, entries: list[CallEntry] | None = None) -> None:
+        if self.cancel.is_set():
+            raise TurnEnded("cancelled", entries=entries or [])
+
+    async def _set_phase(self, db: AsyncSession, phase: str, **values: Any) -> None:
+        turns = TurnRepository(db)
+        if not await turns.update_running(self.session_id, self.turn_id, phase=phase, **values):
+            raise TurnLost
+        if phase != self.phase:
+            await self.deps.events.emit(
+                db, self.session_id, "phase_changed", {"phase": phase}, turn_id=self.turn_id
+            )
+            self.phase = phase
+
+    async def _prepare(
+        self, index: int, *, sample_index: int | None
+    ) -> tuple[PreparedModelCall, AgentSession]:
+        """Load the active Conversation (draining the mailbox and sampling World State first
+        when ``sample_index`` is given) and prepare the request."""
+        try:
+            async with unit_of_work(self.deps.db) as db:
+                if sample_index == 1:
+                    await self._set_phase(db, "running_model", model_call_index=index)
+                    await drain_mailbox(db, self.session_id, self.turn_id, self.counter)
+                session = await SessionRepository(db).require(self.session_id)
+                active = await load_active(db, session, self.counter.name)
+                items = active.items
+                sampler = world_state_of(self.deps)
+                if sample_index is not None and sampler is not None:
+                    items = items + await sampler.sample(
+                        db,
+                        session,
+                        items,
+                        turn_id=self.turn_id,
+                        model_call_index=index,
+                        sample_index=sample_index,
+                    )
+        except ServiceError as exc:  # World State capture failed: before any model call
+            raise _failed(exc.code, exc.detail) from exc
+        return self._prepared(session, items), session
+
+    def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
+        assert self.entry is not None
+        try:
+            return prepare(
+                system_context_of(session),
+                items,
+                tool_surface_of(session),
+                self.entry.capabilities,
+                watermark_of(session),
+                self.counter,
+            )
+        except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
+            raise _failed(exc.code, exc.detail) from exc
+
+    async def _compact(self, index: int, trigger: str, prepared: PreparedModelCall) -> None:
+        compactor = compactor_of(self.deps)
+        assert compactor is not None
+        # The compaction service announces compaction_started/finished itself.
+        async with unit_of_work(self.deps.db) as db:
+            await self._set_phase(db, "compacting")
+        evidence = {
+            "context_window_tokens": prepared.budget.context_window_tokens,
+            "estimated_input_tokens": prepared.budget.estimated_input_tokens,
+            "model_call_index": index,
+        }
+        try:
+            await compactor.compact_in_turn(
+                self.session_id,
+                trigger=trigger,  # type: ignore[arg-type]
+                turn_id=self.turn_id,
+                evidence=evidence,
+            )
+        except ServiceError as exc:
+            raise _failed(
+                "compaction_error", f"conversation compaction failed: {exc.detail}"
+            ) from exc
+        async with unit_of_work(self.deps.db) as db:
+            await self._set_phase(db, "running_model")
+
+    async def _fit(
+        self, index: int, prepared: PreparedModelCall, trigger: str
+    ) -> tuple[PreparedModelCall, bool]:
+        """Prune, and if still over the line, compact and re-sample (SPEC §7.2); returns the
+        request to send and whether a compaction ran."""
+        compactor = compactor_of(self.deps)
+        if compactor is None:
+            return prepared, False
+        if await compactor.prune(self.session_id):
+            prepared, _ = await self._prepare(index, sample_index=None)
+            if not prepared.budget.reaches_auto_compact_limit:
+                return prepared, False
+        await self._compact(index, trigger, prepared)
+        prepared, _ = await self._prepare(index, sample_index=2)
+        return prepared, True
+
+    async def _sample_model(
+        self, client: ModelClient, index: int, prepared: PreparedModelCall
+    ) -> ModelResponse:
+        compacted = False
+        if prepared.budget.reaches_auto_compact_limit:
+            prepared, compacted = await self._fit(index, prepared, "threshold")
+        self._check_fits(prepared)
+        try:
+            return await self._call(client, prepared)
+        except ProviderError as exc:
+            safe_overflow = exc.code == "context_overflow" and not exc.semantic_output_received
+            if not safe_overflow or compacted or compactor_of(self.deps) is None:
+                raise _failed(*provider_failure(exc)) from exc
+        # One resubmission after an explicit overflow with no semantic output (SPEC §6).
+        await self.sink.clear("context_overflow")
+        prepared, _ = await self._fit(index, prepared, "overflow")
+        self._check_fits(prepared)
+        try:
+            return await self._call(client, prepared)
+        except ProviderError as exc:
+            raise _failed(*provider_failure(exc)) from exc
+
+    def _check_fits(self, prepared: PreparedModelCall) -> None:
+        budget = prepared.budget
+        if budget.estimated_input_tokens > budget.effective_input_tokens:
+            raise _failed(
+                "context_budget_exceeded",
+                f"the request needs {budget.estimated_input_tokens} input tokens but the model "
+                f"accepts {budget.effective_input_tokens}; compact the session or use a model "
+                "with a larger window",
+            )
+
+    async def _call(self, client: ModelClient, prepared: PreparedModelCall) -> ModelResponse:
+        try:
+            return await call_model(client, prepared.request, self.sink, self.cancel)
+        except CallAbandoned:
+            raise TurnEnded("cancelled") from None
+
+    async def _persist(self, response: ModelResponse, prepared: PreparedModelCall) -> None:
+        """Store the assistant message (tools never run before it is stored), the usage and a
+        calibration sample, in one transaction."""
+        assert self.entry is not None
+        content = response.assistant_content()
+        usage = response.usage
+        try:
+            async with unit_of_work(self.deps.db) as db:
+                await MessageRepository(db).append(
+                    self.session_id,
+                    [
+                        NewMessage(
+                            role="assistant",
+                            kind="normal",
+                            content=content,
+                            turn_id=self.turn_id,
+                            token_counts=exact_counts(self.counter, "assistant", content),
+                        )
+                    ],
+                )
+                await TurnRepository(db).add_usage(
+                    self.session_id,
+                    self.turn_id,
+                    input_tokens=usage.input_tokens or 0,
+                    output_tokens=usage.output_tokens or 0,
+                    cached_tokens=usage.cached_tokens or 0,
+                    reasoning_tokens=usage.reasoning_tokens or 0,
+                )
+                if usage.input_tokens is not None:
+                    await CalibrationRepository(db).add(
+                        model_id=self.entry.id,
+                        counter=prepared.budget.counter,
+                        estimated_input_tokens=prepared.budget.estimated_input_tokens,
+                        reported_input_tokens=usage.input_tokens,
+                    )
+                self.sink.dirty = False
+                await self.deps.events.emit(
+                    db,
+                    self.session_id,
+                    "draft_cleared",
+                    {"reason": "assistant_message_stored"},
+                    turn_id=self.turn_id,
+                )
+        except Exception as exc:
+            detail = exc.detail if isinstance(exc, ServiceError) else str(exc)
+            raise _failed("persistence_error", f"persistence error: {detail}") from exc
+
+    async def _run_tools(
+        self, session: AgentSession, entries: list[CallEntry], threshold: int
+    ) -> str:
+        async with unit_of_work(self.deps.db) as db:
+            await self._set_phase(db, "running_tools")
+            round_ = await handle_calls(
+                db,
+                self.deps.events,
+                session_id=self.session_id,
+                turn_id=self.turn_id,
+                entries=entries,
+                tools=tool_surface_of(session),
+                doom=self.doom,
+                doom_threshold=threshold,
+            )
+            self.doom = round_.doom
+            if round_.next == "continue":
+                await write_results(
+                    db,
+                    self.deps.events,
+                    self.counter,
+                    session_id=self.session_id,
+                    turn_id=self.turn_id,
+                    entries=entries,
+                )
+            elif round_.next == "wait":
+                await self._set_phase(db, "waiting_tool_results", pending_tool_calls=entries)
+                turn = await TurnRepository(db).get(self.session_id, self.turn_id)
+                assert turn is not None
+                # No process works on a waiting turn: it holds no lease and never expires.
+                turn.lease_owner = None
+                turn.lease_expires_at = None
+                await db.flush()
+        if round_.next == "doom_loop":
+            raise _failed("doom_loop", round_.message, entries)
+        return round_.next

@@ -1,0 +1,249 @@
+"""The turn use cases and this process's runners (SPEC §6).
+
+``TurnService`` starts turns, hands tool results and cancel requests to them, answers reads (and
+``?wait=true``), and owns the asyncio tasks of the runners whose lease this process holds, plus
+the periodic reaper. ``owner`` identifies this process in the lease column.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import Any
+
+from app.services.events import Delta
+from app.services.turns.control import (
+    cancel_waiting_or_flag,
+    post_tool_results,
+    require_turn,
+)
+from app.services.turns.deps import TurnDeps
+from app.services.turns.lease import reap_expired, watch_turn
+from app.services.turns.runner import TurnRunner
+from app.services.turns.start import start_turn
+from app.services.turns.stream import open_event_stream
+from app.services.turns.tools import DoomRecord
+from app.services.turns.views import awaiting_calls, turn_to_json
+from app.storage.base import utc_now
+from app.storage.database import unit_of_work
+from app.storage.models import Turn
+from app.storage.repositories.turns import TurnRepository
+
+__all__ = ["TurnService"]
+
+logger = logging.getLogger(__name__)
+
+# How often a waiting reader re-reads the turn for changes made on other replicas.
+_WAIT_POLL_SECONDS = 0.5
+
+
+def _settled(turn: Turn) -> bool:
+    return turn.status != "running" or turn.phase == "waiting_tool_results"
+
+
+class TurnService:
+    def __init__(self, deps: TurnDeps) -> None:
+        self._deps = deps
+        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
+        self._reaper: asyncio.Task[None] | None = None
+
+    # ----- lifecycle -------------------------------------------------------------------------
+
+    async def start_background(self) -> None:
+        """Sweep expired leases now (turns left by a dead process) and periodically."""
+        self._reaper = asyncio.create_task(self._reap_forever())
+
+    async def stop_background(self) -> None:
+        """Stop the reaper and this process's runners. Their turns keep their lease until it
+        runs out; then any replica interrupts them (nothing is replayed)."""
+        tasks = [t for _, t in self._runners.values()]
+        if self._reaper is not None:
+            tasks.append(self._reaper)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(BaseException):
+                await task
+        self._runners.clear()
+        self._reaper = None
+
+    async def _reap_forever(self) -> None:
+        while True:
+            try:
+                await reap_expired(self._deps)
+            except Exception:
+                logger.exception("lease reaper failed; retrying")
+            await asyncio.sleep(self._deps.settings.turn_reaper_interval_seconds)
+
+    async def idle(self) -> None:
+        """Wait until this process runs no turn (tests and benchmarks)."""
+        while self._runners:
+            await asyncio.gather(
+                *(t for _, t in list(self._runners.values())), return_exceptions=True
+            )
+
+    # ----- runners ---------------------------------------------------------------------------
+
+    def _spawn(self, session_id: str, turn_id: str, doom: DoomRecord | None = None) -> None:
+        key = (session_id, turn_id)
+        runner = TurnRunner(self._deps, session_id, turn_id, doom=doom)
+        task = asyncio.create_task(self._supervise(key, runner))
+        self._runners[key] = (runner, task)
+
+    async def _supervise(self, key: tuple[str, str], runner: TurnRunner) -> None:
+        work = asyncio.ensure_future(runner.run())
+        watcher = asyncio.ensure_future(
+            watch_turn(
+                self._deps,
+                key[0],
+                key[1],
+                self.owner,
+                on_cancel=runner.cancel.set,
+                on_lost=lambda: _cancel(work),
+            )
+        )
+        try:
+            # ``wait`` (not ``await work``): the runner being cancelled because its turn ended
+            # elsewhere is a normal end; only this task's own cancellation propagates.
+            await asyncio.wait({work})
+        finally:
+            for task in (work, watcher):
+                task.cancel()
+            for task in (work, watcher):
+                with contextlib.suppress(BaseException):
+                    await task
+            current = self._runners.get(key)
+            if current is not None and current[0] is runner:
+                del self._runners[key]
+
+    # ----- use cases -------------------------------------------------------------------------
+
+    async def start(
+        self,
+        session_id: str,
+        *,
+        client_request_id: str,
+        input_items: Sequence[dict[str, Any]],
+        wait: bool = False,
+    ) -> tuple[dict[str, Any], bool]:
+        await self._reap_session_if_expired(session_id)
+        turn, created = await start_turn(
+            self._deps,
+            self.owner,
+            session_id,
+            client_request_id=client_request_id,
+            input_items=input_items,
+        )
+        if created:
+            self._spawn(session_id, turn.turn_id)
+        if wait:
+            turn = await self._wait(session_id, turn.turn_id, _settled)
+        return turn_to_json(turn), created
+
+    async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
+        return turn_to_json(await self._read(session_id, turn_id))
+
+    async def wait(self, session_id: str, turn_id: str) -> dict[str, Any]:
+        return turn_to_json(await self._wait(session_id, turn_id, _settled))
+
+    async def post_tool_results(
+        self,
+        session_id: str,
+        turn_id: str,
+        results: Sequence[dict[str, Any]],
+        *,
+        wait: bool = False,
+    ) -> dict[str, Any]:
+        outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
+        turn = outcome.turn
+        if outcome.resume:
+            self._spawn(session_id, turn_id, outcome.doom)
+            if wait:
+                turn = await self._wait(session_id, turn_id, _settled)
+        body = turn_to_json(turn)
+        body["missing_tool_call_ids"] = [c["tool_call_id"] for c in awaiting_calls(turn)]
+        return body
+
+    async def cancel(self, session_id: str, turn_id: str) -> dict[str, Any]:
+        """Request cancellation and answer once the turn is terminal (bounded wait)."""
+        if await cancel_waiting_or_flag(self._deps, session_id, turn_id):
+            local = self._runners.get((session_id, turn_id))
+            if local is not None:
+                local[0].cancel.set()  # a pending model call is abandoned at once
+            return turn_to_json(
+                await self._wait(session_id, turn_id, lambda t: t.status != "running")
+            )
+        return await self.get(session_id, turn_id)
+
+    async def events(self, session_id: str, after: int) -> AsyncIterator[bytes]:
+        """The SSE byte stream of the session's updates after ``after`` (404 if no session)."""
+        return await open_event_stream(self._deps, session_id, after)
+
+    # ----- reads -----------------------------------------------------------------------------
+
+    async def _read(self, session_id: str, turn_id: str) -> Turn:
+        turn = await require_turn(self._deps, session_id, turn_id)
+        if self._expired(turn):
+            await reap_expired(self._deps)
+            turn = await require_turn(self._deps, session_id, turn_id)
+        return turn
+
+    @staticmethod
+    def _expired(turn: Turn) -> bool:
+        return (
+            turn.status == "running"
+            and turn.lease_expires_at is not None
+            and turn.lease_expires_at < utc_now()
+        )
+
+    async def _reap_session_if_expired(self, session_id: str) -> None:
+        async with unit_of_work(self._deps.db, read_only=True) as db:
+            running = await TurnRepository(db).get_running(session_id)
+        if running is not None and self._expired(running):
+            await reap_expired(self._deps)
+
+    async def _wait(self, session_id: str, turn_id: str, done: Callable[[Turn], bool]) -> Turn:
+        deadline = time.monotonic() + self._deps.settings.turn_wait_timeout_seconds
+        hub = self._deps.events.hub
+        queue = hub.subscribe(session_id)
+        try:
+            while True:
+                turn = await self._read(session_id, turn_id)
+                remaining = deadline - time.monotonic()
+                if done(turn) or remaining <= 0:
+                    return turn
+                local = self._runners.get((session_id, turn_id))
+                if local is not None:
+                    # Our own runner: its task ends exactly when the turn waits or ends, so
+                    # there is no need to re-read the row at every update it commits.
+                    await asyncio.wait({local[1]}, timeout=remaining)
+                    continue
+                await _next_commit(queue, min(_WAIT_POLL_SECONDS, remaining))
+        finally:
+            hub.unsubscribe(session_id, queue)
+
+
+async def _next_commit(queue: asyncio.Queue[Delta | None], seconds: float) -> None:
+    """Return at the next durable update of the session (deltas skipped) or after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while True:
+        remaining = deadline - time.monotonic()
+        if remaining <= 0:
+            return
+        try:
+            signal = await asyncio.wait_for(queue.get(), timeout=remaining)
+        except TimeoutError:
+            return
+        if signal is None:
+            return
+
+
+def _cancel(task: asyncio.Future[None]) -> None:
+    task.cancel()

@@ -1,0 +1,169 @@
+"""Starting a turn (SPEC §6): checks in their fixed order, then one transaction that writes the
+turn row, the selected skills' ``skill_instruction`` messages and the user message."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+
+from app.core.content import Block, text_block
+from app.core.counting import TokenCounter
+from app.core.errors import Conflict, InvalidInput
+from app.core.item_caps import check_skill_body
+from app.core.world_state.inputs import SkillSnapshot
+from app.core.world_state.provided import ProvidedSkill, provided_inputs, provided_skill_snapshot
+from app.core.world_state.skill_file import skill_instruction_item
+from app.services.messages import exact_counts
+from app.services.models import resolve_model
+from app.services.turns.deps import TurnDeps
+from app.services.turns.lease import lease_expiry
+from app.storage.database import unit_of_work
+from app.storage.models import AgentSession, Turn
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import TurnRepository
+from app.workspace import read_skill_snapshot
+
+__all__ = ["busy", "start_turn"]
+
+
+def busy(turn_id: str) -> Conflict:
+    return Conflict(
+        "busy",
+        f"turn {turn_id} is still running in this session; wait for it to finish or cancel it, "
+        "then start a new turn (turns are never queued)",
+        turn_id=turn_id,
+    )
+
+
+def _texts(input_items: Sequence[dict[str, Any]]) -> list[str]:
+    texts = [i["text"] for i in input_items if i["type"] == "text" and i["text"].strip()]
+    if not texts:
+        raise InvalidInput(
+            "empty_input",
+            "a turn needs at least one non-blank text input; skills alone are not a request",
+        )
+    return texts
+
+
+def _snapshot(session: AgentSession, name: str, roots: Sequence[str]) -> SkillSnapshot:
+    workspace = session.workspace or {}
+    provided = workspace.get("provided")
+    if provided is not None:
+        inputs = provided_inputs(
+            provided["working_directory"],
+            provided.get("repository_root"),
+            provided.get("layout", []),
+            provided.get("agents_md"),
+            [ProvidedSkill(**s) for s in provided.get("skills", [])],
+        )
+        return provided_skill_snapshot(inputs, name, session.disabled_skills)
+    return read_skill_snapshot(
+        workspace.get("skills_root"),
+        name,
+        allowed_roots=roots,
+        disabled_skills=session.disabled_skills,
+    )
+
+
+async def _skill_messages(
+    session: AgentSession,
+    input_items: Sequence[dict[str, Any]],
+    roots: Sequence[str],
+    counter: TokenCounter,
+) -> list[NewMessage]:
+    """Snapshots of the selected skills in input order, duplicates (same path) dropped; each
+    body must be under the 8000-token cap (``skill_too_large``)."""
+    messages: list[NewMessage] = []
+    seen: set[str] = set()
+    for item in input_items:
+        if item["type"] != "skill":
+            continue
+        snapshot = await anyio.to_thread.run_sync(_snapshot, session, item["name"], roots)
+        if snapshot.path in seen:
+            continue
+        seen.add(snapshot.path)
+        check_skill_body(snapshot.name, [text_block(snapshot.body)], counter)
+        rendered = skill_instruction_item(snapshot.name, snapshot.path, snapshot.body)
+        messages.append(
+            NewMessage(
+                role="user",
+                kind="skill_instruction",
+                content=rendered.content,
+                token_counts=exact_counts(counter, "user", rendered.content),
+            )
+        )
+    return messages
+
+
+async def start_turn(
+    deps: TurnDeps,
+    owner: str,
+    session_id: str,
+    *,
+    client_request_id: str,
+    input_items: Sequence[dict[str, Any]],
+) -> tuple[Turn, bool]:
+    """``(turn, created)``. Order of checks: ``empty_input`` → ``reload_required`` → the same
+    ``client_request_id`` (the accepted turn, ``created=False``) → ``busy``; then skills."""
+    texts = _texts(input_items)
+    async with unit_of_work(deps.db) as db:
+        sessions = SessionRepository(db)
+        # Starts of one session queue up here (the row lock on PostgreSQL, the write lock on
+        # SQLite); the partial unique index still settles any race across replicas.
+        session = await sessions.require(session_id, for_update=True)
+        if session.reload_required:
+            raise Conflict(
+                "reload_required",
+                "a compaction checkpoint was stored but not installed; the session refuses new "
+                "turns until it is rebuilt from the database",
+            )
+        turns = TurnRepository(db)
+        existing = await turns.get_by_client_request_id(session_id, client_request_id)
+        if existing is not None:
+            return existing, False
+        running = await turns.get_running(session_id)
+        if running is not None:
+            raise busy(running.turn_id)
+        model = await resolve_model(db, session.model_id)
+        counter = deps.counter(model.capabilities.token_counter)
+        skills = await _skill_messages(session, input_items, deps.settings.workspace_roots, counter)
+        turn, created = await turns.create_running(
+            session_id=session_id,
+            turn_id=f"turn-{uuid.uuid4().hex}",
+            client_request_id=client_request_id,
+            input=[dict(i) for i in input_items],
+            phase="starting",
+            lease_owner=owner,
+            lease_expires_at=lease_expiry(deps),
+        )
+        if not created:
+            return turn, False
+        content: list[Block] = [text_block(t) for t in texts]
+        user = NewMessage(
+            role="user",
+            kind="normal",
+            content=content,
+            token_counts=exact_counts(counter, "user", content),
+        )
+        await MessageRepository(db).append(
+            session_id,
+            [
+                NewMessage(
+                    m.role, m.kind, m.content, turn_id=turn.turn_id, token_counts=m.token_counts
+                )
+                for m in [*skills, user]
+            ],
+        )
+        await deps.events.emit(
+            db,
+            session_id,
+            "turn_started",
+            {"client_request_id": client_request_id, "input": turn.input},
+            turn_id=turn.turn_id,
+        )
+    return turn, True

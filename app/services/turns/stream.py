@@ -1,0 +1,92 @@
+"""Live updates over Server-Sent Events (SPEC §6).
+
+Durable updates are rows of ``session_events``: a stream replays every row after the client's
+last id, then waits for more — woken at once by this process's ``EventHub`` after a commit, and
+re-reading the table every ``events_poll_seconds`` for rows written by other replicas. Rows are
+sent in sequence order and each exactly once per connection, with the sequence as the SSE
+``id:``, so a reconnect with ``Last-Event-ID`` (to any replica) resumes without gaps or repeats.
+Deltas come from this process's hub only and carry no id (a reconnect does not replay them).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from app.services.events import Delta
+from app.services.turns.deps import TurnDeps
+from app.services.turns.views import iso
+from app.storage.database import unit_of_work
+from app.storage.repositories.records import EventRecord
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.state import EventRepository
+
+__all__ = ["event_frame", "open_event_stream"]
+
+_PAGE = 500
+
+
+def _data(value: dict[str, Any]) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def event_frame(record: EventRecord) -> bytes:
+    data = {
+        "sequence": record.sequence,
+        "type": record.type,
+        "turn_id": record.turn_id,
+        "occurred_at": iso(record.created_at),
+        "payload": record.payload,
+    }
+    return f"id: {record.sequence}\nevent: {record.type}\ndata: {_data(data)}\n\n".encode()
+
+
+def _delta_frame(delta: Delta) -> bytes:
+    data = {"type": delta.type, "turn_id": delta.turn_id, "payload": delta.payload}
+    return f"event: {delta.type}\ndata: {_data(data)}\n\n".encode()
+
+
+async def open_event_stream(deps: TurnDeps, session_id: str, after: int) -> AsyncIterator[bytes]:
+    """Check the session exists (a 404 before any byte is sent), then return the stream."""
+    async with unit_of_work(deps.db, read_only=True) as db:
+        await SessionRepository(db).require(session_id)
+    # Subscribe before the first read: nothing committed in between is missed.
+    queue = deps.events.hub.subscribe(session_id)
+    return _stream(deps, session_id, after, queue)
+
+
+async def _stream(
+    deps: TurnDeps, session_id: str, after: int, queue: asyncio.Queue[Delta | None]
+) -> AsyncIterator[bytes]:
+    settings = deps.settings
+    last = after
+    next_heartbeat = time.monotonic() + settings.events_heartbeat_seconds
+    try:
+        yield b": connected\n\n"
+        while True:
+            async with unit_of_work(deps.db, read_only=True) as db:
+                records = await EventRepository(db).list_after(session_id, last, limit=_PAGE)
+            for record in records:
+                yield event_frame(record)
+                last = record.sequence
+            if len(records) == _PAGE:
+                continue
+            deadline = min(time.monotonic() + settings.events_poll_seconds, next_heartbeat)
+            while True:
+                timeout = deadline - time.monotonic()
+                try:
+                    signal = await asyncio.wait_for(queue.get(), timeout=max(timeout, 0))
+                except TimeoutError:
+                    signal = None
+                    if time.monotonic() >= next_heartbeat:
+                        yield b": heartbeat\n\n"
+                        next_heartbeat = time.monotonic() + settings.events_heartbeat_seconds
+                if isinstance(signal, Delta):
+                    yield _delta_frame(signal)
+                    continue
+                break  # new rows may be there (a wake-up, a poll tick or a heartbeat)
+    finally:
+        deps.events.hub.unsubscribe(session_id, queue)

@@ -1,0 +1,175 @@
+"""Handling one response's tool calls in provider order (SPEC §6, reference §7.3).
+
+Each call is checked before anything runs: arguments that are not JSON, an unknown tool, and a
+schema violation become error results the model sees (the turn continues) and never count for
+the doom loop. A checked call updates the doom-loop record (same name and canonical arguments as
+the previous checked call → count + 1, anything else → 1); at the threshold the call is not
+executed and the turn fails ``doom_loop``. Server-side tools run here, in the caller's
+transaction; every other tool is marked for the caller.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from jsonschema import SchemaError
+from jsonschema.validators import validator_for
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
+from app.core.content import text_block
+from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
+from app.core.plan import parse_update_plan_arguments as parse_plan
+from app.core.prepared import ToolDefinition
+from app.services.events import EventPublisher
+from app.services.turns.calls import CallEntry, error_result, finished_payload
+from app.storage.base import utc_now
+from app.storage.repositories.turns import PlanRepository, TurnRepository
+
+__all__ = ["DoomRecord", "ToolRound", "check_call", "handle_calls"]
+
+UPDATE_PLAN = UPDATE_PLAN_TOOL["name"]
+CONVERSATION_HISTORY = CONVERSATION_HISTORY_TOOL["name"]
+
+
+@dataclass(frozen=True, slots=True)
+class DoomRecord:
+    name: str
+    canonical: str
+    count: int
+
+    def after(self, name: str, canonical: str) -> DoomRecord:
+        if self.name == name and self.canonical == canonical:
+            return DoomRecord(name, canonical, self.count + 1)
+        return DoomRecord(name, canonical, 1)
+
+    def to_json(self) -> list[Any]:
+        return [self.name, self.canonical, self.count]
+
+    @classmethod
+    def from_json(cls, value: Any) -> DoomRecord | None:
+        if not isinstance(value, list) or len(value) != 3:
+            return None
+        return cls(str(value[0]), str(value[1]), int(value[2]))
+
+
+@dataclass(frozen=True, slots=True)
+class ToolRound:
+    """What the round decided: continue with the next model call, wait for the caller, or end
+    the turn (doom loop; ``message`` says why)."""
+
+    next: Literal["continue", "wait", "doom_loop"]
+    doom: DoomRecord | None
+    message: str = ""
+
+
+def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
+    if not schema:
+        return None
+    try:
+        validator_class = validator_for(schema)
+        validator_class.check_schema(schema)
+        errors = list(validator_class(schema).iter_errors(value))
+    except (SchemaError, TypeError, ValueError, LookupError):
+        # The agent's own schema is broken: there is nothing to hold the model to.
+        return None
+    if not errors:
+        return None
+    error = min(errors, key=lambda e: [str(p) for p in e.absolute_path])
+    where = "/".join(str(p) for p in error.absolute_path)
+    return f"{error.message} (at {'/' + where if where else 'the top level'})"
+
+
+def check_call(
+    name: str, raw_input: str, tools: dict[str, ToolDefinition]
+) -> tuple[str | None, dict[str, Any] | None]:
+    """``(canonical arguments, None)`` for a call that may run, else ``(None, error result)``."""
+    try:
+        value = json.loads(raw_input)
+    except (json.JSONDecodeError, TypeError) as exc:
+        return None, error_result(f"invalid tool input: {exc}")
+    tool = tools.get(name)
+    if tool is None:
+        names = ", ".join(sorted(tools)) or "none"
+        return None, error_result(f"tool not found: '{name}' (available tools: {names})")
+    if name not in (UPDATE_PLAN, CONVERSATION_HISTORY):  # control tools parse their own
+        problem = _schema_error(tool["input_schema"], value)
+        if problem is not None:
+            return None, error_result(f"invalid arguments for tool '{name}': {problem}")
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")), None
+
+
+async def _update_plan(
+    db: AsyncSession, events: EventPublisher, session_id: str, turn_id: str, raw: str
+) -> dict[str, Any]:
+    try:
+        plan = parse_plan(raw)
+    except PlanArgumentsInvalid as exc:
+        return error_result(exc.detail)
+    stored = {**plan.to_json(), "updated_at": utc_now().isoformat().replace("+00:00", "Z")}
+    await PlanRepository(db).put(session_id, turn_id, plan.to_json())
+    await TurnRepository(db).update_running(session_id, turn_id, plan=stored)
+    await events.emit(db, session_id, "plan_updated", stored, turn_id=turn_id)
+    return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}
+
+
+async def _conversation_history(db: AsyncSession, session_id: str, raw: str) -> dict[str, Any]:
+    try:
+        from app.services.compaction.history import conversation_history_result
+    except ImportError:  # the transcript service is not part of this build
+        return error_result("conversation_history is not available in this deployment")
+    text, state = await conversation_history_result(db, session_id, raw)
+    return {"state": state, "output": [text_block(text)], "artifacts": []}
+
+
+async def handle_calls(
+    db: AsyncSession,
+    events: EventPublisher,
+    *,
+    session_id: str,
+    turn_id: str,
+    entries: list[CallEntry],
+    tools: list[ToolDefinition],
+    doom: DoomRecord | None,
+    doom_threshold: int,
+) -> ToolRound:
+    """Check and run (or mark for the caller) each call in order; fills ``entry["result"]``
+    for every call decided here. Entries left without a result after a doom loop are the
+    "remaining calls" the caller of this function ends with the fixed result."""
+    by_name = {t["name"]: t for t in tools}
+    waiting = False
+    for entry in entries:
+        name, raw = entry["name"], entry["input"]
+        await events.emit(
+            db,
+            session_id,
+            "tool_call_started",
+            {"tool_call_id": entry["tool_call_id"], "tool_name": name, "input": raw},
+            turn_id=turn_id,
+        )
+        canonical, rejected = check_call(name, raw, by_name)
+        if canonical is None:
+            entry["result"] = rejected
+        else:
+            doom = doom.after(name, canonical) if doom else DoomRecord(name, canonical, 1)
+            entry["doom"] = doom.to_json()
+            if doom.count >= doom_threshold:
+                entry["result"] = error_result(f"doom loop detected for tool '{name}'")
+                await events.emit(
+                    db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
+                )
+                return ToolRound("doom_loop", doom, f"doom loop detected: {name}")
+            if name == UPDATE_PLAN:
+                entry["result"] = await _update_plan(db, events, session_id, turn_id, raw)
+            elif name == CONVERSATION_HISTORY:
+                entry["result"] = await _conversation_history(db, session_id, raw)
+            else:
+                entry["caller"] = True
+                waiting = True
+                continue
+        await events.emit(
+            db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
+        )
+    return ToolRound("wait" if waiting else "continue", doom)

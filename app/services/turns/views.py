@@ -1,0 +1,50 @@
+"""The JSON shape of a turn (``GET .../turns/{id}`` and the start/cancel/tool-results answers)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from app.storage.models import Turn
+
+__all__ = ["awaiting_calls", "iso", "turn_to_json"]
+
+
+def iso(value: datetime | None) -> str | None:
+    if value is None:
+        return None
+    return value.isoformat().replace("+00:00", "Z")
+
+
+def awaiting_calls(turn: Turn) -> list[dict[str, Any]]:
+    """Caller-executed calls still waiting for their result, in the provider's order."""
+    return [
+        {"tool_call_id": c["tool_call_id"], "name": c["name"], "input": c["input"]}
+        for c in turn.pending_tool_calls or []
+        if c.get("caller") and c.get("result") is None
+    ]
+
+
+def turn_to_json(turn: Turn) -> dict[str, Any]:
+    return {
+        "turn_id": turn.turn_id,
+        "session_id": turn.session_id,
+        "client_request_id": turn.client_request_id,
+        "status": turn.status,
+        "phase": turn.phase,
+        "input": turn.input,
+        "outcome": turn.outcome,
+        "pending_tool_calls": awaiting_calls(turn),
+        "plan": turn.plan,
+        "model_calls": turn.model_call_index,
+        "usage": {
+            "input_tokens": turn.input_tokens,
+            "output_tokens": turn.output_tokens,
+            "cached_tokens": turn.cached_tokens,
+            "reasoning_tokens": turn.reasoning_tokens,
+        },
+        "cancel_requested": turn.cancel_requested,
+        "created_at": iso(turn.created_at),
+        "updated_at": iso(turn.updated_at),
+        "finished_at": iso(turn.finished_at),
+    }

@@ -1,0 +1,213 @@
+"""World State sampling into a stored session (SPEC §4): capture → render → diff → write → advance.
+
+Two phases, so a caller need not hold a database transaction while the filesystem is read:
+
+- ``capture(session)`` reads the workspace inputs. A server directory is read in a worker thread
+  (the event loop never blocks) within ``capture_timeout_seconds``; caller-provided inputs are
+  checked again by the same rules; a session without a workspace has only the sandbox section.
+  Raises ``user_project_context_error | project_instruction_error | skill_catalog_error``.
+- ``write(db, session, conversation, inputs, ...)`` renders with the session's sandbox settings
+  and disabled skills, diffs against the stored baselines and ``conversation``, writes each
+  message insert-if-absent under its SPEC §4 id, and advances the baselines only after every
+  write succeeded — all in the caller's transaction, so a rollback undoes messages and baselines
+  together and the next sampling sends the same messages again.
+
+``sample`` is both, as ``app.services.ports.WorldStateSampling`` declares it for the turn runner.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Any
+
+import anyio
+import anyio.to_thread
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.content import Item, text_block
+from app.core.errors import InvalidInput
+from app.core.world_state import (
+    NO_WORKSPACE,
+    SandboxSettings,
+    SectionMessage,
+    WorkspaceInputs,
+    advance_baselines,
+    diff_sections,
+    render_sections,
+    world_state_message_id,
+)
+from app.core.world_state.provided import ProvidedSkill, provided_inputs
+from app.settings import Settings
+from app.storage.models import AgentSession
+from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import NewMessage
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.state import BaselineRepository
+from app.workspace import capture_filesystem
+
+__all__ = ["DEFAULT_CAPTURE_TIMEOUT_SECONDS", "WorldStateSampler"]
+
+log = logging.getLogger("ctxsvc.world_state")
+
+# Listing one directory and reading AGENTS.md plus at most 100 SKILL.md files takes milliseconds
+# (bench/world_state.py); anything near this bound is a stuck network filesystem.
+DEFAULT_CAPTURE_TIMEOUT_SECONDS = 10.0
+
+
+def _sandbox_of(session: AgentSession) -> SandboxSettings:
+    sandbox = session.sandbox or {}
+    return SandboxSettings(
+        mode=sandbox.get("mode", "auto"), available=sandbox.get("available", True)
+    )
+
+
+def _provided(values: dict[str, Any]) -> WorkspaceInputs:
+    return provided_inputs(
+        values["working_directory"],
+        values.get("repository_root"),
+        values.get("layout", []),
+        values.get("agents_md"),
+        [ProvidedSkill(**s) for s in values.get("skills", [])],
+    )
+
+
+class WorldStateSampler:
+    """Implements ``WorldStateSampling``; one per app, stateless (baselines live in the DB)."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        capture_timeout_seconds: float = DEFAULT_CAPTURE_TIMEOUT_SECONDS,
+    ) -> None:
+        self._roots = tuple(settings.workspace_roots)
+        self._timeout = capture_timeout_seconds
+
+    async def capture(self, session: AgentSession) -> WorkspaceInputs:
+        """The session's workspace inputs as they are now (see the module docstring)."""
+        workspace = session.workspace
+        if not workspace:
+            return NO_WORKSPACE
+        provided = workspace.get("provided")
+        if provided is not None:
+            return _provided(provided)
+        directory: str = workspace["working_directory"]
+        skills_root: str | None = workspace.get("skills_root")
+
+        def read() -> WorkspaceInputs:
+            return capture_filesystem(directory, allowed_roots=self._roots, skills_root=skills_root)
+
+        # The thread cannot be interrupted; on timeout it is abandoned and finishes on its own
+        # (it only reads, and closes every descriptor it opened).
+        with anyio.move_on_after(self._timeout) as scope:
+            return await anyio.to_thread.run_sync(read, abandon_on_cancel=True)
+        assert scope.cancelled_caught
+        raise InvalidInput(
+            "user_project_context_error",
+            f"Reading the workspace {directory!r} took longer than {self._timeout:g} seconds; "
+            "check that the filesystem is responsive and the directory is not too large.",
+            timeout_seconds=self._timeout,
+        )
+
+    async def write(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        conversation: Sequence[Item],
+        inputs: WorkspaceInputs,
+        *,
+        turn_id: str,
+        model_call_index: int,
+        sample_index: int,
+        record_turn: bool = True,
+    ) -> list[Item]:
+        """Render, diff, write and advance in the caller's transaction; the written items.
+
+        ``record_turn=False`` leaves the messages' ``turn_id`` column empty (session prepare has
+        a request-scoped id, not a turn row). Takes the session's write lock first, so two
+        samplings of one session never both read the old baselines.
+        """
+        await SessionRepository(db).lock(session.id)
+        sections = render_sections(inputs, _sandbox_of(session), session.disabled_skills)
+        self._log_skipped(session.id, inputs, [s.dropped for s in sections])
+        baselines = BaselineRepository(db)
+        current = await baselines.get_all(session.id)
+        messages = diff_sections(sections, current, conversation)
+        if not messages:
+            return []
+        written = await self._insert(
+            db, session.id, messages, turn_id, model_call_index, sample_index, record_turn
+        )
+        # Only now, with every message written: a failure above leaves the old baselines.
+        advanced = advance_baselines(current, messages)
+        await baselines.apply(session.id, {m.section_id: advanced[m.section_id] for m in messages})
+        return written
+
+    async def sample(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        conversation: Sequence[Item],
+        *,
+        turn_id: str,
+        model_call_index: int,
+        sample_index: int,
+    ) -> list[Item]:
+        """``capture`` then ``write`` (``WorldStateSampling``)."""
+        inputs = await self.capture(session)
+        return await self.write(
+            db,
+            session,
+            conversation,
+            inputs,
+            turn_id=turn_id,
+            model_call_index=model_call_index,
+            sample_index=sample_index,
+        )
+
+    async def _insert(
+        self,
+        db: AsyncSession,
+        session_id: str,
+        messages: Sequence[SectionMessage],
+        turn_id: str,
+        model_call_index: int,
+        sample_index: int,
+        record_turn: bool,
+    ) -> list[Item]:
+        repository = MessageRepository(db)
+        written: list[Item] = []
+        for message in messages:
+            stored = await repository.insert_if_absent(
+                session_id,
+                NewMessage(
+                    role="user",
+                    kind="world_state",
+                    content=[text_block(message.text)],
+                    message_id=world_state_message_id(
+                        turn_id, model_call_index, sample_index, message.section_id
+                    ),
+                    turn_id=turn_id if record_turn else None,
+                    world_state_section=message.section_id,
+                ),
+            )
+            # None: a retry of a sampling whose message is already stored (and already part of
+            # the caller's conversation); writing it again would duplicate it.
+            if stored is not None:
+                written.append(stored.to_item())
+        return written
+
+    @staticmethod
+    def _log_skipped(
+        session_id: str, inputs: WorkspaceInputs, dropped: Sequence[Sequence[str]]
+    ) -> None:
+        # Names and reasons only, never descriptions or bodies: logs are not model context.
+        for warning in inputs.warnings:
+            log.info("skill catalog warning", extra={"session_id": session_id, "reason": warning})
+        for line in (line for group in dropped for line in group):
+            name = line[2:].split(":", 1)[0]
+            log.info(
+                "skill omitted from catalog because the 8000 character limit was exceeded",
+                extra={"session_id": session_id, "skill": name},
+            )

@@ -1,0 +1,95 @@
+"""Live updates over Server-Sent Events (SPEC §6): ids, replay after Last-Event-ID, deltas,
+heartbeats. Streams need a real HTTP server: httpx's ASGI transport buffers whole bodies."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import anyio
+import httpx
+import pytest
+
+from app.main import create_app
+from tests.api.helpers import run_turn
+from tests.api.test_turns import call, ok, post_results, session_with
+from tests.conftest import make_settings
+from tests.multiprocess.servers import read_events, serve_in_process
+
+pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def live(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    settings = make_settings(database_url, events_poll_seconds=0.1, events_heartbeat_seconds=0.2)
+    async with (
+        serve_in_process(create_app(settings)) as url,
+        httpx.AsyncClient(base_url=url, timeout=10) as client,
+    ):
+        yield client
+
+
+async def test_updates_replay_in_order_with_ids_and_resume_after_last_event_id(
+    live: httpx.AsyncClient,
+) -> None:
+    sid = await session_with(
+        live,
+        [{"tool_calls": [call("read", path="a"), call("update_plan", plan=[])]}, {"text": "ok"}],
+    )
+    turn = await run_turn(live, sid)
+    (pending,) = turn["pending_tool_calls"]
+    await post_results(live, sid, turn["turn_id"], ok(pending["tool_call_id"]), wait=True)
+    url = f"/v1/sessions/{sid}/events"
+    with anyio.fail_after(10):
+        events = await read_events(live, url)
+    assert [e.id for e in events] == list(range(1, len(events) + 1))
+    types = [e.event for e in events]
+    assert types[0] == "turn_started"
+    assert types[-1] == "turn_finished"
+    for name in (
+        "phase_changed",
+        "tool_call_started",
+        "tool_call_finished",
+        "plan_updated",
+        "draft_cleared",
+    ):
+        assert name in types
+    assert events[-1].data["payload"] == {"status": "completed", "outcome": {"final_text": "ok"}}
+    assert all(e.data["turn_id"] == turn["turn_id"] for e in events)
+    # Reconnect after the 4th update: exactly the rest, in order; ?after= works the same.
+    with anyio.fail_after(10):
+        rest = await read_events(live, url, headers={"Last-Event-ID": "4"})
+        same = await read_events(live, url, params={"after": 4})
+    assert [e.id for e in rest] == [e.id for e in events[4:]]
+    assert [e.data for e in rest] == [e.data for e in events[4:]]
+    assert [e.id for e in same] == [e.id for e in rest]
+
+
+async def test_live_deltas_and_heartbeats_reach_a_connected_client(
+    live: httpx.AsyncClient,
+) -> None:
+    sid = await session_with(live, [{"text": "streamed answer"}])
+    comments: list[str] = []
+    received: list[object] = []
+
+    async def listen() -> None:
+        received.extend(await read_events(live, f"/v1/sessions/{sid}/events", comments=comments))
+
+    with anyio.fail_after(10):
+        async with anyio.create_task_group() as group:
+            group.start_soon(listen)
+            await anyio.sleep(0.5)  # connected, idle: heartbeats flow
+            await run_turn(live, sid)
+    deltas = [e for e in received if e.id is None]  # type: ignore[attr-defined]
+    assert [d.event for d in deltas] == ["text_delta"]  # type: ignore[attr-defined]
+    assert deltas[0].data["payload"] == {"text": "streamed answer"}  # type: ignore[attr-defined]
+    assert ": heartbeat" in comments
+
+
+async def test_unknown_session_and_bad_last_event_id(live: httpx.AsyncClient) -> None:
+    missing = await live.get("/v1/sessions/nope/events")
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "session_not_found"
+    sid = await session_with(live, [])
+    bad = await live.get(f"/v1/sessions/{sid}/events", headers={"Last-Event-ID": "x"})
+    assert bad.status_code == 422
+    assert bad.json()["code"] == "invalid_last_event_id"

@@ -1,0 +1,225 @@
+"""Starting, feeding, cancelling and recovering turns (SPEC §6; acceptance §2 items 7, 12, 14,
+15): check order, idempotency, busy, skills, tool-result validation, cancellation, leases."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from app.main import create_app
+from app.storage.database import unit_of_work
+from app.storage.repositories.sessions import SessionRepository
+from tests.api.helpers import append, assistant_calls, new_session, run_turn, scripted_model
+from tests.api.test_turns import agent, call, history, ok, post_results, session_with
+from tests.conftest import make_settings
+from tests.providers.fakes import FakeProviderServer, FakeToolCall, StreamReply, openai_stream
+
+pytestmark = pytest.mark.anyio
+
+Client = tuple[FastAPI, httpx.AsyncClient]
+
+
+@pytest.fixture
+async def app_client(database_url: str) -> AsyncIterator[Client]:
+    """The app itself (to reach its container) and a client; short leases for the reaper."""
+    app = create_app(make_settings(database_url, turn_lease_seconds=0.6))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
+            yield app, client
+
+
+@pytest.fixture
+def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
+    monkeypatch.setenv("CTXSVC_TEST_FAKE_KEY", "sk-test")
+    with FakeProviderServer() as server:
+        yield server
+
+
+async def provider_model(api: httpx.AsyncClient, server: FakeProviderServer) -> str:
+    model_id = f"fake-{uuid.uuid4().hex[:8]}"
+    body = {
+        "context_window_tokens": 100_000,
+        "max_output_tokens": 1000,
+        "provider": {
+            "kind": "openai_chat",
+            "base_url": server.base_url + "/v1",
+            "model_name": "gpt-fake",
+            "api_key_env": "CTXSVC_TEST_FAKE_KEY",
+        },
+    }
+    assert (await api.put(f"/v1/models/{model_id}", json=body)).status_code == 201
+    return model_id
+
+
+def start_body(crid: str | None = None, *items: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "client_request_id": crid or uuid.uuid4().hex,
+        "input": list(items) or [{"type": "text", "text": "go"}],
+    }
+
+
+async def waiting_turn(api: httpx.AsyncClient) -> tuple[str, dict[str, Any]]:
+    sid = await session_with(api, [{"tool_calls": [call("read", path="a")]}, {"text": "done"}])
+    turn = await run_turn(api, sid, client_request_id="first")
+    assert turn["phase"] == "waiting_tool_results"
+    return sid, turn
+
+
+async def test_start_checks_come_in_spec_order(app_client: Client) -> None:
+    app, api = app_client
+    sid, turn = await waiting_turn(api)
+    url = f"/v1/sessions/{sid}/turns"
+    # The same client_request_id returns the accepted turn (200), even while it runs.
+    again = await api.post(url, json=start_body("first"))
+    assert again.status_code == 200
+    assert again.json()["turn_id"] == turn["turn_id"]
+    busy = await api.post(url, json=start_body("second"))
+    assert busy.status_code == 409
+    assert busy.json()["code"] == "busy"
+    assert busy.json()["turn_id"] == turn["turn_id"]
+    # Empty input is refused before anything else, even for a known request id.
+    empty = await api.post(url, json=start_body("first", {"type": "skill", "name": "x"}))
+    assert empty.status_code == 422
+    assert empty.json()["code"] == "empty_input"
+    async with unit_of_work(app.state.container.db) as db:
+        await SessionRepository(db).set_reload_required(sid, True)
+    reload = await api.post(url, json=start_body("first"))
+    assert reload.status_code == 409
+    assert reload.json()["code"] == "reload_required"
+    assert len(await history(api, sid)) == 2  # user + assistant: nothing new stored
+
+
+async def test_unknown_session_and_turn_are_404(api: httpx.AsyncClient) -> None:
+    missing = await api.post("/v1/sessions/nope/turns", json=start_body())
+    assert missing.status_code == 404
+    assert missing.json()["code"] == "session_not_found"
+    sid = await new_session(api)
+    unknown = await api.get(f"/v1/sessions/{sid}/turns/turn-x")
+    assert unknown.status_code == 404
+    assert unknown.json()["code"] == "turn_not_found"
+
+
+async def test_tool_results_are_validated_and_refusals_store_nothing(
+    api: httpx.AsyncClient,
+) -> None:
+    sid, turn = await waiting_turn(api)
+    (pending,) = turn["pending_tool_calls"]
+    call_id, tid = pending["tool_call_id"], turn["turn_id"]
+    unknown = await post_results(api, sid, tid, ok("other"), wait=False)
+    assert unknown.status_code == 422
+    assert unknown.json()["code"] == "unknown_tool_call"
+    twice = await post_results(api, sid, tid, ok(call_id), ok(call_id), wait=False)
+    assert twice.status_code == 422
+    assert twice.json()["code"] == "duplicate_tool_result"
+    empty = await post_results(api, sid, tid, wait=False)
+    assert empty.status_code == 422
+    assert empty.json()["code"] == "no_tool_results"
+    assert len(await history(api, sid)) == 2
+    assert (await post_results(api, sid, tid, ok(call_id), wait=True)).json()["status"] == (
+        "completed"
+    )
+    late = await post_results(api, sid, tid, ok(call_id), wait=False)
+    assert late.status_code == 409
+    assert late.json()["code"] == "turn_not_waiting"
+
+
+async def test_cancel_while_waiting_for_tool_results(api: httpx.AsyncClient) -> None:
+    sid, turn = await waiting_turn(api)
+    cancelled = await api.post(f"/v1/sessions/{sid}/turns/{turn['turn_id']}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    assert cancelled.json()["status"] == "cancelled"
+    assert cancelled.json()["pending_tool_calls"] == []
+    (result,) = [m["content"][0] for m in await history(api, sid) if m["role"] == "tool"]
+    assert result["state"] == "interrupted"
+    assert (
+        result["output"][0]["text"] == "tool was not executed because the turn already terminated"
+    )
+    again = await api.post(f"/v1/sessions/{sid}/turns/{turn['turn_id']}/cancel")
+    assert again.status_code == 409
+    assert again.json()["code"] == "turn_not_active"
+    # The session is free again.
+    assert (await api.post(f"/v1/sessions/{sid}/turns", json=start_body())).status_code == 202
+
+
+async def test_cancel_abandons_a_pending_model_call(
+    api: httpx.AsyncClient, provider: FakeProviderServer
+) -> None:
+    provider.latency = 30.0
+    provider.enqueue(StreamReply(openai_stream(text=["too late"])))
+    sid = await new_session(api, model_id=await provider_model(api, provider))
+    started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
+    tid = started.json()["turn_id"]
+    for _ in range(200):
+        if provider.requests:
+            break
+        await asyncio.sleep(0.02)
+    assert provider.requests, "the model call never started"
+    cancelled = await api.post(f"/v1/sessions/{sid}/turns/{tid}/cancel")
+    assert cancelled.json()["status"] == "cancelled", cancelled.text
+    assert [m["role"] for m in await history(api, sid)] == ["user"]
+
+
+async def test_provider_turn_sends_tool_results_in_the_next_request(
+    api: httpx.AsyncClient, provider: FakeProviderServer
+) -> None:
+    calls = [
+        FakeToolCall("c1", "read", ['{"path":', ' "a"}']),
+        FakeToolCall("c2", "read", ['{"path": "b"}']),
+    ]
+    provider.enqueue(
+        StreamReply(openai_stream(text=["Reading."], tool_calls=calls, finish_reason="tool_calls")),
+        StreamReply(openai_stream(text=["All ", "read."])),
+    )
+    model_id = await provider_model(api, provider)
+    sid = await new_session(api, model_id=model_id, agent=agent())
+    turn = await run_turn(api, sid)
+    assert [c["tool_call_id"] for c in turn["pending_tool_calls"]] == ["c1", "c2"]
+    done = await post_results(
+        api, sid, turn["turn_id"], ok("c2", "B", "error"), ok("c1", "A"), wait=True
+    )
+    assert done.json()["outcome"] == {"final_text": "All read."}
+    second = provider.requests[1].json()
+    tool_messages = [m for m in second["messages"] if m["role"] == "tool"]
+    assert next((m["tool_call_id"], m["content"]) for m in tool_messages)[0] == "c1"
+    assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
+    assert "B" in str(tool_messages[1]["content"])
+
+
+async def test_expired_lease_interrupts_and_later_requests_synthesize_results(
+    app_client: Client, provider: FakeProviderServer
+) -> None:
+    app, api = app_client
+    turns = app.state.container.turns
+    provider.latency = 30.0
+    provider.enqueue(StreamReply(openai_stream(text=["never"])))
+    sid = await new_session(api, model_id=await provider_model(api, provider))
+    # A dangling call from before: stays unanswered in storage.
+    assert (await append(api, sid, assistant_calls(("dangling", "read")))).status_code == 201
+    started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
+    tid = started.json()["turn_id"]
+    for _ in range(200):
+        if provider.requests:
+            break
+        await asyncio.sleep(0.02)
+    # The runner dies with its process: its tasks stop, nothing is written, the lease lapses.
+    await turns.stop_background()
+    await asyncio.sleep(0.7)
+    turn = (await api.get(f"/v1/sessions/{sid}/turns/{tid}")).json()
+    assert turn["status"] == "interrupted"
+    assert turn["outcome"]["code"] == "process_restart"
+    roles = [m["role"] for m in await history(api, sid)]
+    assert roles == ["assistant", "user"]  # nothing replayed, nothing lost
+    context = (await api.get(f"/v1/sessions/{sid}/context")).json()
+    synthesized = [m for m in context["request"]["messages"] if m["role"] == "tool"]
+    assert synthesized[0]["content"][0]["state"] == "interrupted"
+    await turns.start_background()
+    scripted = await scripted_model(api, [{"text": "fresh"}])
+    assert (await api.patch(f"/v1/sessions/{sid}", json={"model_id": scripted})).status_code == 200
+    assert (await run_turn(api, sid))["status"] == "completed"

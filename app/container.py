@@ -51,7 +51,11 @@ class Container:
         )
         self.world_state = WorldStateSampler(self.settings)
         self.session_prepare = SessionPrepareService(
-            self.db, self.counter, self.world_state, lambda: getattr(self, "compactor", None)
+            self.db,
+            self.counter,
+            self.world_state,
+            lambda: getattr(self, "compactor", None),
+            apply_calibration=self.settings.apply_calibration,
         )
         self.model_clients = ModelClients(self.db)
         self.events = EventPublisher(EventHub())

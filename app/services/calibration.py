@@ -43,6 +43,7 @@ __all__ = [
     "base_counter",
     "calibrated_counter",
     "load_calibration",
+    "record_calibration",
     "summarize",
 ]
 
@@ -214,35 +215,36 @@ async def calibrated_counter(
     return CalibratedCounter(counter, calibration.ratio), replace(calibration, applied=True)
 
 
+async def record_calibration(
+    db: AsyncSession,
+    *,
+    model_id: str,
+    counter: TokenCounter,
+    estimated_input_tokens: int,
+    reported_input_tokens: int | None,
+) -> None:
+    """Record one provider response inside the caller's transaction (the turn runner's).
+
+    ``counter`` and ``estimated_input_tokens`` are the budget's; a calibrated figure is recorded
+    as the estimate it came from, so calibration never learns from itself. A response without
+    usage records nothing.
+    """
+    if not reported_input_tokens or estimated_input_tokens <= 0:
+        return
+    if isinstance(counter, CalibratedCounter):
+        estimated_input_tokens = counter.uncalibrated(estimated_input_tokens)
+    await CalibrationRepository(db).add(
+        model_id=model_id,
+        counter=base_counter(counter).name,
+        estimated_input_tokens=estimated_input_tokens,
+        reported_input_tokens=reported_input_tokens,
+    )
+
+
 class CalibrationService:
     def __init__(self, db: SessionFactory, *, apply: bool) -> None:
         self._db = db
         self.apply = apply
-
-    async def record(
-        self,
-        db: AsyncSession,
-        *,
-        model_id: str,
-        counter: TokenCounter,
-        estimated_input_tokens: int,
-        reported_input_tokens: int | None,
-    ) -> None:
-        """Record one provider response inside the caller's transaction (the turn runner's).
-
-        ``counter`` and ``estimated_input_tokens`` are the budget's; a calibrated figure is
-        recorded as the estimate it came from. A response without usage records nothing.
-        """
-        if not reported_input_tokens or estimated_input_tokens <= 0:
-            return
-        if isinstance(counter, CalibratedCounter):
-            estimated_input_tokens = counter.uncalibrated(estimated_input_tokens)
-        await CalibrationRepository(db).add(
-            model_id=model_id,
-            counter=base_counter(counter).name,
-            estimated_input_tokens=estimated_input_tokens,
-            reported_input_tokens=reported_input_tokens,
-        )
 
     async def describe(self, model_id: str, counter: str) -> dict[str, Any] | None:
         """The ``calibration`` field of ``GET /v1/models/{id}`` (``None`` without samples)."""

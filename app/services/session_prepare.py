@@ -20,9 +20,9 @@ from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
+from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
 from app.services.conversation import (
-    load_active,
     system_context_of,
     tool_surface_of,
     watermark_of,
@@ -32,6 +32,7 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
 from app.services.prepare import prepared_to_json
+from app.services.tokens import load_counted, store_counts
 from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
@@ -52,12 +53,15 @@ class SessionPrepareService:
         counters: Callable[[str], TokenCounter],
         world_state: WorldStateSampler,
         compactor: Callable[[], TurnCompactor | None],
+        *,
+        apply_calibration: bool = False,
     ) -> None:
         self._db = db
         self._counters = counters
         self._world_state = world_state
         # A getter: the compaction service registers itself on the container after us.
         self._compactor = compactor
+        self._apply_calibration = apply_calibration
 
     async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
         """Sample World State (stored), prepare, and compact when the trigger line is reached."""
@@ -107,22 +111,29 @@ class SessionPrepareService:
         The filesystem is read before the write transaction opens, so no lock is held while it
         is; a capture failure raises before anything is written.
         """
-        counter = self._counters(model.capabilities.token_counter)
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
+            # The same counter as inspection and turns (calibrated when configured).
+            counter, _ = await calibrated_counter(
+                db,
+                model.id,
+                self._counters(model.capabilities.token_counter),
+                apply=self._apply_calibration,
+            )
         inputs = await self._world_state.capture(session) if sample_index is not None else None
         async with unit_of_work(self._db) as db:
             session = await SessionRepository(db).require(session_id, for_update=True)
             # A running turn samples and compacts this session itself; interleaving a caller's
             # own model calls with it would mix two request streams in one Conversation.
             await require_idle(db, session_id, "prepared for a caller's own model")
-            active = await load_active(db, session, counter.name)
+            counted = await load_counted(db, session, counter)
+            await store_counts(db, session_id, counted)
             written: list[Item] = []
             if inputs is not None and sample_index is not None:
                 written = await self._world_state.write(
                     db,
                     session,
-                    active.items,
+                    counted.items,
                     inputs,
                     turn_id=request_id,
                     model_call_index=1,
@@ -131,7 +142,7 @@ class SessionPrepareService:
                 )
         prepared = prepare(
             system_context_of(session),
-            [*active.items, *written],
+            [*counted.items, *written],
             tool_surface_of(session),
             model.capabilities,
             watermark_of(session),

@@ -14,7 +14,13 @@ from app.container import Container
 from app.core.content import text_block
 from app.core.counting import ESTIMATE
 from app.main import create_app
-from app.services.calibration import WINDOW, CalibratedCounter, Sample, summarize
+from app.services.calibration import (
+    WINDOW,
+    CalibratedCounter,
+    Sample,
+    record_calibration,
+    summarize,
+)
 from app.storage.database import unit_of_work
 from app.storage.repositories.registry import CalibrationRepository
 from tests.api.helpers import new_session, text
@@ -101,7 +107,7 @@ async def record(container: Container, model_id: str, *pairs: tuple[int, int]) -
     """As the turn runner does after each provider response (oldest first)."""
     async with unit_of_work(container.db) as db:
         for estimated, reported in pairs:
-            await container.calibration.record(
+            await record_calibration(
                 db,
                 model_id=model_id,
                 counter=ESTIMATE,
@@ -254,7 +260,7 @@ async def test_a_calibrated_figure_is_recorded_as_the_estimate_it_came_from(
 ) -> None:
     async with running(sqlite_url) as (container, _client):
         async with unit_of_work(container.db) as db:
-            await container.calibration.record(
+            await record_calibration(
                 db,
                 model_id="m",
                 counter=CalibratedCounter(ESTIMATE, 1.25),

@@ -21,10 +21,12 @@ from app.core.errors import ServiceError
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
-from app.services.conversation import load_active, system_context_of, tool_surface_of, watermark_of
+from app.services.calibration import calibrated_counter, record_calibration
+from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.tokens import load_counted, store_counts
 from app.services.turns.calls import CallEntry, entries_of, write_results
 from app.services.turns.deps import TurnDeps, compactor_of, world_state_of
 from app.services.turns.mailbox import drain_mailbox
@@ -34,7 +36,6 @@ from app.storage.database import unit_of_work
 from app.storage.models import AgentSession
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
-from app.storage.repositories.registry import CalibrationRepository
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
@@ -143,11 +144,17 @@ class TurnRunner:
                 raise TurnLost
             session = await SessionRepository(db).require(self.session_id)
             entry = await resolve_model(db, session.model_id)
+            # The same counter as inspection and session prepare (calibrated when configured).
+            self.counter, _ = await calibrated_counter(
+                db,
+                entry.id,
+                self.deps.counter(entry.capabilities.token_counter),
+                apply=self.deps.settings.apply_calibration,
+            )
         self.entry = entry
         self.phase = turn.phase
         if turn.cancel_requested:
             self.cancel.set()
-        self.counter = self.deps.counter(entry.capabilities.token_counter)
         client = self.deps.model_clients.for_model(entry)
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
@@ -192,8 +199,9 @@ class TurnRunner:
                     await self._set_phase(db, "running_model", model_call_index=index)
                     await drain_mailbox(db, self.session_id, self.turn_id, self.counter)
                 session = await SessionRepository(db).require(self.session_id)
-                active = await load_active(db, session, self.counter.name)
-                items = active.items
+                counted = await load_counted(db, session, self.counter)
+                await store_counts(db, self.session_id, counted)
+                items = counted.items
                 sampler = world_state_of(self.deps)
                 if sample_index is not None and sampler is not None:
                     items = items + await sampler.sample(
@@ -329,13 +337,13 @@ class TurnRunner:
                     cached_tokens=usage.cached_tokens or 0,
                     reasoning_tokens=usage.reasoning_tokens or 0,
                 )
-                if usage.input_tokens is not None:
-                    await CalibrationRepository(db).add(
-                        model_id=self.entry.id,
-                        counter=prepared.budget.counter,
-                        estimated_input_tokens=prepared.budget.estimated_input_tokens,
-                        reported_input_tokens=usage.input_tokens,
-                    )
+                await record_calibration(
+                    db,
+                    model_id=self.entry.id,
+                    counter=self.counter,
+                    estimated_input_tokens=prepared.budget.estimated_input_tokens,
+                    reported_input_tokens=usage.input_tokens,
+                )
                 self.sink.dirty = False
                 await self.deps.events.emit(
                     db,

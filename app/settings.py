@@ -27,7 +27,6 @@ class Settings(BaseSettings):
     workspace_roots: list[str] = Field(default_factory=list)
     max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
     tokenizer_dir: Path | None = None
-    default_model_id: str = "local"
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
     # Structured JSON logs on stderr, configured at start-up (tests keep pytest's handlers).
     json_logs: bool = True

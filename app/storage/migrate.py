@@ -19,9 +19,8 @@ from functools import lru_cache
 from pathlib import Path
 
 from alembic.config import Config
-from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
-from sqlalchemy import text
+from sqlalchemy import inspect, text
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -114,4 +113,9 @@ async def is_at_head(engine: AsyncEngine) -> bool:
 
 
 def _current_heads(connection: Connection) -> frozenset[str]:
-    return frozenset(MigrationContext.configure(connection).get_current_heads())
+    # Read alembic_version directly: MigrationContext.configure logs two INFO lines per call,
+    # which would be noise on every readiness probe of every replica.
+    if not inspect(connection).has_table("alembic_version"):
+        return frozenset()
+    rows = connection.execute(text("SELECT version_num FROM alembic_version"))
+    return frozenset(str(row[0]) for row in rows)

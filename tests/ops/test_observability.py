@@ -92,7 +92,8 @@ async def test_metrics_report_routes_timings_and_the_pool(api_client: httpx.Asyn
     assert value(found, "ctxsvc_prepare_duration_seconds_count", kind="inspection") == 1
     # The pool the app's engine uses (a queue pool on both backends).
     assert value(found, "ctxsvc_db_pool_connections", state="size") >= 1
-    assert value(found, "ctxsvc_db_pool_connections", state="checked_out") == 0  # all returned
+    # Requests returned their connections; only the turn lease reaper may be mid-sweep.
+    assert value(found, "ctxsvc_db_pool_connections", state="checked_out") <= 1
     assert value(found, "ctxsvc_db_pool_connections", state="idle") >= 1
 
 

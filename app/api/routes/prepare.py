@@ -33,14 +33,15 @@ async def prepare_stateless(
         assert body.model_id is not None  # the schema guarantees exactly one
         entry = await container.models.get(body.model_id)
         capabilities, model_name = entry.capabilities, entry.provider.model_name
-    result = run_prepare(
-        [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
-        [message_to_item(m) for m in body.conversation],
-        [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
-        capabilities,
-        PruningWatermark(**body.tool_result_pruning.model_dump()),
-        container.counter(capabilities.token_counter),
-        encode_as=encode or body.encode,
-        model_name=model_name,
-    )
+    with container.metrics.prepare.labels("stateless").time():
+        result = run_prepare(
+            [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
+            [message_to_item(m) for m in body.conversation],
+            [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
+            capabilities,
+            PruningWatermark(**body.tool_result_pruning.model_dump()),
+            container.counter(capabilities.token_counter),
+            encode_as=encode or body.encode,
+            model_name=model_name,
+        )
     return json_response(result)

@@ -53,19 +53,25 @@ class TurnService:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._stopping = asyncio.Event()
 
     # ----- lifecycle -------------------------------------------------------------------------
 
     async def start_background(self) -> None:
         """Sweep expired leases now (turns left by a dead process) and periodically."""
+        self._stopping = asyncio.Event()
         self._reaper = asyncio.create_task(self._reap_forever())
 
     async def stop_background(self) -> None:
         """Stop the reaper and this process's runners. Their turns keep their lease until it
         runs out; then any replica interrupts them (nothing is replayed)."""
-        tasks = [t for _, t in self._runners.values()]
+        # The reaper is asked to stop, not cancelled: cancelling it inside a query would leak
+        # that connection (aiosqlite then calls back into a closed loop).
+        self._stopping.set()
         if self._reaper is not None:
-            tasks.append(self._reaper)
+            with contextlib.suppress(Exception):
+                await self._reaper
+        tasks = [t for _, t in self._runners.values()]
         for task in tasks:
             task.cancel()
         for task in tasks:
@@ -75,12 +81,14 @@ class TurnService:
         self._reaper = None
 
     async def _reap_forever(self) -> None:
-        while True:
+        interval = self._deps.settings.turn_reaper_interval_seconds
+        while not self._stopping.is_set():
             try:
                 await reap_expired(self._deps)
             except Exception:
                 logger.exception("lease reaper failed; retrying")
-            await asyncio.sleep(self._deps.settings.turn_reaper_interval_seconds)
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stopping.wait(), interval)
 
     async def idle(self) -> None:
         """Wait until this process runs no turn (tests and benchmarks)."""

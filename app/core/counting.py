@@ -14,7 +14,14 @@ from typing import Any, Protocol
 
 from app.core.content import Block, compact_json, content_without_artifacts
 
-__all__ = ["ESTIMATE", "EstimateCounter", "TokenCounter", "estimate_tokens", "utf8_len"]
+__all__ = [
+    "ESTIMATE",
+    "CounterWrapper",
+    "EstimateCounter",
+    "TokenCounter",
+    "estimate_tokens",
+    "utf8_len",
+]
 
 
 class TokenCounter(Protocol):
@@ -78,3 +85,37 @@ class EstimateCounter:
 
 
 ESTIMATE = EstimateCounter()
+
+
+class CounterWrapper:
+    """Forwards every ``TokenCounter`` method to ``inner``; a wrapper overrides what it changes
+    (calibration scales ``tokens``, a memo short-cuts ``measure_message``, tests count calls)."""
+
+    __slots__ = ("_inner",)
+
+    def __init__(self, inner: TokenCounter) -> None:
+        self._inner = inner
+
+    @property
+    def inner(self) -> TokenCounter:
+        return self._inner
+
+    @property
+    def name(self) -> str:
+        return self._inner.name
+
+    @property
+    def request_overhead_tokens(self) -> int:
+        return self._inner.request_overhead_tokens
+
+    def measure_content(self, content: Sequence[Block]) -> int:
+        return self._inner.measure_content(content)
+
+    def measure_message(self, role: str, content: Sequence[Block]) -> int:
+        return self._inner.measure_message(role, content)
+
+    def measure_tools(self, tools: Sequence[Any]) -> int:
+        return self._inner.measure_tools(tools)
+
+    def tokens(self, total_measure: int) -> int:
+        return self._inner.tokens(total_measure)

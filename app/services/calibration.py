@@ -26,8 +26,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.content import Block
-from app.core.counting import TokenCounter
+from app.core.counting import CounterWrapper, TokenCounter
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.registry import CalibrationRepository
 
@@ -131,17 +130,17 @@ def summarize(
     )
 
 
-class CalibratedCounter:
+class CalibratedCounter(CounterWrapper):
     """``inner``'s measures, with every region's tokens multiplied by ``ratio`` (rounded up).
 
     Measures stay the inner counter's (bytes for the estimate), so stored per-message figures
     remain valid whatever the ratio; only ``tokens()`` changes.
     """
 
-    __slots__ = ("_inner", "_scaled")
+    __slots__ = ("_scaled",)
 
     def __init__(self, inner: TokenCounter, ratio: float) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._scaled = round(ratio * _SCALE)
 
     @property
@@ -149,25 +148,8 @@ class CalibratedCounter:
         return self._inner.name + CALIBRATED_SUFFIX
 
     @property
-    def inner(self) -> TokenCounter:
-        return self._inner
-
-    @property
     def ratio(self) -> float:
         return self._scaled / _SCALE
-
-    @property
-    def request_overhead_tokens(self) -> int:
-        return self._inner.request_overhead_tokens
-
-    def measure_content(self, content: Sequence[Block]) -> int:
-        return self._inner.measure_content(content)
-
-    def measure_message(self, role: str, content: Sequence[Block]) -> int:
-        return self._inner.measure_message(role, content)
-
-    def measure_tools(self, tools: Sequence[Any]) -> int:
-        return self._inner.measure_tools(tools)
 
     def tokens(self, total_measure: int) -> int:
         return -(-self._inner.tokens(total_measure) * self._scaled // _SCALE)

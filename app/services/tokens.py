@@ -32,7 +32,7 @@ from app.core.content import (
     compact_json,
     content_without_artifacts,
 )
-from app.core.counting import ESTIMATE, TokenCounter
+from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.prepare import prepare
 from app.core.prepared import Budget, PruningWatermark, SystemPart, ToolDefinition
 from app.providers.tokenizers import count_text
@@ -116,7 +116,7 @@ async def persist_counts(
             await store_counts(db, session_id, counted)
 
 
-class MemoizedCounter:
+class MemoizedCounter(CounterWrapper):
     """An exact counter that remembers message figures by a digest of (role, content as sent).
 
     A result that the prepare rewrites (pruned, truncated) cannot reuse its stored figure — that
@@ -127,23 +127,12 @@ class MemoizedCounter:
     recompute, and clearing needs no lock).
     """
 
-    __slots__ = ("_inner", "_memo", "_size")
+    __slots__ = ("_memo", "_size")
 
     def __init__(self, inner: TokenCounter, size: int = 65_536) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self._memo: dict[bytes, int] = {}
         self._size = size
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def request_overhead_tokens(self) -> int:
-        return self._inner.request_overhead_tokens
-
-    def measure_content(self, content: Sequence[Block]) -> int:
-        return self._inner.measure_content(content)
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         key = hashlib.blake2b(
@@ -156,12 +145,6 @@ class MemoizedCounter:
                 self._memo = {}
             self._memo[key] = figure
         return figure
-
-    def measure_tools(self, tools: Sequence[Any]) -> int:
-        return self._inner.measure_tools(tools)
-
-    def tokens(self, total_measure: int) -> int:
-        return self._inner.tokens(total_measure)
 
 
 def count_content(counter: TokenCounter, content: list[Block]) -> int:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator, Sequence
-from typing import Any
 
 import pytest
 
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, CachedMeasure, Item, RealOrigin, Role, text_block
-from app.core.counting import TokenCounter
+from app.core.counting import CounterWrapper, TokenCounter
 from app.core.prepare import prepare
 from app.core.prepared import PruningWatermark
 from app.providers.tokenizers import get_counter
@@ -31,33 +30,16 @@ O200K = "tiktoken:o200k_base"
 CL100K = "tiktoken:cl100k_base"
 
 
-class CountingCounter:
+class CountingCounter(CounterWrapper):
     """The real counter, remembering the content of every message it measures."""
 
     def __init__(self, inner: TokenCounter) -> None:
-        self._inner = inner
+        super().__init__(inner)
         self.measured: list[Sequence[Block]] = []
-
-    @property
-    def name(self) -> str:
-        return self._inner.name
-
-    @property
-    def request_overhead_tokens(self) -> int:
-        return self._inner.request_overhead_tokens
-
-    def measure_content(self, content: Sequence[Block]) -> int:
-        return self._inner.measure_content(content)
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         self.measured.append(content)
         return self._inner.measure_message(role, content)
-
-    def measure_tools(self, tools: Sequence[Any]) -> int:
-        return self._inner.measure_tools(tools)
-
-    def tokens(self, total_measure: int) -> int:
-        return self._inner.tokens(total_measure)
 
     def take(self) -> list[Sequence[Block]]:
         """The contents measured since the last call."""

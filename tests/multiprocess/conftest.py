@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.multiprocess.servers import ServerProcess, server_processes
 from tests.providers.fakes import FakeProviderServer
+from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
 
 FAKE_KEY_ENV = "CTXSVC_TEST_FAKE_KEY"
 
@@ -18,21 +18,23 @@ def anyio_backend() -> str:
 
 
 @pytest.fixture(scope="module")
-def replica_pool(postgres_url: str) -> Iterator[list[ServerProcess]]:
+def replica_pool(
+    postgres_url: str, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[list[ServerProcess]]:
     """Started once per module (a start costs seconds); ``replicas`` revives killed ones."""
-    env = {
-        "CTXSVC_DATABASE_URL": postgres_url,
-        "CTXSVC_MIGRATE_ON_START": "false",
-        "CTXSVC_API_KEYS": "[]",
-        "CTXSVC_WORKSPACE_ROOTS": "[]",
-        "CTXSVC_TURN_LEASE_SECONDS": "1.0",
-        "CTXSVC_TURN_WATCH_INTERVAL_SECONDS": "0.2",
-        "CTXSVC_TURN_REAPER_INTERVAL_SECONDS": "0.3",
-        "CTXSVC_EVENTS_POLL_SECONDS": "0.1",
-        "CTXSVC_EVENTS_HEARTBEAT_SECONDS": "1.0",
-        FAKE_KEY_ENV: "sk-test",
-    }
-    with server_processes(2, env) as servers:
+    env = clean_env(
+        CTXSVC_JSON_LOGS="false",
+        CTXSVC_DATABASE_URL=postgres_url,
+        CTXSVC_MIGRATE_ON_START="false",
+        CTXSVC_TURN_LEASE_SECONDS="1.0",
+        CTXSVC_TURN_WATCH_INTERVAL_SECONDS="0.2",
+        CTXSVC_TURN_REAPER_INTERVAL_SECONDS="0.3",
+        CTXSVC_EVENTS_POLL_SECONDS="0.1",
+        CTXSVC_EVENTS_HEARTBEAT_SECONDS="1.0",
+        **{FAKE_KEY_ENV: "sk-test"},
+    )
+    commands = [uvicorn_command(free_port()) for _ in range(2)]
+    with running(commands, env=env, cwd=tmp_path_factory.mktemp("replicas"), logs=False) as servers:
         yield servers
 
 

@@ -14,8 +14,9 @@ import pytest
 from tests.api.helpers import append, assistant_calls, new_session, scripted_model
 from tests.api.test_turns import agent, call, history, ok, post_results
 from tests.multiprocess.conftest import FAKE_KEY_ENV
-from tests.multiprocess.servers import ServerProcess, read_events
+from tests.multiprocess.servers import read_events
 from tests.providers.fakes import FakeProviderServer, StreamReply, openai_stream
+from tests.servers import ServerProcess
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.postgres]
 

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from tests.api.helpers import assistant_calls, session_body, tool_result, user
-from tests.ops.servers import Server, clean_env, free_port, running, uvicorn_command
+from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
 
 pytestmark = [pytest.mark.anyio, pytest.mark.slow, pytest.mark.postgres]
 
@@ -30,7 +30,7 @@ TIME_LIMIT_SECONDS = 90
 
 
 @pytest.fixture
-def replicas(postgres_url: str, tmp_path: Path) -> Iterator[list[Server]]:
+def replicas(postgres_url: str, tmp_path: Path) -> Iterator[list[ServerProcess]]:
     env = clean_env(
         CTXSVC_DATABASE_URL=postgres_url,
         CTXSVC_MIGRATE_ON_START="false",
@@ -59,10 +59,12 @@ class Outcomes:
             self.unexpected.append(f"{what}: {response.status_code} {response.text}")
 
 
-async def _client(server: Server, session_id: str, client_no: int, outcomes: Outcomes) -> None:
+async def _client(
+    server: ServerProcess, session_id: str, client_no: int, outcomes: Outcomes
+) -> None:
     race = client_no // 2  # clients 2k and 2k+1 sit on different replicas (see the caller)
     url = f"/v1/sessions/{session_id}/messages"
-    async with httpx.AsyncClient(base_url=server.base_url, timeout=30.0) as client:
+    async with httpx.AsyncClient(base_url=server.url, timeout=30.0) as client:
         for i in range(APPENDS_PER_CLIENT):
             if i == 3:
                 body: dict[str, Any] = {"messages": [tool_result(f"open-{race}", "done")]}
@@ -74,9 +76,9 @@ async def _client(server: Server, session_id: str, client_no: int, outcomes: Out
 
 
 async def test_replicas_allocate_gapless_sequences_for_one_session(
-    replicas: list[Server],
+    replicas: list[ServerProcess],
 ) -> None:
-    async with httpx.AsyncClient(base_url=replicas[0].base_url, timeout=30.0) as setup:
+    async with httpx.AsyncClient(base_url=replicas[0].url, timeout=30.0) as setup:
         created = await setup.post("/v1/sessions", json=session_body())
         assert created.status_code == 201, created.text
         session_id = created.json()["id"]
@@ -105,7 +107,7 @@ async def test_replicas_allocate_gapless_sequences_for_one_session(
     assert outcomes.refusals == {"unknown_tool_call": RACES, "duplicate_tool_call_id": RACES}
 
     stored: list[dict[str, Any]] = []
-    async with httpx.AsyncClient(base_url=replicas[-1].base_url, timeout=30.0) as reader:
+    async with httpx.AsyncClient(base_url=replicas[-1].url, timeout=30.0) as reader:
         after = 0
         while True:
             page = await reader.get(

@@ -14,21 +14,17 @@ import httpx
 import pytest
 
 from tests.api.helpers import session_body, user
-from tests.ops.servers import CTXSVC_BIN, clean_env, free_port, running
+from tests.servers import clean_env, free_port, running, serve_command
 
 pytestmark = pytest.mark.slow
 
 KEY = "ops-test-key-7c1d9e5a3b8f4a26"
 
 
-def serve_command(port: int) -> list[str]:
-    return [str(CTXSVC_BIN), "serve", "--port", str(port)]
-
-
 def test_readme_first_command_serves_swagger_ui_on_a_fresh_checkout(tmp_path: Path) -> None:
     with running([serve_command(free_port())], env=clean_env(), cwd=tmp_path) as [server]:
         assert (tmp_path / "data" / "ctxsvc.db").is_file()
-        with httpx.Client(base_url=server.base_url, timeout=10.0) as client:
+        with httpx.Client(base_url=server.url, timeout=10.0) as client:
             docs = client.get("/docs")
             assert docs.status_code == 200
             assert docs.headers["content-type"].startswith("text/html")
@@ -45,7 +41,7 @@ def test_logs_are_json_lines_with_request_ids_and_no_secrets_or_content(tmp_path
     env = clean_env(CTXSVC_API_KEYS=json.dumps([KEY]), CTXSVC_LOG_LEVEL="INFO")
     with running([serve_command(free_port())], env=env, cwd=tmp_path) as [server]:
         auth = {"Authorization": f"Bearer {KEY}"}
-        with httpx.Client(base_url=server.base_url, timeout=10.0, headers=auth) as client:
+        with httpx.Client(base_url=server.url, timeout=10.0, headers=auth) as client:
             created = client.post(
                 "/v1/sessions", json=session_body(title=marker), headers={"X-Request-ID": "req-1"}
             )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
@@ -29,6 +29,7 @@ SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 
 class ContextResponse(PrepareResponse):
     auto_compact_percent: float
+    calibration: dict[str, Any] | None = None
 
 
 @router.post("", status_code=201, response_model=SessionOut)

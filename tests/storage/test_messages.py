@@ -278,3 +278,19 @@ async def test_select_of_row_counts_matches(
             await db.execute(select(ToolCall.call_index).where(ToolCall.session_id == sid))
         ).all()
     assert sorted(r[0] for r in rows) == [0, 1]
+
+
+async def test_a_tool_row_takes_the_name_of_the_call_it_answers(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+    await append(factory, sid, assistant("c1"))
+    nameless = tool("c1")
+    nameless.content[0]["name"] = ""  # type: ignore[typeddict-unknown-key]
+    (row,) = await append(factory, sid, nameless)
+    assert row.tool_call_id == "c1"
+    assert row.tool_name == "read"
+    async with unit_of_work(factory, read_only=True) as db:
+        (reloaded,) = await MessageRepository(db).load(sid, after_sequence=1)
+    assert reloaded.tool_name == "read"
+    assert reloaded.content[0]["name"] == ""  # type: ignore[typeddict-item]

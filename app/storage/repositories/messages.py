@@ -14,10 +14,9 @@ from typing import Any, cast
 
 from sqlalchemy import Row, Select, Table, bindparam, func, insert, select, update
 
-from app.core.chat_rules import check_append
+from app.core.chat_rules import AppendPlan, check_append
 from app.core.content import Kind, Role
 from app.core.counting import ESTIMATE
-from app.core.errors import InvalidInput
 from app.storage.base import utc_now
 from app.storage.models import Message, ToolCall
 from app.storage.repositories.base import Repository
@@ -56,22 +55,6 @@ def new_message_id() -> str:
     return f"msg-{uuid.uuid4().hex}"
 
 
-def _tool_call_blocks(message: NewMessage) -> list[dict[str, Any]]:
-    if message.role != "assistant":
-        return []
-    return [cast(dict[str, Any], b) for b in message.content if b["type"] == "tool_call"]
-
-
-def _tool_result_block(message: NewMessage) -> dict[str, Any]:
-    content = message.content
-    if len(content) != 1 or content[0]["type"] != "tool_result":
-        raise InvalidInput(
-            "invalid_tool_message",
-            "a tool message holds exactly one tool_result block; send one message per result",
-        )
-    return cast(dict[str, Any], content[0])
-
-
 class MessageRepository(Repository):
     async def append(self, session_id: str, messages: Sequence[NewMessage]) -> list[StoredMessage]:
         """Append ``messages`` in order and return them as stored.
@@ -88,9 +71,10 @@ class MessageRepository(Repository):
             # Lock first, then check: a concurrent writer cannot resolve or add the same call
             # between our check and our insert.
             await sessions.lock(session_id)
-        await self._check_tool_calls(session_id, messages)
+        plan = await self._check(session_id, messages)
         last = await sessions.allocate_message_sequences(session_id, len(messages))
-        return await self._write(session_id, messages, first_sequence=last - len(messages) + 1)
+        first = last - len(messages) + 1
+        return await self._write(session_id, messages, plan, first_sequence=first)
 
     async def insert_if_absent(self, session_id: str, message: NewMessage) -> StoredMessage | None:
         """Append ``message`` unless a message with its ``message_id`` exists (then ``None``).
@@ -106,7 +90,7 @@ class MessageRepository(Repository):
         (stored,) = await self.append(session_id, [message])
         return stored
 
-    async def _check_tool_calls(self, session_id: str, messages: Sequence[NewMessage]) -> None:
+    async def _check(self, session_id: str, messages: Sequence[NewMessage]) -> AppendPlan:
         # Only the calls the batch mentions are looked up; the rules themselves (SPEC §5) are
         # the core's, so API appends and internal writes are judged identically.
         mentioned = {
@@ -118,24 +102,28 @@ class MessageRepository(Repository):
         unresolved = {
             c.call_id: c.name for c in await self.find_unresolved_tool_calls(session_id, mentioned)
         }
-        check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
+        return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
 
     async def _write(
-        self, session_id: str, messages: Sequence[NewMessage], *, first_sequence: int
+        self,
+        session_id: str,
+        messages: Sequence[NewMessage],
+        plan: AppendPlan,
+        *,
+        first_sequence: int,
     ) -> list[StoredMessage]:
         now = utc_now()
         stored: list[StoredMessage] = []
         # Tool-call bookkeeping runs in batch order, grouped into runs of the same statement
         # (a call must exist before a later message of the batch resolves it).
         ops: list[tuple[str, dict[str, Any]]] = []
-        for offset, m in enumerate(messages):
+        for offset, (m, planned) in enumerate(zip(messages, plan.messages, strict=True)):
             sequence = first_sequence + offset
-            tool_call_id = tool_name = None
-            if m.role == "tool":
-                block = _tool_result_block(m)
-                tool_call_id, tool_name = block["id"], block["name"]
+            # A tool row takes the name of the call it answers, whatever the result carried.
+            tool_call_id, tool_name = planned.resolved_call, planned.tool_name
+            if tool_call_id is not None:
                 ops.append(("resolve", {"s": session_id, "c": tool_call_id, "r": sequence}))
-            for index, block in enumerate(_tool_call_blocks(m)):
+            for index, (call_id, name) in enumerate(planned.opened_calls):
                 ops.append(
                     (
                         "call",
@@ -143,8 +131,8 @@ class MessageRepository(Repository):
                             "session_id": session_id,
                             "message_sequence": sequence,
                             "call_index": index,
-                            "call_id": block["id"],
-                            "name": block["name"],
+                            "call_id": call_id,
+                            "name": name,
                             "result_sequence": None,
                         },
                     )

@@ -54,6 +54,14 @@ MIN_SAMPLES_TO_APPLY = 3
 
 CALIBRATED_SUFFIX = "*calibrated"
 
+TRIM_EVERY = 25
+"""The runner trims a model's stored samples at its first sample and then every ``TRIM_EVERY``-th
+(per process), not at every model call: the table stays within ``keep + TRIM_EVERY`` rows per
+writing process, and most calls save the DELETE."""
+
+# Samples recorded by this process per (model, counter) since it last trimmed them.
+_since_trim: dict[tuple[str, str], int] = {}
+
 # The ratio is fixed to 4 decimals and applied with integer arithmetic, so the figure shown in
 # ``calibration.ratio`` reproduces the budget exactly (no float ``ceil`` surprises).
 _SCALE = 10_000
@@ -215,11 +223,15 @@ async def record_calibration(
         return
     if isinstance(counter, CalibratedCounter):
         estimated_input_tokens = counter.uncalibrated(estimated_input_tokens)
+    name = base_counter(counter).name
+    recorded = _since_trim.get((model_id, name), 0)
+    _since_trim[(model_id, name)] = (recorded + 1) % TRIM_EVERY
     await CalibrationRepository(db).add(
         model_id=model_id,
-        counter=base_counter(counter).name,
+        counter=name,
         estimated_input_tokens=estimated_input_tokens,
         reported_input_tokens=reported_input_tokens,
+        trim=recorded == 0,
     )
 
 

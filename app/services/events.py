@@ -13,17 +13,26 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
 
 from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
 from sqlalchemy.orm import Session
 
-from app.storage.repositories.records import EventRecord
+from app.storage.repositories.records import EventRecord, NewEvent
 from app.storage.repositories.state import EventRepository
 
-__all__ = ["DELTA_TYPES", "UPDATE_TYPES", "Delta", "EventHub", "EventPublisher"]
+__all__ = [
+    "DELTA_TYPES",
+    "UPDATE_TYPES",
+    "Delta",
+    "EventBatch",
+    "EventEmitter",
+    "EventHub",
+    "EventPublisher",
+]
 
 UPDATE_TYPES = frozenset(
     {
@@ -79,6 +88,20 @@ class EventHub:
                 queue.put_nowait(signal)
 
 
+class EventEmitter(Protocol):
+    """What announces a change: the publisher itself, or an ``EventBatch`` of the transaction."""
+
+    async def emit(
+        self,
+        db: AsyncSession,
+        session_id: str,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        turn_id: str | None = None,
+    ) -> object: ...
+
+
 class EventPublisher:
     def __init__(self, hub: EventHub) -> None:
         self.hub = hub
@@ -93,15 +116,29 @@ class EventPublisher:
         turn_id: str | None = None,
     ) -> EventRecord:
         """Store a durable update in ``db``'s transaction; listeners wake after it commits."""
-        assert type in UPDATE_TYPES, type
-        assert type not in DELTA_TYPES, type
-        record = await EventRepository(db).append(session_id, type, payload, turn_id=turn_id)
+        (record,) = await self.emit_many(db, session_id, [NewEvent(type, dict(payload), turn_id)])
+        return record
+
+    async def emit_many(
+        self, db: AsyncSession, session_id: str, events: Sequence[NewEvent]
+    ) -> list[EventRecord]:
+        """Store several updates of one session in ``db``'s transaction, in order, with one
+        sequence allocation and one INSERT (``emit`` costs the same two statements for one)."""
+        for e in events:
+            assert e.type in UPDATE_TYPES, e.type
+            assert e.type not in DELTA_TYPES, e.type
+        if not events:
+            return []
+        records = await EventRepository(db).append_many(session_id, events)
 
         def _after_commit(_: Session) -> None:
             self.hub.notify(session_id, None)
 
         event.listen(db.sync_session, "after_commit", _after_commit, once=True)
-        return record
+        return records
+
+    def batch(self, session_id: str) -> EventBatch:
+        return EventBatch(self, session_id)
 
     def delta(
         self, session_id: str, type: str, payload: dict[str, Any], *, turn_id: str | None
@@ -109,3 +146,33 @@ class EventPublisher:
         """A best-effort live delta to this process's listeners (never stored)."""
         assert type in DELTA_TYPES, type
         self.hub.notify(session_id, Delta(type, turn_id, payload))
+
+
+@dataclass
+class EventBatch:
+    """Durable updates of one session collected during a transaction and written together by
+    ``flush`` (call it inside the transaction, before it commits). It has ``emit``'s signature,
+    so code that announces changes one by one (tool handling, result writing) can be handed a
+    batch instead of the publisher: a turn step writes all its updates in two statements."""
+
+    publisher: EventPublisher
+    session_id: str
+    pending: list[NewEvent] = field(default_factory=list)
+
+    async def emit(
+        self,
+        db: AsyncSession,
+        session_id: str,
+        type: str,
+        payload: dict[str, Any],
+        *,
+        turn_id: str | None = None,
+    ) -> None:
+        assert session_id == self.session_id, (session_id, self.session_id)
+        assert type in UPDATE_TYPES, type
+        assert type not in DELTA_TYPES, type
+        self.pending.append(NewEvent(type, dict(payload), turn_id))
+
+    async def flush(self, db: AsyncSession) -> None:
+        events, self.pending = self.pending, []
+        await self.publisher.emit_many(db, self.session_id, events)

@@ -33,6 +33,7 @@ from app.core.content import (
     content_without_artifacts,
 )
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
+from app.core.errors import InvalidInput
 from app.core.prepare import prepare
 from app.core.prepared import Budget, PruningWatermark, SystemPart, ToolDefinition
 from app.providers.tokenizers import count_text
@@ -40,7 +41,9 @@ from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
+from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import StoredMessage
 
 __all__ = [
     "CountedConversation",
@@ -67,26 +70,72 @@ class CountedConversation:
 
 
 async def load_counted(
-    db: AsyncSession, session: AgentSession, counter: TokenCounter
+    db: AsyncSession,
+    session: AgentSession,
+    counter: TokenCounter,
+    previous: CountedConversation | None = None,
 ) -> CountedConversation:
-    """The active Conversation with a cached figure for ``counter`` on every stored message."""
+    """The active Conversation with a cached figure for ``counter`` on every stored message.
+
+    ``previous`` — the same caller's earlier read of this session with this counter, from a
+    transaction that committed — is extended with the messages stored since, unless another
+    checkpoint was installed in between (then everything is read again). Stored messages never
+    change and sequences become visible in order (they are allocated under the session's row
+    lock), so the result equals a full read; a turn then decodes each message once instead of
+    the whole Conversation at every model call.
+    """
     base = base_counter(counter)
-    active = await load_active(db, session, base.name)
+    tail = None if previous is None else await _tail(db, session, previous.active, base.name)
+    if tail is None:
+        active = await load_active(db, session, base.name)
+        rows, items = active.stored, active.items
+    else:
+        rows, items = tail
     new_counts: dict[int, dict[str, int]] = {}
     measured: dict[int, CachedMeasure] = {}
     if base.name != ESTIMATE.name:
-        for row in active.stored:
+        for row in rows:
             if base.name not in row.token_counts:
                 measure = base.measure_message(row.role, row.content)
                 new_counts[row.sequence] = {**row.token_counts, base.name: measure}
                 measured[row.sequence] = CachedMeasure(base.name, measure)
-    items = active.items
     if measured:
         items = [_with_measure(item, measured) for item in items]
     if isinstance(counter, CalibratedCounter):
         # Same measure, another name: the budget reuses a figure only under the counter's name.
         items = [_relabelled(item, counter.name) for item in items]
-    return CountedConversation(replace(active, items=items), new_counts)
+    if tail is None:
+        return CountedConversation(replace(active, items=items), new_counts)
+    assert previous is not None
+    head = previous.active
+    extended = replace(head, items=[*head.items, *items], stored=[*head.stored, *rows])
+    return CountedConversation(extended, new_counts)
+
+
+async def _tail(
+    db: AsyncSession, session: AgentSession, previous: ActiveConversation, counter: str
+) -> tuple[list[StoredMessage], list[Item]] | None:
+    """The rows stored after ``previous`` and their items; ``None`` when the checkpoint in
+    force changed (the projection must be rebuilt)."""
+    latest = await CompactionRepository(db).latest(session.id)
+    checkpoint = previous.checkpoint
+    if (latest.compaction_id if latest else None) != (
+        checkpoint.compaction_id if checkpoint else None
+    ):
+        return None
+    if previous.stored:
+        after = previous.stored[-1].sequence
+    else:
+        after = checkpoint.replaced_through_message_sequence if checkpoint else 0
+    rows = await MessageRepository(db).load(session.id, after_sequence=after)
+    for row in rows:  # the guard of ``load_active`` (hand-edited databases)
+        if row.role not in ("user", "assistant", "tool"):
+            raise InvalidInput(
+                "system_message_in_conversation",
+                f"stored message {row.message_id} has role {row.role!r}; a Conversation never "
+                "holds system messages",
+            )
+    return rows, [r.to_item(counter) for r in rows]
 
 
 def _with_measure(item: Item, measured: dict[int, CachedMeasure]) -> Item:

@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block, ToolCallBlock, text_block
 from app.core.counting import TokenCounter
-from app.services.events import EventPublisher
+from app.services.events import EventEmitter
 from app.services.messages import exact_counts
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
@@ -67,7 +67,7 @@ def finished_payload(entry: CallEntry) -> dict[str, Any]:
 
 async def write_results(
     db: AsyncSession,
-    events: EventPublisher,
+    events: EventEmitter,
     counter: TokenCounter,
     *,
     session_id: str,

@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -23,14 +25,16 @@ from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.calibration import calibrated_counter, record_calibration
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
+from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
-from app.services.tokens import load_counted, store_counts
+from app.services.tokens import CountedConversation, load_counted, store_counts
 from app.services.turns.calls import CallEntry, entries_of, write_results
-from app.services.turns.deps import TurnDeps, compactor_of, world_state_of
+from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.mailbox import drain_mailbox
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
+from app.services.turns.sampling import Captured, capture, sample
 from app.services.turns.tools import DoomRecord, handle_calls
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession
@@ -65,6 +69,10 @@ class TurnEnded(Exception):
         return {}
 
 
+# The next model call's request, and the session row it was prepared from.
+Ready = tuple[PreparedModelCall, AgentSession]
+
+
 def _failed(code: str, message: str, entries: list[CallEntry] | None = None) -> TurnEnded:
     return TurnEnded("failed", code=code, message=message, entries=entries or [])
 
@@ -88,6 +96,8 @@ class TurnRunner:
         # Replaced by the session model's counter once the turn is loaded.
         self.counter: TokenCounter = deps.counter("estimate")
         self.entry: ModelEntry | None = None
+        # The active Conversation as of the last committed step (extended, not re-read).
+        self.conversation: CountedConversation | None = None
 
     # ----- entry point -----------------------------------------------------------------------
 
@@ -106,23 +116,26 @@ class TurnRunner:
         try:
             if self.sink.dirty:
                 await self.sink.clear("turn_ended")
-            async with unit_of_work(self.deps.db) as db:
+            async with self._step() as (db, events):
                 if end.entries:
                     await write_results(
                         db,
-                        self.deps.events,
+                        events,
                         self.counter,
                         session_id=self.session_id,
                         turn_id=self.turn_id,
                         entries=end.entries,
                     )
-                turns = TurnRepository(db)
-                if not await turns.update_running(self.session_id, self.turn_id, phase="terminal"):
-                    raise TurnLost
-                await turns.finish(
-                    self.session_id, self.turn_id, status=end.status, outcome=end.outcome()
+                finished = await TurnRepository(db).finish(
+                    self.session_id,
+                    self.turn_id,
+                    status=end.status,
+                    outcome=end.outcome(),
+                    phase="terminal",
                 )
-                await self.deps.events.emit(
+                if not finished:
+                    raise TurnLost
+                await events.emit(
                     db,
                     self.session_id,
                     "turn_finished",
@@ -159,61 +172,105 @@ class TurnRunner:
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
         index = turn.model_call_index
+        ready: Ready | None = None
         while True:
-            if index >= max_calls:
-                raise _failed("max_model_calls", f"maximum model calls exceeded: {max_calls}")
-            index += 1
+            if ready is None:
+                if index >= max_calls:
+                    raise _failed("max_model_calls", f"maximum model calls exceeded: {max_calls}")
+                index += 1
+                self._check_cancel()
+                ready = await self._prepare(session, index, sample_index=1)
+            prepared, session = ready
+            # A cancel posted while the step ran: no model call is started for it.
             self._check_cancel()
-            prepared, session = await self._prepare(index, sample_index=1)
-            response = await self._sample_model(client, index, prepared)
+            response = await self._sample_model(client, index, prepared, session)
             entries = entries_of(response.tool_calls)
             await self._persist(response, prepared)
             if not entries:
                 raise TurnEnded("completed", final_text=response.text)
             self._check_cancel(entries)
-            if await self._run_tools(session, entries, threshold) == "wait":
+            following = index + 1 if index < max_calls else None
+            outcome = await self._run_tools(session, entries, threshold, following)
+            if outcome == "wait":
                 return
+            ready = outcome
+            if ready is not None:
+                index += 1
 
     def _check_cancel(self, entries: list[CallEntry] | None = None) -> None:
         if self.cancel.is_set():
             raise TurnEnded("cancelled", entries=entries or [])
 
-    async def _set_phase(self, db: AsyncSession, phase: str, **values: Any) -> None:
+    @asynccontextmanager
+    async def _step(self) -> AsyncIterator[tuple[AsyncSession, EventBatch]]:
+        """One transaction whose live updates are written together just before it commits."""
+        async with unit_of_work(self.deps.db) as db:
+            events = self.deps.events.batch(self.session_id)
+            yield db, events
+            await events.flush(db)
+
+    async def _set_phase(
+        self, db: AsyncSession, events: EventBatch, phase: str, **values: Any
+    ) -> None:
         turns = TurnRepository(db)
-        if not await turns.update_running(self.session_id, self.turn_id, phase=phase, **values):
+        turn = await turns.update_running(self.session_id, self.turn_id, phase=phase, **values)
+        if turn is None:
             raise TurnLost
+        if turn.cancel_requested:  # posted to another replica; the watcher may not have seen it
+            self.cancel.set()
         if phase != self.phase:
-            await self.deps.events.emit(
+            await events.emit(
                 db, self.session_id, "phase_changed", {"phase": phase}, turn_id=self.turn_id
             )
             self.phase = phase
 
     async def _prepare(
-        self, index: int, *, sample_index: int | None
-    ) -> tuple[PreparedModelCall, AgentSession]:
-        """Load the active Conversation (draining the mailbox and sampling World State first
-        when ``sample_index`` is given) and prepare the request."""
+        self, session: AgentSession, index: int, *, sample_index: int | None
+    ) -> Ready:
+        """One step: the phase change, the mailbox drain and the World State sample (for
+        ``sample_index`` 1; only the sample for 2; neither for ``None``), then the request."""
         try:
-            async with unit_of_work(self.deps.db) as db:
+            captured = await capture(self.deps, session) if sample_index is not None else None
+            async with self._step() as (db, events):
+                session = await SessionRepository(db).require(self.session_id, for_update=True)
                 if sample_index == 1:
-                    await self._set_phase(db, "running_model", model_call_index=index)
-                    await drain_mailbox(db, self.session_id, self.turn_id, self.counter)
-                session = await SessionRepository(db).require(self.session_id)
-                counted = await load_counted(db, session, self.counter)
-                await store_counts(db, self.session_id, counted)
-                items = counted.items
-                sampler = world_state_of(self.deps)
-                if sample_index is not None and sampler is not None:
-                    items = items + await sampler.sample(
-                        db,
-                        session,
-                        items,
-                        turn_id=self.turn_id,
-                        model_call_index=index,
-                        sample_index=sample_index,
-                    )
+                    await self._set_phase(db, events, "running_model", model_call_index=index)
+                loaded = await self._load(db, session, index, sample_index, captured)
         except ServiceError as exc:  # World State capture failed: before any model call
             raise _failed(exc.code, exc.detail) from exc
+        return self._ready(loaded, session)
+
+    async def _load(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        index: int,
+        sample_index: int | None,
+        captured: Captured | None,
+    ) -> tuple[CountedConversation, list[Any]]:
+        """Inside a step: drain the mailbox (sample 1), read the Conversation and sample."""
+        if sample_index == 1:
+            await drain_mailbox(db, self.session_id, self.turn_id, self.counter)
+        counted = await load_counted(db, session, self.counter, self.conversation)
+        await store_counts(db, self.session_id, counted)
+        items = counted.items
+        if sample_index is not None:
+            items = items + await sample(
+                self.deps,
+                db,
+                session,
+                items,
+                captured,
+                turn_id=self.turn_id,
+                model_call_index=index,
+                sample_index=sample_index,
+            )
+        return counted, items
+
+    def _ready(self, loaded: tuple[CountedConversation, list[Any]], session: AgentSession) -> Ready:
+        """After the step committed: keep the Conversation it read, and build the request."""
+        counted, items = loaded
+        self.conversation = counted
         return self._prepared(session, items), session
 
     def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
@@ -234,8 +291,7 @@ class TurnRunner:
         compactor = compactor_of(self.deps)
         assert compactor is not None
         # The compaction service announces compaction_started/finished itself.
-        async with unit_of_work(self.deps.db) as db:
-            await self._set_phase(db, "compacting")
+        await self._phase_step("compacting")
         evidence = {
             "context_window_tokens": prepared.budget.context_window_tokens,
             "estimated_input_tokens": prepared.budget.estimated_input_tokens,
@@ -252,11 +308,15 @@ class TurnRunner:
             raise _failed(
                 "compaction_error", f"conversation compaction failed: {exc.detail}"
             ) from exc
-        async with unit_of_work(self.deps.db) as db:
-            await self._set_phase(db, "running_model")
+        await self._phase_step("running_model")
+
+    async def _phase_step(self, phase: str) -> None:
+        async with self._step() as (db, events):
+            await SessionRepository(db).lock(self.session_id)
+            await self._set_phase(db, events, phase)
 
     async def _fit(
-        self, index: int, prepared: PreparedModelCall, trigger: str
+        self, index: int, prepared: PreparedModelCall, session: AgentSession, trigger: str
     ) -> tuple[PreparedModelCall, bool]:
         """Prune, and if still over the line, compact and re-sample (SPEC §7.2); returns the
         request to send and whether a compaction ran."""
@@ -264,19 +324,23 @@ class TurnRunner:
         if compactor is None:
             return prepared, False
         if await compactor.prune(self.session_id):
-            prepared, _ = await self._prepare(index, sample_index=None)
+            prepared, _ = await self._prepare(session, index, sample_index=None)
             if not prepared.budget.reaches_auto_compact_limit:
                 return prepared, False
         await self._compact(index, trigger, prepared)
-        prepared, _ = await self._prepare(index, sample_index=2)
+        prepared, _ = await self._prepare(session, index, sample_index=2)
         return prepared, True
 
     async def _sample_model(
-        self, client: ModelClient, index: int, prepared: PreparedModelCall
+        self,
+        client: ModelClient,
+        index: int,
+        prepared: PreparedModelCall,
+        session: AgentSession,
     ) -> ModelResponse:
         compacted = False
         if prepared.budget.reaches_auto_compact_limit:
-            prepared, compacted = await self._fit(index, prepared, "threshold")
+            prepared, compacted = await self._fit(index, prepared, session, "threshold")
         self._check_fits(prepared)
         try:
             return await self._call(client, prepared)
@@ -286,7 +350,7 @@ class TurnRunner:
                 raise _failed(*provider_failure(exc)) from exc
         # One resubmission after an explicit overflow with no semantic output (SPEC §6).
         await self.sink.clear("context_overflow")
-        prepared, _ = await self._fit(index, prepared, "overflow")
+        prepared, _ = await self._fit(index, prepared, session, "overflow")
         self._check_fits(prepared)
         try:
             return await self._call(client, prepared)
@@ -316,7 +380,7 @@ class TurnRunner:
         content = response.assistant_content()
         usage = response.usage
         try:
-            async with unit_of_work(self.deps.db) as db:
+            async with self._step() as (db, events):
                 await MessageRepository(db).append(
                     self.session_id,
                     [
@@ -345,7 +409,7 @@ class TurnRunner:
                     reported_input_tokens=usage.input_tokens,
                 )
                 self.sink.dirty = False
-                await self.deps.events.emit(
+                await events.emit(
                     db,
                     self.session_id,
                     "draft_cleared",
@@ -357,13 +421,55 @@ class TurnRunner:
             raise _failed("persistence_error", f"persistence error: {detail}") from exc
 
     async def _run_tools(
-        self, session: AgentSession, entries: list[CallEntry], threshold: int
-    ) -> str:
-        async with unit_of_work(self.deps.db) as db:
-            await self._set_phase(db, "running_tools")
+        self,
+        session: AgentSession,
+        entries: list[CallEntry],
+        threshold: int,
+        following: int | None,
+    ) -> Ready | Literal["wait"] | None:
+        """The tool round of a response; when it continues and ``following`` (the next call's
+        index) is given, the next call is prepared in the same step and returned (``None``:
+        prepare it separately)."""
+        failure: ServiceError | None = None
+        captured = None
+        if following is not None:
+            try:
+                captured = await capture(self.deps, session)
+            except ServiceError as exc:  # reported once the round is stored, as before
+                failure, following = exc, None
+        doom, phase = self.doom, self.phase
+        try:
+            outcome = await self._tools_step(session, entries, threshold, following, captured)
+        except ServiceError:
+            if following is None:
+                raise
+            # Preparing the next call failed (World State) and took the round down with it:
+            # run the round as a step of its own; the separate preparation reports the error.
+            for entry in entries:
+                entry.update(result=None, caller=False)
+                entry.pop("doom", None)
+            self.doom, self.phase = doom, phase
+            outcome = await self._tools_step(session, entries, threshold, None, None)
+        if failure is not None and outcome is None:
+            self._check_cancel()
+            raise _failed(failure.code, failure.detail) from failure
+        return outcome
+
+    async def _tools_step(
+        self,
+        session: AgentSession,
+        entries: list[CallEntry],
+        threshold: int,
+        following: int | None,
+        captured: Captured | None,
+    ) -> Ready | Literal["wait"] | None:
+        loaded = None
+        async with self._step() as (db, events):
+            fresh = await SessionRepository(db).require(self.session_id, for_update=True)
+            await self._set_phase(db, events, "running_tools")
             round_ = await handle_calls(
                 db,
-                self.deps.events,
+                events,
                 session_id=self.session_id,
                 turn_id=self.turn_id,
                 entries=entries,
@@ -375,14 +481,19 @@ class TurnRunner:
             if round_.next == "continue":
                 await write_results(
                     db,
-                    self.deps.events,
+                    events,
                     self.counter,
                     session_id=self.session_id,
                     turn_id=self.turn_id,
                     entries=entries,
                 )
+                if following is not None:
+                    await self._set_phase(db, events, "running_model", model_call_index=following)
+                    loaded = await self._load(db, fresh, following, 1, captured)
             elif round_.next == "wait":
-                await self._set_phase(db, "waiting_tool_results", pending_tool_calls=entries)
+                await self._set_phase(
+                    db, events, "waiting_tool_results", pending_tool_calls=entries
+                )
                 turn = await TurnRepository(db).get(self.session_id, self.turn_id)
                 assert turn is not None
                 # No process works on a waiting turn: it holds no lease and never expires.
@@ -391,4 +502,6 @@ class TurnRunner:
                 await db.flush()
         if round_.next == "doom_loop":
             raise _failed("doom_loop", round_.message, entries)
-        return round_.next
+        if round_.next == "wait":
+            return "wait"
+        return None if loaded is None else self._ready(loaded, fresh)

@@ -23,7 +23,7 @@ from app.core.content import text_block
 from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
 from app.core.plan import parse_update_plan_arguments as parse_plan
 from app.core.prepared import ToolDefinition
-from app.services.events import EventPublisher
+from app.services.events import EventEmitter
 from app.services.turns.calls import CallEntry, error_result, finished_payload
 from app.storage.base import utc_now
 from app.storage.repositories.turns import PlanRepository, TurnRepository
@@ -102,7 +102,7 @@ def check_call(
 
 
 async def _update_plan(
-    db: AsyncSession, events: EventPublisher, session_id: str, turn_id: str, raw: str
+    db: AsyncSession, events: EventEmitter, session_id: str, turn_id: str, raw: str
 ) -> dict[str, Any]:
     try:
         plan = parse_plan(raw)
@@ -126,7 +126,7 @@ async def _conversation_history(db: AsyncSession, session_id: str, raw: str) -> 
 
 async def handle_calls(
     db: AsyncSession,
-    events: EventPublisher,
+    events: EventEmitter,
     *,
     session_id: str,
     turn_id: str,

@@ -92,7 +92,10 @@ class CalibrationRepository(Repository):
         estimated_input_tokens: int,
         reported_input_tokens: int,
         keep: int = 50,
+        trim: bool = True,
     ) -> None:
+        """Store a sample; with ``trim`` also delete all but the newest ``keep`` of the model and
+        counter (a caller may trim only now and then: the reads never look past ``keep``)."""
         self.session.add(
             CalibrationSample(
                 model_id=model_id,
@@ -103,6 +106,8 @@ class CalibrationRepository(Repository):
             )
         )
         await self.session.flush()
+        if not trim:
+            return
         newest = (
             select(CalibrationSample.id)
             .where(CalibrationSample.model_id == model_id, CalibrationSample.counter == counter)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime
 
-from sqlalchemy import case, delete, select, update
+from sqlalchemy import case, delete, event, select, update
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import NotFound
@@ -14,6 +14,9 @@ from app.storage.models import AgentSession
 from app.storage.repositories.base import Repository
 
 __all__ = ["SessionRepository", "session_not_found"]
+
+# Key in ``Session.info``: the sessions whose row this transaction already holds locked.
+_LOCKED = "ctxsvc_locked_sessions"
 
 
 def session_not_found(session_id: str) -> NotFound:
@@ -32,7 +35,10 @@ class SessionRepository(Repository):
         stmt = select(AgentSession).where(AgentSession.id == session_id)
         if for_update:
             stmt = stmt.with_for_update()
-        return (await self.session.execute(stmt)).scalar_one_or_none()
+        row = (await self.session.execute(stmt)).scalar_one_or_none()
+        if for_update and row is not None:
+            self._locked().add(session_id)
+        return row
 
     async def require(self, session_id: str, *, for_update: bool = False) -> AgentSession:
         """Like ``get`` but raises ``NotFound`` (``session_not_found``)."""
@@ -42,10 +48,28 @@ class SessionRepository(Repository):
         return row
 
     async def lock(self, session_id: str) -> None:
-        """Serialize writers of one session for the rest of the transaction."""
+        """Serialize writers of one session for the rest of the transaction.
+
+        A row this transaction already locked (``lock``, ``get(for_update=True)``, a sequence
+        allocation) is not locked again: a turn step takes the lock once, not once per repository
+        that needs it."""
+        locked = self._locked()
+        if session_id in locked:
+            return
         stmt = select(AgentSession.id).where(AgentSession.id == session_id).with_for_update()
         if (await self.session.execute(stmt)).scalar_one_or_none() is None:
             raise session_not_found(session_id)
+        locked.add(session_id)
+
+    def _locked(self) -> set[str]:
+        sync = self.session.sync_session
+        locked: set[str] | None = sync.info.get(_LOCKED)
+        if locked is None:
+            locked = sync.info[_LOCKED] = set()
+            # Forget at the end of any transaction, a savepoint included: rolling back to a
+            # savepoint can give a lock back, and a released one costs only a repeated lock.
+            event.listen(sync, "after_transaction_end", lambda *_: locked.clear())
+        return locked
 
     async def list_page(
         self, *, limit: int, before: tuple[datetime, str] | None = None
@@ -101,6 +125,8 @@ class SessionRepository(Repository):
         value = (await self.session.execute(stmt)).scalar_one_or_none()
         if value is None:
             raise session_not_found(session_id)
+        # The UPDATE row-locks the session (PostgreSQL) like ``lock`` does.
+        self._locked().add(session_id)
         return int(value)
 
     async def advance_pruning_watermark(self, session_id: str, through_sequence: int) -> int:

@@ -111,8 +111,9 @@ class TurnRepository(Repository):
         model_call_index: int = _UNSET,
         pending_tool_calls: list[Any] = _UNSET,
         plan: dict[str, Any] | None = _UNSET,
-    ) -> bool:
-        """Change the progress fields given, only while the turn is running."""
+    ) -> Turn | None:
+        """Change the progress fields given, only while the turn is running; the updated row
+        (truthy), or ``None`` when the turn is not running."""
         values: dict[str, Any] = {
             name: value
             for name, value in (
@@ -124,7 +125,7 @@ class TurnRepository(Repository):
             if value is not _UNSET
         }
         values["updated_at"] = utc_now()
-        return await self._update_running(session_id, turn_id, values)
+        return await self._update_running_row(session_id, turn_id, values)
 
     async def add_usage(
         self,
@@ -180,24 +181,25 @@ class TurnRepository(Repository):
         status: str,
         outcome: dict[str, Any],
         now: datetime | None = None,
+        phase: str | None = None,
     ) -> bool:
-        """Make a running turn terminal (``completed|failed|cancelled|interrupted``)."""
+        """Make a running turn terminal (``completed|failed|cancelled|interrupted``), setting
+        ``phase`` too when given."""
         if status not in TERMINAL_STATUSES:
             raise ValueError(f"not a terminal status: {status!r}")
         now = now or utc_now()
-        return await self._update_running(
-            session_id,
-            turn_id,
-            {
-                "status": status,
-                "outcome": outcome,
-                "pending_tool_calls": [],
-                "finished_at": now,
-                "updated_at": now,
-                "lease_owner": None,
-                "lease_expires_at": None,
-            },
-        )
+        values: dict[str, Any] = {
+            "status": status,
+            "outcome": outcome,
+            "pending_tool_calls": [],
+            "finished_at": now,
+            "updated_at": now,
+            "lease_owner": None,
+            "lease_expires_at": None,
+        }
+        if phase is not None:
+            values["phase"] = phase
+        return await self._update_running(session_id, turn_id, values)
 
     async def interrupt_expired(
         self, *, now: datetime, outcome: dict[str, Any], limit: int = 100
@@ -241,6 +243,11 @@ class TurnRepository(Repository):
         return done
 
     async def _update_running(self, session_id: str, turn_id: str, values: dict[Any, Any]) -> bool:
+        return await self._update_running_row(session_id, turn_id, values) is not None
+
+    async def _update_running_row(
+        self, session_id: str, turn_id: str, values: dict[Any, Any]
+    ) -> Turn | None:
         stmt = (
             update(Turn)
             .where(
@@ -253,7 +260,7 @@ class TurnRepository(Repository):
             # Refresh an already loaded Turn from RETURNING, so it stays in step with the row.
             .execution_options(synchronize_session=False, populate_existing=True)
         )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        return (await self.session.execute(stmt)).scalar_one_or_none()
 
 
 def _busy(running: Turn) -> Conflict:

@@ -44,9 +44,12 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             configure_logging(settings.log_level)
         if settings.migrate_on_start:
             await upgrade_to_head(settings.database_url)
+        # The lease reaper runs in every process; runners stop before the database closes.
+        await container.turns.start_background()
         try:
             yield
         finally:
+            await container.turns.stop_background()
             await container.aclose()
 
     app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
@@ -55,12 +58,18 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
-    secured = [Depends(require_api_key)]
-    for router in (prepare.router, models.router, sessions.router, session_prepare.router):
-        app.include_router(router, dependencies=secured)
-    app.include_router(tokens.router, dependencies=secured)
-    app.include_router(compactions.router, dependencies=secured)
-    for router in (turns.router, events.router, agent_messages.router):
+    secured = [Depends(require_api_key)]  # every /v1 route; health, metrics and docs stay open
+    for router in (
+        prepare.router,
+        models.router,
+        sessions.router,
+        session_prepare.router,
+        tokens.router,
+        compactions.router,
+        turns.router,
+        events.router,
+        agent_messages.router,
+    ):
         app.include_router(router, dependencies=secured)
     return app
 

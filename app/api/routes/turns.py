@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from typing import Annotated
 
-from fastapi import APIRouter, FastAPI, Path, Query
+from fastapi import APIRouter, Path, Query
 from fastapi.responses import Response
 
 from app.api.deps import ContainerDep
@@ -14,23 +12,10 @@ from app.api.jsonresponse import json_response
 from app.api.problems import PROBLEM_RESPONSES
 from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnStart
 
-
-@asynccontextmanager
-async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-    # The lease reaper runs in every process; runners stop before the database closes.
-    turns = app.state.container.turns
-    await turns.start_background()
-    try:
-        yield
-    finally:
-        await turns.stop_background()
-
-
 router = APIRouter(
     prefix="/v1/sessions/{session_id}/turns",
     tags=["turns"],
     responses=PROBLEM_RESPONSES,
-    lifespan=lifespan,
 )
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]

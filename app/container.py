@@ -10,6 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.api.observability import Metrics, pool_figures
 from app.core.counting import TokenCounter
+from app.providers.base import Timeouts
 from app.providers.tokenizers import get_counter
 from app.services.calibration import CalibrationService
 from app.services.compaction import CompactionService
@@ -57,7 +58,9 @@ class Container:
             lambda: getattr(self, "compactor", None),
             apply_calibration=self.settings.apply_calibration,
         )
-        self.model_clients = ModelClients(self.db)
+        self.model_clients = ModelClients(
+            self.db, timeouts=Timeouts(total=self.settings.provider_timeout_seconds)
+        )
         self.events = EventPublisher(EventHub())
         self.compactor = CompactionService(
             self.db, self.counter, self.model_clients, self.events, self.settings, self.metrics

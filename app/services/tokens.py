@@ -117,11 +117,9 @@ async def _tail(
 ) -> tuple[list[StoredMessage], list[Item]] | None:
     """The rows stored after ``previous`` and their items; ``None`` when the checkpoint in
     force changed (the projection must be rebuilt)."""
-    latest = await CompactionRepository(db).latest(session.id)
+    latest_id = await CompactionRepository(db).latest_id(session.id)
     checkpoint = previous.checkpoint
-    if (latest.compaction_id if latest else None) != (
-        checkpoint.compaction_id if checkpoint else None
-    ):
+    if latest_id != (checkpoint.compaction_id if checkpoint else None):
         return None
     if previous.stored:
         after = previous.stored[-1].sequence

@@ -44,9 +44,11 @@ async def test_loaded_session_sees_its_own_updates(
         row = await repo.require(sid, for_update=True)
         await repo.advance_pruning_watermark(sid, 4)
         await repo.allocate_message_sequences(sid, 3)
+        assert await repo.allocate_event_sequences(sid, 2) == 2
         await repo.set_reload_required(sid, True)
         assert row.tool_result_pruned_through_sequence == 4
         assert row.last_message_sequence == 3
+        assert row.last_event_sequence == 2
     async with unit_of_work(factory, read_only=True) as db:
         again = await SessionRepository(db).require(sid)
     assert again.reload_required

@@ -212,12 +212,16 @@ class TurnRunner:
     async def _set_phase(
         self, db: AsyncSession, events: EventBatch, phase: str, **values: Any
     ) -> None:
-        turns = TurnRepository(db)
-        turn = await turns.update_running(self.session_id, self.turn_id, phase=phase, **values)
-        if turn is None:
+        cancel_requested = await TurnRepository(db).advance_running(
+            self.session_id, self.turn_id, phase=phase, **values
+        )
+        if cancel_requested is None:
             raise TurnLost
-        if turn.cancel_requested:  # posted to another replica; the watcher may not have seen it
+        if cancel_requested:  # posted to another replica; the watcher may not have seen it
             self.cancel.set()
+        await self._announce_phase(db, events, phase)
+
+    async def _announce_phase(self, db: AsyncSession, events: EventBatch, phase: str) -> None:
         if phase != self.phase:
             await events.emit(
                 db, self.session_id, "phase_changed", {"phase": phase}, turn_id=self.turn_id
@@ -392,6 +396,8 @@ class TurnRunner:
                             token_counts=exact_counts(self.counter, "assistant", content),
                         )
                     ],
+                    # A refusal fails the turn: this step is rolled back.
+                    rollback_on_refusal=True,
                 )
                 await TurnRepository(db).add_usage(
                     self.session_id,
@@ -466,7 +472,15 @@ class TurnRunner:
         loaded = None
         async with self._step() as (db, events):
             fresh = await SessionRepository(db).require(self.session_id, for_update=True)
-            await self._set_phase(db, events, "running_tools")
+            # When the round continues into the next call in this step, the row's phase goes
+            # running_tools → running_model inside one transaction: running_tools is announced
+            # here and the one UPDATE that ends the step (below) checks that the turn is still
+            # ours — a lost turn rolls the whole step back either way.
+            deferred = following is not None
+            if deferred:
+                await self._announce_phase(db, events, "running_tools")
+            else:
+                await self._set_phase(db, events, "running_tools")
             round_ = await handle_calls(
                 db,
                 events,
@@ -491,15 +505,16 @@ class TurnRunner:
                     await self._set_phase(db, events, "running_model", model_call_index=following)
                     loaded = await self._load(db, fresh, following, 1, captured)
             elif round_.next == "wait":
-                await self._set_phase(
-                    db, events, "waiting_tool_results", pending_tool_calls=entries
-                )
-                turn = await TurnRepository(db).get(self.session_id, self.turn_id)
-                assert turn is not None
                 # No process works on a waiting turn: it holds no lease and never expires.
-                turn.lease_owner = None
-                turn.lease_expires_at = None
-                await db.flush()
+                await self._set_phase(
+                    db,
+                    events,
+                    "waiting_tool_results",
+                    pending_tool_calls=entries,
+                    release_lease=True,
+                )
+            elif deferred:  # doom loop: the round is stored with its phase, as without one
+                await self._set_phase(db, events, "running_tools")
         if round_.next == "doom_loop":
             raise _failed("doom_loop", round_.message, entries)
         if round_.next == "wait":

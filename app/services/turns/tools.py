@@ -12,9 +12,11 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any, Literal
 
 from jsonschema import SchemaError
+from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -65,15 +67,29 @@ class ToolRound:
     message: str = ""
 
 
+@lru_cache(maxsize=512)
+def _validator(schema_json: str) -> Validator | None:
+    """The checked validator of a tool's input schema (``None``: the schema is broken), built
+    once per process and schema: checking a schema costs far more than validating a value."""
+    try:
+        schema = json.loads(schema_json)
+        validator_class = validator_for(schema)
+        validator_class.check_schema(schema)
+        return validator_class(schema)
+    except (SchemaError, TypeError, ValueError, LookupError):
+        return None
+
+
 def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
     if not schema:
         return None
     try:
-        validator_class = validator_for(schema)
-        validator_class.check_schema(schema)
-        errors = list(validator_class(schema).iter_errors(value))
+        validator = _validator(json.dumps(schema, sort_keys=True, separators=(",", ":")))
+        if validator is None:
+            # The agent's own schema is broken: there is nothing to hold the model to.
+            return None
+        errors = list(validator.iter_errors(value))
     except (SchemaError, TypeError, ValueError, LookupError):
-        # The agent's own schema is broken: there is nothing to hold the model to.
         return None
     if not errors:
         return None
@@ -110,7 +126,7 @@ async def _update_plan(
         return error_result(exc.detail)
     stored = {**plan.to_json(), "updated_at": utc_now().isoformat().replace("+00:00", "Z")}
     await PlanRepository(db).put(session_id, turn_id, plan.to_json())
-    await TurnRepository(db).update_running(session_id, turn_id, plan=stored)
+    await TurnRepository(db).advance_running(session_id, turn_id, plan=stored)
     await events.emit(db, session_id, "plan_updated", stored, turn_id=turn_id)
     return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}
 

@@ -3,14 +3,23 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import cast
 
-from sqlalchemy import func, select
+from sqlalchemy import Table, bindparam, func, select
 
 from app.storage.models import Compaction
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["CompactionRepository"]
+
+_compactions = cast(Table, Compaction.__table__)
+_LATEST_ID = (
+    select(_compactions.c.compaction_id)
+    .where(_compactions.c.session_id == bindparam("k_session_id"))
+    .order_by(_compactions.c.sequence.desc())
+    .limit(1)
+)
 
 
 class CompactionRepository(Repository):
@@ -41,6 +50,13 @@ class CompactionRepository(Repository):
             .limit(1)
         )
         return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def latest_id(self, session_id: str) -> str | None:
+        """The ``compaction_id`` of ``latest`` (one column: no checkpoint row is decoded)."""
+        value = (
+            await self.session.execute(_LATEST_ID, {"k_session_id": session_id})
+        ).scalar_one_or_none()
+        return None if value is None else str(value)
 
     async def latest_installed_through(
         self, session_id: str, message_sequence: int

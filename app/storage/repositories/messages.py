@@ -56,17 +56,33 @@ def new_message_id() -> str:
 
 
 class MessageRepository(Repository):
-    async def append(self, session_id: str, messages: Sequence[NewMessage]) -> list[StoredMessage]:
+    async def append(
+        self,
+        session_id: str,
+        messages: Sequence[NewMessage],
+        *,
+        rollback_on_refusal: bool = False,
+    ) -> list[StoredMessage]:
         """Append ``messages`` in order and return them as stored.
 
         Raises ``NotFound`` for an unknown session and the SPEC §5 errors of
         ``app.core.chat_rules.check_append`` (``unknown_tool_call``, ``duplicate_tool_call_id``,
         ``invalid_tool_message``, ...) before anything is written, so a refused batch consumes
         no sequence even if the caller went on to commit.
+
+        ``rollback_on_refusal`` is the caller's promise that a refusal rolls its transaction
+        back (the turn runner): the sequences are then allocated first — the allocating UPDATE
+        row-locks the session like ``lock`` — which saves the separate lock statement; the
+        allocation is given back by the rollback.
         """
         if not messages:
             return []
         sessions = SessionRepository(self.session)
+        if rollback_on_refusal:
+            last = await sessions.allocate_message_sequences(session_id, len(messages))
+            plan = await self._check(session_id, messages)
+            first = last - len(messages) + 1
+            return await self._write(session_id, messages, plan, first_sequence=first)
         if any(m.role in ("assistant", "tool") for m in messages):
             # Lock first, then check: a concurrent writer cannot resolve or add the same call
             # between our check and our insert.

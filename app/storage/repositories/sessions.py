@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
+from typing import cast
 
-from sqlalchemy import case, delete, event, select, update
+from sqlalchemy import Table, bindparam, case, delete, event, select, update
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import NotFound
@@ -14,6 +17,28 @@ from app.storage.models import AgentSession
 from app.storage.repositories.base import Repository
 
 __all__ = ["SessionRepository", "session_not_found"]
+
+_sessions = cast(Table, AgentSession.__table__)
+_ALLOCATE_EVENTS = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("k_id"))
+    .values(
+        last_event_sequence=_sessions.c.last_event_sequence
+        + bindparam("v_count", type_=_sessions.c.last_event_sequence.type),
+        updated_at=bindparam("v_updated_at", type_=_sessions.c.updated_at.type),
+    )
+    .returning(_sessions.c.last_event_sequence)
+)
+_ALLOCATE_MESSAGES = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("k_id"))
+    .values(
+        last_message_sequence=_sessions.c.last_message_sequence
+        + bindparam("v_count", type_=_sessions.c.last_message_sequence.type),
+        updated_at=bindparam("v_updated_at", type_=_sessions.c.updated_at.type),
+    )
+    .returning(_sessions.c.last_message_sequence)
+)
 
 # Key in ``Session.info``: the sessions whose row this transaction already holds locked.
 _LOCKED = "ctxsvc_locked_sessions"
@@ -99,35 +124,32 @@ class SessionRepository(Repository):
         gives the numbers back."""
         if count < 1:
             raise ValueError("count must be at least 1")
-        column = AgentSession.last_message_sequence
-        stmt = (
-            update(AgentSession)
-            .where(AgentSession.id == session_id)
-            .values({column: column + count, AgentSession.updated_at: utc_now()})
-            .returning(column)
-        )
-        return await self._returned_int(stmt, session_id)
+        return await self._allocate(_ALLOCATE_MESSAGES, "last_message_sequence", session_id, count)
+
+    async def _allocate(
+        self, stmt: ReturningUpdate[int], column: str, session_id: str, count: int
+    ) -> int:
+        # Every append and every durable update comes here: a prebuilt Core statement (no ORM
+        # update machinery); a session row already loaded in this transaction is brought up to
+        # date as the ORM UPDATE kept it.
+        now = utc_now()
+        params = {"k_id": session_id, "v_count": count, "v_updated_at": now}
+        value = (await self.session.execute(stmt, params)).scalar_one_or_none()
+        if value is None:
+            raise session_not_found(session_id)
+        # The UPDATE row-locks the session (PostgreSQL) like ``lock`` does.
+        self._locked().add(session_id)
+        loaded = self.session.sync_session.identity_map.get(identity_key(AgentSession, session_id))
+        if loaded is not None:
+            set_committed_value(loaded, column, int(value))
+            set_committed_value(loaded, "updated_at", now)
+        return int(value)
 
     async def allocate_event_sequences(self, session_id: str, count: int) -> int:
         """Same as ``allocate_message_sequences``, for the live-update log."""
         if count < 1:
             raise ValueError("count must be at least 1")
-        column = AgentSession.last_event_sequence
-        stmt = (
-            update(AgentSession)
-            .where(AgentSession.id == session_id)
-            .values({column: column + count})
-            .returning(column)
-        )
-        return await self._returned_int(stmt, session_id)
-
-    async def _returned_int(self, stmt: ReturningUpdate[int], session_id: str) -> int:
-        value = (await self.session.execute(stmt)).scalar_one_or_none()
-        if value is None:
-            raise session_not_found(session_id)
-        # The UPDATE row-locks the session (PostgreSQL) like ``lock`` does.
-        self._locked().add(session_id)
-        return int(value)
+        return await self._allocate(_ALLOCATE_EVENTS, "last_event_sequence", session_id, count)
 
     async def advance_pruning_watermark(self, session_id: str, through_sequence: int) -> int:
         """Move the watermark to ``through_sequence`` unless it already is further (it only ever

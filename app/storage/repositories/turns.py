@@ -9,10 +9,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
+from functools import lru_cache
+from typing import Any, cast
 
-from sqlalchemy import select, update
+from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import Conflict
 from app.storage.base import utc_now
@@ -25,6 +28,10 @@ __all__ = ["PlanRepository", "TurnRepository"]
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
 _UNSET: Any = object()
+
+# Typed as Table (``__table__`` is declared as a FromClause) for Core updates.
+_TURNS = cast(Table, Turn.__table__)
+_PLANS = cast(Table, TurnPlan.__table__)
 
 
 class TurnRepository(Repository):
@@ -127,6 +134,40 @@ class TurnRepository(Repository):
         values["updated_at"] = utc_now()
         return await self._update_running_row(session_id, turn_id, values)
 
+    async def advance_running(
+        self,
+        session_id: str,
+        turn_id: str,
+        *,
+        phase: str = _UNSET,
+        model_call_index: int = _UNSET,
+        pending_tool_calls: list[Any] = _UNSET,
+        plan: dict[str, Any] | None = _UNSET,
+        release_lease: bool = False,
+    ) -> bool | None:
+        """``update_running`` for the turn runner's hot path: one Core UPDATE that returns only
+        the turn's ``cancel_requested`` flag (``None`` when the turn is not running), without
+        materialising or refreshing a ``Turn`` object (a ``Turn`` already loaded in this
+        session is left as it was). ``release_lease`` clears the lease owner and expiry."""
+        values: dict[str, Any] = {
+            name: value
+            for name, value in (
+                ("phase", phase),
+                ("model_call_index", model_call_index),
+                ("pending_tool_calls", pending_tool_calls),
+                ("plan", plan),
+            )
+            if value is not _UNSET
+        }
+        if release_lease:
+            values.update(lease_owner=None, lease_expires_at=None)
+        values["updated_at"] = utc_now()
+        params = {f"v_{name}": value for name, value in values.items()}
+        params.update(k_session_id=session_id, k_turn_id=turn_id)
+        stmt = _advance_statement(tuple(values))
+        row = (await self.session.execute(stmt, params)).first()
+        return None if row is None else bool(row[0])
+
     async def add_usage(
         self,
         session_id: str,
@@ -137,18 +178,24 @@ class TurnRepository(Repository):
         cached_tokens: int = 0,
         reasoning_tokens: int = 0,
     ) -> bool:
-        """Add one model call's reported usage (atomic increments, no read-modify-write)."""
-        return await self._update_running(
-            session_id,
-            turn_id,
-            {
-                Turn.input_tokens: Turn.input_tokens + input_tokens,
-                Turn.output_tokens: Turn.output_tokens + output_tokens,
-                Turn.cached_tokens: Turn.cached_tokens + cached_tokens,
-                Turn.reasoning_tokens: Turn.reasoning_tokens + reasoning_tokens,
-                Turn.updated_at: utc_now(),
-            },
+        """Add one model call's reported usage (atomic increments, no read-modify-write; a
+        Core UPDATE: a ``Turn`` already loaded in this session is not refreshed)."""
+        c = _TURNS.c
+        stmt = (
+            update(_TURNS)
+            .where(c.session_id == session_id, c.turn_id == turn_id, c.status == "running")
+            .values(
+                {
+                    c.input_tokens: c.input_tokens + input_tokens,
+                    c.output_tokens: c.output_tokens + output_tokens,
+                    c.cached_tokens: c.cached_tokens + cached_tokens,
+                    c.reasoning_tokens: c.reasoning_tokens + reasoning_tokens,
+                    c.updated_at: utc_now(),
+                }
+            )
+            .returning(c.turn_id)
         )
+        return (await self.session.execute(stmt)).first() is not None
 
     async def renew_lease(
         self, session_id: str, turn_id: str, *, owner: str, expires_at: datetime
@@ -263,6 +310,40 @@ class TurnRepository(Repository):
         return (await self.session.execute(stmt)).scalar_one_or_none()
 
 
+@lru_cache(maxsize=64)
+def _advance_statement(names: tuple[str, ...]) -> ReturningUpdate[bool]:
+    """The UPDATE of ``advance_running`` for one set of columns, built once per process (its
+    values are bound parameters ``v_<column>``; the key is ``k_session_id``/``k_turn_id``)."""
+    c = _TURNS.c
+    return (
+        update(_TURNS)
+        .where(
+            c.session_id == bindparam("k_session_id"),
+            c.turn_id == bindparam("k_turn_id"),
+            c.status == "running",
+        )
+        .values({name: bindparam(f"v_{name}", type_=c[name].type) for name in names})
+        .returning(c.cancel_requested)
+    )
+
+
+@lru_cache(maxsize=4)
+def _put_plan_statement(dialect_name: str) -> postgresql.Insert | sqlite.Insert:
+    """The plan upsert of ``PlanRepository.put`` (a Core statement built once per backend)."""
+    t = _PLANS
+    insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
+    stmt = insert(t).values(
+        session_id=bindparam("k_session_id"),
+        turn_id=bindparam("k_turn_id"),
+        plan=bindparam("v_plan", type_=t.c.plan.type),
+        updated_at=bindparam("v_updated_at", type_=t.c.updated_at.type),
+    )
+    return stmt.on_conflict_do_update(
+        index_elements=[t.c.session_id, t.c.turn_id],
+        set_={"plan": stmt.excluded.plan, "updated_at": stmt.excluded.updated_at},
+    )
+
+
 def _busy(running: Turn) -> Conflict:
     return Conflict(
         "busy",
@@ -279,15 +360,13 @@ class PlanRepository(Repository):
 
     async def put(self, session_id: str, turn_id: str, plan: dict[str, Any]) -> None:
         """Upsert the turn's plan (in the same transaction as the tool result that set it)."""
-        now = utc_now()
-        stmt = self._insert(TurnPlan).values(
-            session_id=session_id, turn_id=turn_id, plan=plan, updated_at=now
-        )
-        stmt = stmt.on_conflict_do_update(
-            index_elements=[TurnPlan.session_id, TurnPlan.turn_id],
-            set_={"plan": stmt.excluded.plan, "updated_at": now},
-        )
-        await self.session.execute(stmt)
+        params = {
+            "k_session_id": session_id,
+            "k_turn_id": turn_id,
+            "v_plan": plan,
+            "v_updated_at": utc_now(),
+        }
+        await self.session.execute(_put_plan_statement(self.dialect_name), params)
 
     async def latest(self, session_id: str) -> dict[str, Any] | None:
         """The most recently updated plan of the session (carried over by manual compaction)."""

@@ -6,7 +6,7 @@ import pytest
 
 from app.core.prepared import ToolDefinition
 from app.services.conversation import SERVER_TOOLS
-from app.services.turns.tools import DoomRecord, check_call
+from app.services.turns.tools import DoomRecord, _validator, check_call
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 TOOLS: dict[str, ToolDefinition] = {
@@ -60,3 +60,24 @@ def test_doom_record_counts_only_identical_consecutive_calls() -> None:
     assert record.after("b", "{}").count == 1
     assert DoomRecord.from_json(record.to_json()) == record
     assert DoomRecord.from_json(None) is None
+
+
+def test_schema_validators_are_built_once_per_schema() -> None:
+    _validator.cache_clear()
+    for raw in ('{"n": 1}', '{"n": "x"}', '{"n": 2}'):
+        check_call("count", raw, TOOLS)
+    # The same schema spelled with its keys in another order shares the validator.
+    reordered: dict[str, ToolDefinition] = {
+        "count": {
+            "name": "count",
+            "description": "",
+            "input_schema": dict(reversed(SCHEMA.items())),
+        }
+    }
+    assert check_call("count", '{"n": "x"}', reordered)[1] is not None
+    info = _validator.cache_info()
+    assert (info.misses, info.hits) == (1, 3)
+    # A broken schema is remembered as such (never checked against).
+    assert check_call("broken", '{"x": 1}', TOOLS)[1] is None
+    assert check_call("broken", '{"x": 1}', TOOLS)[1] is None
+    assert _validator.cache_info().misses == 2

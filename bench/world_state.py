@@ -2,11 +2,13 @@
 
 Builds a temporary workspace of 10 000 top-level entries (9 000 files, 1 000 directories), an
 AGENTS.md and 100 skills, then times each phase over several repetitions and prints the median.
-Run: ``.venv/bin/python bench/world_state.py [repetitions]``.
+Also prints, from the same run, one prepare of a 1 000-message session (core and through the
+service) and the ratio. Run: ``.venv/bin/python -m bench.world_state [repetitions]``.
 """
 
 from __future__ import annotations
 
+import asyncio
 import os
 import statistics
 import sys
@@ -15,6 +17,7 @@ import time
 from pathlib import Path
 
 from app.core.content import Item, text_block
+from app.core.prepare import prepare
 from app.core.world_state import (
     SandboxSettings,
     advance_baselines,
@@ -23,6 +26,8 @@ from app.core.world_state import (
     world_state_item,
 )
 from app.workspace import capture_filesystem
+from bench.fixtures import BENCH_CAPABILITIES, agent_conversation, system_context, tool_definitions
+from bench.store import client_of, fill, register_model_and_session, sqlite_database, timed
 
 
 def build(root: Path) -> tuple[Path, Path]:
@@ -76,6 +81,33 @@ def main() -> None:
         )
         for name, values in timings.items():
             print(f"  {name:<8} median {statistics.median(values) * 1000:8.2f} ms")
+    sampling = statistics.median(timings["total"])
+    core, service = asyncio.run(prepare_of_a_1000_message_session())
+    print("one prepare of a 1 000-message session, same run (the target: sampling well under it)")
+    print(
+        f"  core prepare()            median {core * 1000:8.2f} ms  sampling/prepare "
+        f"{sampling / core:.2f}"
+    )
+    print(
+        f"  service (GET /context)    median {service * 1000:8.2f} ms  sampling/prepare "
+        f"{sampling / service:.2f}"
+    )
+
+
+async def prepare_of_a_1000_message_session() -> tuple[float, float]:
+    """Median times of the core ``prepare()`` (counting from scratch) and of the service's
+    inspection of the same 1 000 messages stored in SQLite (load, count, prepare, respond)."""
+    items = agent_conversation(1_000)
+    core = []
+    for _ in range(10):
+        started = time.perf_counter()
+        prepare(system_context(), items, tool_definitions(), BENCH_CAPABILITIES)
+        core.append(time.perf_counter() - started)
+    async with sqlite_database() as url, client_of(url) as client:
+        session_id = await register_model_and_session(client)
+        await fill(client, session_id, items, 500)
+        service = await timed(lambda: client.get(f"/v1/sessions/{session_id}/context"), 10)
+    return statistics.median(core), statistics.median(service)
 
 
 if __name__ == "__main__":

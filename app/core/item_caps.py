@@ -21,46 +21,63 @@ def content_tokens(content: Sequence[Block], counter: TokenCounter) -> int:
     return counter.tokens(counter.measure_content(content))
 
 
-def check_system_part(key: str, content: Sequence[Block], counter: TokenCounter) -> int:
-    """Refuse a system context part of ``SYSTEM_PART_CAP`` tokens or more; returns its count."""
+def _refuse_at_cap(
+    content: Sequence[Block],
+    counter: TokenCounter,
+    *,
+    cap: int,
+    code: str,
+    item: str,
+    advice: str,
+    **extra: str,
+) -> int:
+    """The one rule of SPEC §3.3: the count must be strictly below the cap."""
     tokens = content_tokens(content, counter)
-    if tokens >= SYSTEM_PART_CAP:
+    if tokens >= cap:
         raise InvalidInput(
-            "system_context_part_too_large",
-            f"system context part {key} needs {tokens} tokens, at or over the "
-            f"{SYSTEM_PART_CAP}-token cap; split the source file or shorten it",
-            key=key,
+            code,
+            f"{item} needs {tokens} tokens, at or over the {cap}-token cap; {advice}",
             tokens=tokens,
-            cap=SYSTEM_PART_CAP,
+            cap=cap,
+            **extra,
         )
     return tokens
+
+
+def check_system_part(key: str, content: Sequence[Block], counter: TokenCounter) -> int:
+    """Refuse a system context part of ``SYSTEM_PART_CAP`` tokens or more; returns its count."""
+    return _refuse_at_cap(
+        content,
+        counter,
+        cap=SYSTEM_PART_CAP,
+        code="system_context_part_too_large",
+        item=f"system context part {key}",
+        advice="split the source file or shorten it",
+        key=key,
+    )
 
 
 def check_skill_body(name: str, content: Sequence[Block], counter: TokenCounter) -> int:
     """Refuse a skill body of ``SKILL_BODY_CAP`` tokens or more; returns its count."""
-    tokens = content_tokens(content, counter)
-    if tokens >= SKILL_BODY_CAP:
-        raise InvalidInput(
-            "skill_too_large",
-            f"skill {name} needs {tokens} tokens, at or over the {SKILL_BODY_CAP}-token cap; "
-            "split it into smaller skills",
-            skill=name,
-            tokens=tokens,
-            cap=SKILL_BODY_CAP,
-        )
-    return tokens
+    return _refuse_at_cap(
+        content,
+        counter,
+        cap=SKILL_BODY_CAP,
+        code="skill_too_large",
+        item=f"skill {name}",
+        advice="split it into smaller skills",
+        skill=name,
+    )
 
 
 def check_agent_message(task: str, content: Sequence[Block], counter: TokenCounter) -> int:
     """Refuse an agent message of ``AGENT_MESSAGE_CAP`` tokens or more; returns its count."""
-    tokens = content_tokens(content, counter)
-    if tokens >= AGENT_MESSAGE_CAP:
-        raise InvalidInput(
-            "agent_message_too_large",
-            f"the message from {task} needs {tokens} tokens, at or over the "
-            f"{AGENT_MESSAGE_CAP}-token cap; have the sub-agent report a summary instead",
-            task=task,
-            tokens=tokens,
-            cap=AGENT_MESSAGE_CAP,
-        )
-    return tokens
+    return _refuse_at_cap(
+        content,
+        counter,
+        cap=AGENT_MESSAGE_CAP,
+        code="agent_message_too_large",
+        item=f"the message from {task}",
+        advice="have the sub-agent report a summary instead",
+        task=task,
+    )

@@ -49,7 +49,6 @@ __all__ = [
     "CountedConversation",
     "MemoizedCounter",
     "budget_breakdown",
-    "count_content",
     "count_prepare",
     "count_text",
     "load_counted",
@@ -192,11 +191,6 @@ class MemoizedCounter(CounterWrapper):
                 self._memo = {}
             self._memo[key] = figure
         return figure
-
-
-def count_content(counter: TokenCounter, content: list[Block]) -> int:
-    """Tokens of a content list as sent (artifacts never count), without message framing."""
-    return counter.tokens(counter.measure_content(content))
 
 
 def budget_breakdown(budget: Budget) -> dict[str, Any]:

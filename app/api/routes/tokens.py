@@ -10,7 +10,8 @@ from app.api.jsonresponse import json_response
 from app.api.problems import PROBLEM_RESPONSES
 from app.api.schemas.content import blocks_to_core
 from app.api.schemas.tokens import TokenCountBody, TokenCountOut, prepare_regions
-from app.services.tokens import count_content, count_prepare, count_text
+from app.core.item_caps import content_tokens
+from app.services.tokens import count_prepare, count_text
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], responses=PROBLEM_RESPONSES)
 
@@ -42,5 +43,5 @@ async def count_tokens(body: TokenCountBody, container: ContainerDep) -> Respons
         tokens = count_text(counter, body.text)
     else:
         assert body.content is not None  # the schema guarantees exactly one
-        tokens = count_content(counter, blocks_to_core(body.content))
+        tokens = content_tokens(blocks_to_core(body.content), counter)
     return json_response({"counter": counter.name, "tokens": tokens})

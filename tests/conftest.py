@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import psycopg
 import pytest
+from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -34,6 +35,26 @@ BACKENDS = [
     pytest.param("sqlite", id="sqlite"),
     pytest.param("postgresql", id="postgresql", marks=pytest.mark.postgres),
 ]
+
+
+@contextmanager
+def recorded_statements(engine: AsyncEngine) -> Iterator[list[str]]:
+    """The SQL of every statement ``engine`` sends while the block runs, in order."""
+    statements: list[str] = []
+
+    def record(_conn: object, _cursor: object, statement: str, *_: object) -> None:
+        statements.append(statement)
+
+    event.listen(engine.sync_engine, "before_cursor_execute", record)
+    try:
+        yield statements
+    finally:
+        event.remove(engine.sync_engine, "before_cursor_execute", record)
+
+
+def touching(statements: list[str], table: str) -> list[str]:
+    """The statements that name ``table``."""
+    return [s for s in statements if table in s]
 
 
 @pytest.fixture

@@ -110,7 +110,10 @@ async def load_active(
 ) -> ActiveConversation:
     """All messages in order, or after a compaction: its three items + the messages after it."""
     messages = MessageRepository(db)
-    latest = await CompactionRepository(db).latest(session.id)
+    # The session row names its latest checkpoint: a session never compacted needs no lookup.
+    latest = None
+    if session.latest_compaction_id is not None:
+        latest = await CompactionRepository(db).latest(session.id)
     if latest is None:
         rows = _checked(await messages.load(session.id))
         return ActiveConversation([r.to_item(counter) for r in rows], None, rows)

@@ -41,9 +41,9 @@ from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
-from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import StoredMessage
+from app.storage.repositories.sessions import SessionRepository
 
 __all__ = [
     "CountedConversation",
@@ -81,7 +81,8 @@ async def load_counted(
     checkpoint was installed in between (then everything is read again). Stored messages never
     change and sequences become visible in order (they are allocated under the session's row
     lock), so the result equals a full read; a turn then decodes each message once instead of
-    the whole Conversation at every model call.
+    the whole Conversation at every model call. ``session`` must be the row as loaded in ``db``'s
+    transaction: its ``latest_compaction_id`` tells whether another checkpoint was installed.
     """
     base = base_counter(counter)
     tail = None if previous is None else await _tail(db, session, previous.active, base.name)
@@ -115,16 +116,24 @@ async def _tail(
     db: AsyncSession, session: AgentSession, previous: ActiveConversation, counter: str
 ) -> tuple[list[StoredMessage], list[Item]] | None:
     """The rows stored after ``previous`` and their items; ``None`` when the checkpoint in
-    force changed (the projection must be rebuilt)."""
-    latest_id = await CompactionRepository(db).latest_id(session.id)
+    force changed (the projection must be rebuilt).
+
+    ``session`` is the row loaded in ``db``'s transaction: its ``latest_compaction_id`` is kept
+    by every checkpoint write (``CompactionRepository.add``), so no query is needed to see one."""
     checkpoint = previous.checkpoint
-    if latest_id != (checkpoint.compaction_id if checkpoint else None):
+    if session.latest_compaction_id != (checkpoint.compaction_id if checkpoint else None):
         return None
     if previous.stored:
         after = previous.stored[-1].sequence
     else:
         after = checkpoint.replaced_through_message_sequence if checkpoint else 0
-    rows = await MessageRepository(db).load(session.id, after_sequence=after)
+    messages = MessageRepository(db)
+    rows = None
+    if SessionRepository(db).is_current(session):
+        # A turn step reads back what it appended itself: no query when nothing else was.
+        rows = messages.appended_after(session.id, after, session.last_message_sequence)
+    if rows is None:
+        rows = await messages.load(session.id, after_sequence=after)
     for row in rows:  # the guard of ``load_active`` (hand-edited databases)
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(

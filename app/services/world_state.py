@@ -13,12 +13,18 @@ Two phases, so a caller need not hold a database transaction while the filesyste
   together and the next sampling sends the same messages again.
 
 ``sample`` is both, as ``app.services.ports.WorldStateSampling`` declares it for the turn runner.
+
+The stored baselines change only when a sample writes messages, yet every sample needs them: the
+sampler keeps the last baselines it saw per session under the session's ``world_state_version``
+(see ``_BaselineCache``) and reads them again only when the row loaded by the caller shows
+another token.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections import OrderedDict
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -40,6 +46,7 @@ from app.core.world_state import (
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.settings import Settings
 from app.storage.models import AgentSession
+from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
@@ -72,8 +79,45 @@ def _provided(values: dict[str, Any]) -> WorkspaceInputs:
     )
 
 
+Baselines = dict[str, str | None]
+
+
+class _BaselineCache:
+    """Per process: session id → (``world_state_version``, the baselines stored under it), the
+    least recently used session dropped beyond ``size``.
+
+    The version is a random token renewed by every baseline write (``BaselineRepository.apply``),
+    not a counter: a counter bumped by a transaction that then rolled back could be reached again
+    by a different write (another transaction, another replica) and name other baselines, while
+    a token is never issued twice, so an entry put before its transaction committed (or for one
+    that rolled back) can only ever match its own baselines. Entries are copied in and out, so
+    callers may change what they get.
+    """
+
+    def __init__(self, size: int = 1024) -> None:
+        self._entries: OrderedDict[str, tuple[str, Baselines]] = OrderedDict()
+        self._size = size
+
+    def get(self, session_id: str, version: str) -> Baselines | None:
+        entry = self._entries.get(session_id)
+        if entry is None or entry[0] != version or version == UNKNOWN_WORLD_STATE_VERSION:
+            return None
+        self._entries.move_to_end(session_id)
+        return dict(entry[1])
+
+    def put(self, session_id: str, version: str, baselines: Mapping[str, str | None]) -> None:
+        # A row inserted without the ORM has no token yet: nothing can be known under it.
+        if version == UNKNOWN_WORLD_STATE_VERSION:
+            return
+        self._entries[session_id] = (version, dict(baselines))
+        self._entries.move_to_end(session_id)
+        while len(self._entries) > self._size:
+            self._entries.popitem(last=False)
+
+
 class WorldStateSampler:
-    """Implements ``WorldStateSampling``; one per app, stateless (baselines live in the DB)."""
+    """Implements ``WorldStateSampling``; one per app. The baselines live in the database; the
+    sampler only caches them per session (``_BaselineCache``)."""
 
     def __init__(
         self,
@@ -83,6 +127,7 @@ class WorldStateSampler:
     ) -> None:
         self._roots = tuple(settings.workspace_roots)
         self._timeout = capture_timeout_seconds
+        self._baselines = _BaselineCache()
 
     async def capture(self, session: AgentSession) -> WorkspaceInputs:
         """The session's workspace inputs as they are now (see the module docstring)."""
@@ -126,13 +171,17 @@ class WorldStateSampler:
 
         ``record_turn=False`` leaves the messages' ``turn_id`` column empty (session prepare has
         a request-scoped id, not a turn row). Takes the session's write lock first, so two
-        samplings of one session never both read the old baselines.
+        samplings of one session never both read the old baselines. When ``session`` is the row
+        loaded in this transaction under that lock (``require(..., for_update=True)``), its
+        ``world_state_version`` is current and the cached baselines are used if it matches.
         """
-        await SessionRepository(db).lock(session.id)
+        sessions = SessionRepository(db)
+        # Asked before ``lock``: a row loaded before the lock may show an outdated token.
+        current_row = sessions.is_current(session)
+        await sessions.lock(session.id)
         sections = render_sections(inputs, _sandbox_of(session), session.disabled_skills)
         self._log_skipped(session.id, inputs, [s.dropped for s in sections])
-        baselines = BaselineRepository(db)
-        current = await baselines.get_all(session.id)
+        current = await self._stored_baselines(db, session, current_row)
         messages = diff_sections(sections, current, conversation)
         if not messages:
             return []
@@ -141,8 +190,27 @@ class WorldStateSampler:
         )
         # Only now, with every message written: a failure above leaves the old baselines.
         advanced = advance_baselines(current, messages)
-        await baselines.apply(session.id, {m.section_id: advanced[m.section_id] for m in messages})
+        version = await BaselineRepository(db).apply(
+            session.id, {m.section_id: advanced[m.section_id] for m in messages}
+        )
+        # Before the commit, and safely so: the new token is visible to nobody unless this
+        # transaction commits, and then it names exactly ``advanced``.
+        self._baselines.put(session.id, version, advanced)
         return written
+
+    async def _stored_baselines(
+        self, db: AsyncSession, session: AgentSession, current_row: bool
+    ) -> Baselines:
+        if not current_row:
+            return await BaselineRepository(db).get_all(session.id)
+        version = session.world_state_version
+        cached = self._baselines.get(session.id, version)
+        if cached is not None:
+            return cached
+        # Read under the lock, so they are the baselines stored under ``version``.
+        stored = await BaselineRepository(db).get_all(session.id)
+        self._baselines.put(session.id, version, stored)
+        return stored
 
     async def sample(
         self,

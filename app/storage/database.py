@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -26,6 +27,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
+from sqlalchemy.exc import DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -35,6 +37,7 @@ from sqlalchemy.ext.asyncio import (
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.storage.base import dumps_json
+from app.storage.sqlite_driver import one_trip_dbapi
 
 __all__ = [
     "READ_ONLY",
@@ -54,6 +57,10 @@ READ_ONLY = "ctxsvc_read_only"
 
 SQLITE_BUSY_TIMEOUT_MS = 30_000
 
+# A pooled PostgreSQL connection idle for this long is pinged before use (``_ping_after_idle``).
+PING_AFTER_IDLE_SECONDS = 5.0
+_IDLE_SINCE = "ctxsvc_idle_since"
+
 
 def sqlite_database_path(url: str) -> Path | None:
     """The file of an SQLite URL (``None`` for other backends and in-memory databases)."""
@@ -67,17 +74,53 @@ def sqlite_database_path(url: str) -> Path | None:
 
 
 def create_engine(url: str, **opts: Any) -> AsyncEngine:
-    """An ``AsyncEngine`` for ``url``; ``opts`` go to ``create_async_engine`` unchanged."""
+    """An ``AsyncEngine`` for ``url``; ``opts`` go to ``create_async_engine`` unchanged but for
+    ``ping_after_idle_seconds`` (PostgreSQL: see ``_ping_after_idle``)."""
     opts.setdefault("json_serializer", dumps_json)
     backend = make_url(url).get_backend_name()
+    ping_after_idle = opts.pop("ping_after_idle_seconds", PING_AFTER_IDLE_SECONDS)
     if backend == "postgresql":
-        # Connections dropped by a failover or an idle timeout are replaced instead of failing
-        # the next request.
-        opts.setdefault("pool_pre_ping", True)
+        engine = create_async_engine(url, **opts)
+        if not opts.get("pool_pre_ping"):
+            _ping_after_idle(engine, ping_after_idle)
+        return engine
+    if backend == "sqlite" and make_url(url).get_driver_name() == "aiosqlite":
+        # One worker-thread trip per statement instead of four (see sqlite_driver).
+        opts.setdefault("module", one_trip_dbapi())
     engine = create_async_engine(url, **opts)
     if backend == "sqlite":
         _configure_sqlite(engine)
     return engine
+
+
+def _ping_after_idle(engine: AsyncEngine, seconds: float) -> None:
+    """Check a pooled connection before use when it sat idle for ``seconds`` or more, so that
+    one dropped by an idle timeout or a failover is replaced instead of failing the request.
+
+    SQLAlchemy's ``pool_pre_ping`` does this at every checkout: a round trip per transaction,
+    more than a whole statement of a turn step. A connection returned moments ago is used as is
+    (a failure then invalidates the pool and that one request fails)."""
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(_dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry) -> None:
+        record.info[_IDLE_SINCE] = time.monotonic()
+
+    @event.listens_for(engine.sync_engine, "checkout")
+    def _on_checkout(
+        dbapi_connection: DBAPIConnection, record: ConnectionPoolEntry, _proxy: Any
+    ) -> None:
+        idle_since = record.info.get(_IDLE_SINCE)
+        if idle_since is None or time.monotonic() - idle_since < seconds:
+            return
+        try:
+            cursor = dbapi_connection.cursor()
+            try:
+                cursor.execute("SELECT 1")
+            finally:
+                cursor.close()
+        except Exception as exc:
+            # The pool discards this connection and checks out (or opens) another one.
+            raise DisconnectionError("pooled connection failed its ping") from exc
 
 
 def _configure_sqlite(engine: AsyncEngine) -> None:

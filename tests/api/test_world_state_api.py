@@ -18,6 +18,7 @@ from sqlalchemy import delete
 
 from app.storage.database import create_engine, create_session_factory, unit_of_work
 from app.storage.models import WorldStateBaseline
+from app.storage.repositories import SessionRepository
 from tests.api.helpers import (
     append,
     new_session,
@@ -209,6 +210,9 @@ async def test_restart_keeps_the_persisted_baseline_and_a_lost_one_resends_with_
                 await db.execute(
                     delete(WorldStateBaseline).where(WorldStateBaseline.session_id == sid)
                 )
+                # As any write outside BaselineRepository must: the sampler of this process
+                # caches the baselines under the token.
+                await SessionRepository(db).renew_world_state_version(sid)
         finally:
             await engine.dispose()
         await prepared_ok(second, sid)

@@ -14,11 +14,12 @@ import pytest
 from app.container import Container
 from app.core.content import Item
 from app.core.errors import ServiceError
-from app.services.world_state import WorldStateSampler
+from app.services.world_state import WorldStateSampler, _BaselineCache
 from app.storage.database import unit_of_work
+from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
 from app.storage.repositories import BaselineRepository, MessageRepository, SessionRepository
 from app.storage.repositories.records import StoredMessage
-from tests.conftest import make_settings
+from tests.conftest import make_settings, recorded_statements, touching
 
 pytestmark = pytest.mark.anyio
 
@@ -189,3 +190,87 @@ async def test_skill_warnings_and_catalog_drops_are_logged_without_content(
     assert kept + dropped == names
     assert any("Bad_Name" in r.__dict__.get("reason", "") for r in records)
     assert not any("secret-description" in str(r.__dict__) for r in records)
+
+
+async def sample_locked(
+    container: Container,
+    session_id: str,
+    *,
+    turn_id: str,
+    sampler: WorldStateSampler | None = None,
+    fail: bool = False,
+) -> list[Item]:
+    """One sampling as a turn step does it: on the session row loaded under its lock."""
+    async with unit_of_work(container.db) as db:
+        session = await SessionRepository(db).require(session_id, for_update=True)
+        conversation = [m.to_item() for m in await MessageRepository(db).load(session_id)]
+        written = await (sampler or container.world_state).sample(
+            db, session, conversation, turn_id=turn_id, model_call_index=1, sample_index=1
+        )
+        if fail:
+            raise WriteFailed
+    return written
+
+
+async def test_an_unchanged_version_reuses_the_cached_baselines(
+    container: Container, repo: Path
+) -> None:
+    sid = await new_session(container, {"working_directory": str(repo)})
+    assert len(await sample_locked(container, sid, turn_id="turn-1")) == 3
+    with recorded_statements(container.engine) as statements:
+        assert await sample_locked(container, sid, turn_id="turn-2") == []
+    assert statements  # the step itself ran
+    assert touching(statements, "world_state_baselines") == []
+
+
+async def test_baselines_changed_by_another_replica_are_read_again(
+    container: Container, repo: Path
+) -> None:
+    sid = await new_session(container, {"working_directory": str(repo)})
+    await sample_locked(container, sid, turn_id="turn-1")
+    # Another replica (a sampler with a cache of its own) sends the changed AGENTS.md.
+    (repo / "AGENTS.md").write_text("Be thorough.")
+    other = WorldStateSampler(container.settings)
+    assert len(await sample_locked(container, sid, turn_id="turn-2", sampler=other)) == 1
+    with recorded_statements(container.engine) as statements:
+        # Had this sampler trusted its cache, it would send the new AGENTS.md a second time.
+        assert await sample_locked(container, sid, turn_id="turn-3") == []
+    assert len(touching(statements, "world_state_baselines")) == 1
+
+
+async def test_a_rolled_back_sample_is_sent_again(container: Container, repo: Path) -> None:
+    sid = await new_session(container, {"working_directory": str(repo)})
+    await sample_locked(container, sid, turn_id="turn-1")
+    (repo / "AGENTS.md").write_text("Be thorough.")
+    with pytest.raises(WriteFailed):
+        await sample_locked(container, sid, turn_id="turn-2", fail=True)
+    # The rolled-back baselines were cached under a token that never became visible.
+    (again,) = await sample_locked(container, sid, turn_id="turn-3")
+    assert "Be thorough." in str(again.content)
+    assert await sample_locked(container, sid, turn_id="turn-4") == []
+
+
+async def test_a_row_not_loaded_under_the_lock_reads_the_stored_baselines(
+    container: Container, repo: Path
+) -> None:
+    sid = await new_session(container, {"working_directory": str(repo)})
+    await sample_locked(container, sid, turn_id="turn-1")
+    with recorded_statements(container.engine) as statements:
+        assert await sample(container, sid, turn_id="turn-2") == []
+    assert len(touching(statements, "world_state_baselines")) == 1
+
+
+def test_the_baseline_cache_is_bounded_and_hands_out_copies() -> None:
+    cache = _BaselineCache(size=2)
+    cache.put("s1", "v1", {"a": "1"})
+    cache.put("s2", "v1", {"a": "2"})
+    assert cache.get("s1", "v1") == {"a": "1"}  # s1 is now the most recently used
+    cache.put("s3", "v1", {"a": "3"})
+    assert cache.get("s2", "v1") is None
+    assert cache.get("s1", "v2") is None
+    taken = cache.get("s1", "v1")
+    assert taken is not None
+    taken["a"] = "changed"
+    assert cache.get("s1", "v1") == {"a": "1"}
+    cache.put("s4", UNKNOWN_WORLD_STATE_VERSION, {})
+    assert cache.get("s4", UNKNOWN_WORLD_STATE_VERSION) is None

@@ -4,9 +4,10 @@ import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import psycopg
 import pytest
 from sqlalchemy import text
-from sqlalchemy.exc import StatementError
+from sqlalchemy.exc import DBAPIError, StatementError
 
 from app.storage.database import (
     SessionFactory,
@@ -18,6 +19,7 @@ from app.storage.database import (
 from app.storage.migrate import upgrade_to_head
 from app.storage.models import AgentSession
 from app.storage.repositories import SessionRepository
+from tests.conftest import admin_conninfo
 from tests.storage.conftest import MakeSession, new_agent_session
 
 pytestmark = pytest.mark.anyio
@@ -108,3 +110,34 @@ def test_sqlite_database_path() -> None:
     assert sqlite_database_path("sqlite+aiosqlite:///./data/ctxsvc.db") == Path("./data/ctxsvc.db")
     assert sqlite_database_path("sqlite+aiosqlite:///:memory:") is None
     assert sqlite_database_path("postgresql+psycopg://u@h/db") is None
+
+
+async def _terminate_other_backends(url: str) -> None:
+    """What a failover or a server-side idle timeout does to a pooled connection."""
+    with psycopg.connect(admin_conninfo(url), autocommit=True) as admin:
+        admin.execute(
+            "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+
+
+@pytest.mark.parametrize(("idle_seconds", "recovers"), [(0.0, True), (3600.0, False)])
+async def test_an_idle_pooled_postgresql_connection_is_pinged_before_use(
+    postgres_url: str, idle_seconds: float, recovers: bool
+) -> None:
+    # Idle at least ``idle_seconds``: pinged, and a dead connection is replaced unseen. Used
+    # again sooner: not pinged (no round trip per transaction), so the dead one fails once.
+    engine = create_engine(postgres_url, pool_size=1, ping_after_idle_seconds=idle_seconds)
+    try:
+        async with engine.connect() as connection:
+            assert (await connection.execute(text("SELECT 1"))).scalar_one() == 1
+        await _terminate_other_backends(postgres_url)
+        if recovers:
+            async with engine.connect() as connection:
+                assert (await connection.execute(text("SELECT 2"))).scalar_one() == 2
+        else:
+            with pytest.raises(DBAPIError):
+                async with engine.connect() as connection:
+                    await connection.execute(text("SELECT 2"))
+    finally:
+        await engine.dispose()

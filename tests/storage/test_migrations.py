@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import asyncio
+import re
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
@@ -11,9 +14,16 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from alembic import command
-from app.storage.database import create_engine
+from app.storage.database import (
+    SessionFactory,
+    create_engine,
+    create_session_factory,
+    sqlite_database_path,
+    unit_of_work,
+)
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
-from app.storage.models import Base
+from app.storage.models import AgentMessage, Base, WorldStateBaseline
+from tests.storage.test_compactions import checkpoint
 
 pytestmark = pytest.mark.anyio
 
@@ -86,3 +96,131 @@ async def test_empty_or_unreachable_database_is_not_ready(tmp_path: Path) -> Non
     finally:
         await empty.dispose()
         await unreachable.dispose()
+
+
+INITIAL = "2026_11_30_1200"
+SUMMARY_COLUMNS = {"mailbox_pending", "latest_compaction_id", "world_state_version"}
+# The columns of ``sessions`` at the initial revision that have no server default.
+_initial_sessions = sa.table(
+    "sessions",
+    *(sa.column(name) for name in ("id", "model_id", "summary_model_id")),
+    *(sa.column(name, sa.JSON) for name in ("agent", "sandbox", "disabled_skills")),
+    *(sa.column(name) for name in ("last_message_sequence", "last_event_sequence")),
+    *(sa.column(name) for name in ("reload_required", "created_at", "updated_at")),
+)
+
+
+async def _downgrade_to(engine: AsyncEngine, revision: str) -> None:
+    def downgrade(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.downgrade(config, revision)
+
+    async with engine.connect() as connection:
+        await connection.run_sync(downgrade)
+        await connection.commit()
+
+
+async def _upgrade_to(engine: AsyncEngine, revision: str) -> None:
+    def upgrade(connection: Connection) -> None:
+        config = alembic_config()
+        config.attributes["connection"] = connection
+        command.upgrade(config, revision)
+
+    async with engine.connect() as connection:
+        await connection.run_sync(upgrade)
+        await connection.commit()
+
+
+async def _populate_initial(factory: SessionFactory) -> None:
+    """Sessions s1 (two of three agent messages queued, two checkpoints, a baseline) and s2
+    (nothing), written with the initial revision's columns only."""
+    now = datetime.now(UTC)
+    agent = {"system_prompt": "x", "tools": [], "max_model_calls": 20}
+    async with unit_of_work(factory) as db:
+        for sid in ("s1", "s2"):
+            await db.execute(
+                sa.insert(_initial_sessions).values(
+                    id=sid,
+                    model_id="local/test",
+                    summary_model_id="local/test",
+                    agent=agent,
+                    sandbox={"mode": "auto", "available": True},
+                    disabled_skills=[],
+                    last_message_sequence=0,
+                    last_event_sequence=0,
+                    reload_required=False,
+                    created_at=now,
+                    updated_at=now,
+                )
+            )
+        for i, delivered in enumerate((None, 7, None)):
+            db.add(
+                AgentMessage(
+                    session_id="s1",
+                    agent_message_id=f"m{i}",
+                    task="t",
+                    kind="final_answer",
+                    body="b",
+                    delivered_message_sequence=delivered,
+                )
+            )
+        # Added out of order: the latest is the highest sequence, not the last written.
+        db.add(checkpoint("s1", "c2", sequence=2))
+        db.add(checkpoint("s1", "c1", sequence=1))
+        db.add(WorldStateBaseline(session_id="s1", section_id="project/AGENTS.md", body="a"))
+
+
+async def _summaries(engine: AsyncEngine) -> dict[str, tuple[object, ...]]:
+    async with engine.connect() as connection:
+        rows = await connection.execute(
+            sa.text(
+                "SELECT id, mailbox_pending, latest_compaction_id, world_state_version "
+                "FROM sessions ORDER BY id"
+            )
+        )
+        return {row[0]: tuple(row[1:]) for row in rows}
+
+
+async def _session_columns_and_children(engine: AsyncEngine) -> tuple[set[str], list[int]]:
+    def read(connection: Connection) -> tuple[set[str], list[int]]:
+        columns = {c["name"] for c in inspect(connection).get_columns("sessions")}
+        counts = [
+            connection.execute(sa.text(f"SELECT count(*) FROM {table}")).scalar_one()
+            for table in ("agent_messages", "conversation_compactions", "world_state_baselines")
+        ]
+        return columns, counts
+
+    async with engine.connect() as connection:
+        return await connection.run_sync(read)
+
+
+async def test_session_summaries_are_backfilled_and_dropped_again(empty_database_url: str) -> None:
+    path = sqlite_database_path(empty_database_url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    engine = create_engine(empty_database_url)
+    try:
+        await _upgrade_to(engine, INITIAL)
+        await _populate_initial(create_session_factory(engine))
+        await upgrade_to_head(empty_database_url)
+
+        summaries = await _summaries(engine)
+        assert summaries["s1"][:2] == (2, "c2")
+        assert summaries["s2"][:2] == (0, None)
+        tokens = [str(s[2]) for s in summaries.values()]
+        assert all(re.fullmatch("[0-9a-f]{32}", t) for t in tokens)
+        assert len(set(tokens)) == 2
+
+        await _downgrade_to(engine, INITIAL)
+        columns, children = await _session_columns_and_children(engine)
+        assert not columns & SUMMARY_COLUMNS
+        # Nothing that references a session went with the dropped columns.
+        assert children == [3, 2, 1]
+
+        await upgrade_to_head(empty_database_url)
+        assert await is_at_head(engine)
+        again = await _summaries(engine)
+        assert {k: v[:2] for k, v in again.items()} == {k: v[:2] for k, v in summaries.items()}
+    finally:
+        await engine.dispose()

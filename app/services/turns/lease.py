@@ -19,9 +19,10 @@ from typing import Any
 from app.services.turns.deps import TurnDeps
 from app.storage.base import utc_now
 from app.storage.database import unit_of_work
+from app.storage.models import Turn
 from app.storage.repositories.turns import TurnRepository
 
-__all__ = ["INTERRUPTED_OUTCOME", "lease_expiry", "reap_expired", "watch_turn"]
+__all__ = ["INTERRUPTED_OUTCOME", "lease_expired", "lease_expiry", "reap_expired", "watch_turn"]
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +34,15 @@ INTERRUPTED_OUTCOME: dict[str, Any] = {
 
 def lease_expiry(deps: TurnDeps) -> Any:
     return utc_now() + timedelta(seconds=deps.settings.turn_lease_seconds)
+
+
+def lease_expired(turn: Turn) -> bool:
+    """A running turn whose runner died: the reaper makes it ``interrupted``."""
+    return (
+        turn.status == "running"
+        and turn.lease_expires_at is not None
+        and turn.lease_expires_at < utc_now()
+    )
 
 
 async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:

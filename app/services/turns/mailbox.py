@@ -35,10 +35,21 @@ def _content(task: str, kind: str, body: str) -> list[Block]:
 
 
 async def drain_mailbox(
-    db: AsyncSession, session_id: str, turn_id: str, counter: TokenCounter
+    db: AsyncSession,
+    session_id: str,
+    turn_id: str,
+    counter: TokenCounter,
+    *,
+    pending: int | None = None,
 ) -> int:
     """Append every queued message as a user-role ``agent_message`` (oldest first) in ``db``'s
-    transaction. The message id ``agent-msg:{id}`` makes a retried drain write nothing twice."""
+    transaction. The message id ``agent-msg:{id}`` makes a retried drain write nothing twice.
+
+    ``pending`` is the session's ``mailbox_pending`` as read in this transaction (from the row
+    loaded under its lock); ``0`` means the mailbox is empty, so it is not queried. ``None``
+    always queries."""
+    if pending == 0:
+        return 0
     mailbox = MailboxRepository(db)
     messages = MessageRepository(db)
     delivered = 0

@@ -35,6 +35,7 @@ from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.mailbox import drain_mailbox
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
 from app.services.turns.sampling import Captured, capture, sample
+from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord, handle_calls
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession
@@ -60,6 +61,8 @@ class TurnEnded(Exception):
     final_text: str | None = None
     # Calls of the last response that still need a result (written before the turn ends).
     entries: list[CallEntry] = field(default_factory=list)
+    # The last model response when it is not stored yet: stored in the step that ends the turn.
+    response: Stored | None = None
 
     def outcome(self) -> dict[str, Any]:
         if self.status == "completed":
@@ -71,6 +74,8 @@ class TurnEnded(Exception):
 
 # The next model call's request, and the session row it was prepared from.
 Ready = tuple[PreparedModelCall, AgentSession]
+# A model response and the request it answered, to be stored.
+Stored = tuple[ModelResponse, PreparedModelCall]
 
 
 def _failed(code: str, message: str, entries: list[CallEntry] | None = None) -> TurnEnded:
@@ -85,11 +90,14 @@ class TurnRunner:
         turn_id: str,
         *,
         doom: DoomRecord | None = None,
+        started: Started | None = None,
     ) -> None:
         self.deps = deps
         self.session_id = session_id
         self.turn_id = turn_id
         self.doom = doom
+        # The start that created the turn in this process: what it read need not be read again.
+        self.started = started
         self.cancel = asyncio.Event()
         self.phase: str | None = None
         self.sink = LiveSink(deps, session_id, turn_id)
@@ -114,64 +122,97 @@ class TurnRunner:
 
     async def _finish(self, end: TurnEnded) -> None:
         try:
-            if self.sink.dirty:
-                await self.sink.clear("turn_ended")
-            async with self._step() as (db, events):
-                if end.entries:
-                    await write_results(
-                        db,
-                        events,
-                        self.counter,
-                        session_id=self.session_id,
-                        turn_id=self.turn_id,
-                        entries=end.entries,
-                    )
-                finished = await TurnRepository(db).finish(
-                    self.session_id,
-                    self.turn_id,
-                    status=end.status,
-                    outcome=end.outcome(),
-                    phase="terminal",
-                )
-                if not finished:
-                    raise TurnLost
-                await events.emit(
-                    db,
-                    self.session_id,
-                    "turn_finished",
-                    {"status": end.status, "outcome": end.outcome()},
-                    turn_id=self.turn_id,
-                )
+            await self._finish_step(end)
+        except TurnEnded as failure:  # storing the last response failed: its step rolled back
+            await self._finish(failure)
         except TurnLost:
             logger.info("turn %s was already terminal", self.turn_id)
         except Exception:
             # The lease runs out and the reaper interrupts the turn: nothing is left running.
             logger.exception("turn %s could not be finished", self.turn_id)
 
+    async def _finish_step(self, end: TurnEnded) -> None:
+        """The last response (if not stored yet), the results of its remaining calls and the
+        outcome, in one transaction."""
+        if self.sink.dirty and end.response is None:
+            await self.sink.clear("turn_ended")
+        async with self._step() as (db, events):
+            if end.response is not None:
+                usage = await self._store_response(db, events, *end.response)
+                await TurnRepository(db).add_usage(self.session_id, self.turn_id, **usage)
+            if end.entries:
+                await write_results(
+                    db,
+                    events,
+                    self.counter,
+                    session_id=self.session_id,
+                    turn_id=self.turn_id,
+                    entries=end.entries,
+                )
+            finished = await TurnRepository(db).finish(
+                self.session_id,
+                self.turn_id,
+                status=end.status,
+                outcome=end.outcome(),
+                phase="terminal",
+            )
+            if not finished:
+                raise TurnLost
+            await events.emit(
+                db,
+                self.session_id,
+                "turn_finished",
+                {"status": end.status, "outcome": end.outcome()},
+                turn_id=self.turn_id,
+            )
+
     # ----- the loop --------------------------------------------------------------------------
 
-    async def _loop(self) -> None:
-        async with unit_of_work(self.deps.db, read_only=True) as db:
-            turn = await TurnRepository(db).get(self.session_id, self.turn_id)
-            if turn is None or turn.status != "running":
-                raise TurnLost
-            session = await SessionRepository(db).require(self.session_id)
-            entry = await resolve_model(db, session.model_id)
-            # The same counter as inspection and session prepare (calibrated when configured).
-            self.counter, _ = await calibrated_counter(
-                db,
-                entry.id,
-                self.deps.counter(entry.capabilities.token_counter),
-                apply=self.deps.settings.apply_calibration,
-            )
+    async def _load_turn(self) -> tuple[AgentSession, int]:
+        """The session and the index of the last model call; sets the model, counter, phase
+        and cancel flag from the stored turn (or from the start that created it)."""
+        started = self.started
+        if started is not None and started.model is not None:
+            # A new turn: running, phase ``starting``, no model call yet; a cancel posted since
+            # is seen by the first phase update.
+            session, entry, index = started.session, started.model, 0
+            self.phase = started.turn.phase
+            self.counter = self._base(entry)
+            if self.deps.settings.apply_calibration:
+                async with unit_of_work(self.deps.db, read_only=True) as db:
+                    self.counter = await self._counter(db, entry)
+        else:
+            async with unit_of_work(self.deps.db, read_only=True) as db:
+                turn = await TurnRepository(db).get(self.session_id, self.turn_id)
+                if turn is None or turn.status != "running":
+                    raise TurnLost
+                session = await SessionRepository(db).require(self.session_id)
+                entry = await resolve_model(db, session.model_id)
+                self.counter = await self._counter(db, entry)
+            self.phase, index = turn.phase, turn.model_call_index
+            if turn.cancel_requested:
+                self.cancel.set()
         self.entry = entry
-        self.phase = turn.phase
-        if turn.cancel_requested:
-            self.cancel.set()
-        client = self.deps.model_clients.for_model(entry)
+        return session, index
+
+    def _base(self, entry: ModelEntry) -> TokenCounter:
+        return self.deps.counter(entry.capabilities.token_counter)
+
+    async def _counter(self, db: AsyncSession, entry: ModelEntry) -> TokenCounter:
+        # The same counter as inspection and session prepare (calibrated when configured).
+        if not self.deps.settings.apply_calibration:
+            return self._base(entry)
+        counter, _ = await calibrated_counter(
+            db, entry.id, self._base(entry), apply=self.deps.settings.apply_calibration
+        )
+        return counter
+
+    async def _loop(self) -> None:
+        session, index = await self._load_turn()
+        assert self.entry is not None
+        client = self.deps.model_clients.for_model(self.entry)
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
-        index = turn.model_call_index
         ready: Ready | None = None
         while True:
             if ready is None:
@@ -185,12 +226,16 @@ class TurnRunner:
             self._check_cancel()
             response = await self._sample_model(client, index, prepared, session)
             entries = entries_of(response.tool_calls)
-            await self._persist(response, prepared)
+            stored = (response, prepared)
+            # The response is stored in the step that handles it (its tool round, or the end of
+            # the turn): the assistant message comes first in that transaction, and no tool
+            # runs unless it is stored — a refused message rolls the whole step back.
             if not entries:
-                raise TurnEnded("completed", final_text=response.text)
-            self._check_cancel(entries)
+                raise TurnEnded("completed", final_text=response.text, response=stored)
+            if self.cancel.is_set():
+                raise TurnEnded("cancelled", entries=entries, response=stored)
             following = index + 1 if index < max_calls else None
-            outcome = await self._run_tools(session, entries, threshold, following)
+            outcome = await self._run_tools(session, entries, threshold, following, stored)
             if outcome == "wait":
                 return
             ready = outcome
@@ -208,6 +253,13 @@ class TurnRunner:
             events = self.deps.events.batch(self.session_id)
             yield db, events
             await events.flush(db)
+
+    async def _hold(self, db: AsyncSession) -> AgentSession:
+        """The session row, locked for the step; its sequence counters are written once."""
+        sessions = SessionRepository(db)
+        session = await sessions.require(self.session_id, for_update=True)
+        sessions.defer_counters(session)
+        return session
 
     async def _set_phase(
         self, db: AsyncSession, events: EventBatch, phase: str, **values: Any
@@ -236,7 +288,7 @@ class TurnRunner:
         try:
             captured = await capture(self.deps, session) if sample_index is not None else None
             async with self._step() as (db, events):
-                session = await SessionRepository(db).require(self.session_id, for_update=True)
+                session = await self._hold(db)
                 if sample_index == 1:
                     await self._set_phase(db, events, "running_model", model_call_index=index)
                 loaded = await self._load(db, session, index, sample_index, captured)
@@ -254,7 +306,9 @@ class TurnRunner:
     ) -> tuple[CountedConversation, list[Any]]:
         """Inside a step: drain the mailbox (sample 1), read the Conversation and sample."""
         if sample_index == 1:
-            await drain_mailbox(db, self.session_id, self.turn_id, self.counter)
+            await drain_mailbox(
+                db, self.session_id, self.turn_id, self.counter, pending=session.mailbox_pending
+            )
         counted = await load_counted(db, session, self.counter, self.conversation)
         await store_counts(db, self.session_id, counted)
         items = counted.items
@@ -377,54 +431,56 @@ class TurnRunner:
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
 
-    async def _persist(self, response: ModelResponse, prepared: PreparedModelCall) -> None:
-        """Store the assistant message (tools never run before it is stored), the usage and a
-        calibration sample, in one transaction."""
+    async def _store_response(
+        self,
+        db: AsyncSession,
+        events: EventBatch,
+        response: ModelResponse,
+        prepared: PreparedModelCall,
+    ) -> dict[str, int]:
+        """Inside a step: the assistant message and a calibration sample; returns the usage to
+        add to the turn (with the step's turn update). Any failure is ``persistence_error``."""
         assert self.entry is not None
         content = response.assistant_content()
         usage = response.usage
         try:
-            async with self._step() as (db, events):
-                await MessageRepository(db).append(
-                    self.session_id,
-                    [
-                        NewMessage(
-                            role="assistant",
-                            kind="normal",
-                            content=content,
-                            turn_id=self.turn_id,
-                            token_counts=exact_counts(self.counter, "assistant", content),
-                        )
-                    ],
-                    # A refusal fails the turn: this step is rolled back.
-                    rollback_on_refusal=True,
-                )
-                await TurnRepository(db).add_usage(
-                    self.session_id,
-                    self.turn_id,
-                    input_tokens=usage.input_tokens or 0,
-                    output_tokens=usage.output_tokens or 0,
-                    cached_tokens=usage.cached_tokens or 0,
-                    reasoning_tokens=usage.reasoning_tokens or 0,
-                )
-                await record_calibration(
-                    db,
-                    model_id=self.entry.id,
-                    counter=self.counter,
-                    estimated_input_tokens=prepared.budget.estimated_input_tokens,
-                    reported_input_tokens=usage.input_tokens,
-                )
-                self.sink.dirty = False
-                await events.emit(
-                    db,
-                    self.session_id,
-                    "draft_cleared",
-                    {"reason": "assistant_message_stored"},
-                    turn_id=self.turn_id,
-                )
+            await MessageRepository(db).append(
+                self.session_id,
+                [
+                    NewMessage(
+                        role="assistant",
+                        kind="normal",
+                        content=content,
+                        turn_id=self.turn_id,
+                        token_counts=exact_counts(self.counter, "assistant", content),
+                    )
+                ],
+                # A refusal fails the turn: this step is rolled back.
+                rollback_on_refusal=True,
+            )
+            await record_calibration(
+                db,
+                model_id=self.entry.id,
+                counter=self.counter,
+                estimated_input_tokens=prepared.budget.estimated_input_tokens,
+                reported_input_tokens=usage.input_tokens,
+            )
+            await events.emit(
+                db,
+                self.session_id,
+                "draft_cleared",
+                {"reason": "assistant_message_stored"},
+                turn_id=self.turn_id,
+            )
         except Exception as exc:
             detail = exc.detail if isinstance(exc, ServiceError) else str(exc)
             raise _failed("persistence_error", f"persistence error: {detail}") from exc
+        return {
+            "input_tokens": usage.input_tokens or 0,
+            "output_tokens": usage.output_tokens or 0,
+            "cached_tokens": usage.cached_tokens or 0,
+            "reasoning_tokens": usage.reasoning_tokens or 0,
+        }
 
     async def _run_tools(
         self,
@@ -432,10 +488,11 @@ class TurnRunner:
         entries: list[CallEntry],
         threshold: int,
         following: int | None,
+        stored: Stored,
     ) -> Ready | Literal["wait"] | None:
-        """The tool round of a response; when it continues and ``following`` (the next call's
-        index) is given, the next call is prepared in the same step and returned (``None``:
-        prepare it separately)."""
+        """The step of a response with tool calls: the response is stored, the round handled,
+        and when it continues and ``following`` (the next call's index) is given, the next call
+        is prepared in the same step and returned (``None``: prepare it separately)."""
         failure: ServiceError | None = None
         captured = None
         if following is not None:
@@ -445,7 +502,9 @@ class TurnRunner:
                 failure, following = exc, None
         doom, phase = self.doom, self.phase
         try:
-            outcome = await self._tools_step(session, entries, threshold, following, captured)
+            outcome = await self._tools_step(
+                session, entries, threshold, following, captured, stored
+            )
         except ServiceError:
             if following is None:
                 raise
@@ -455,7 +514,7 @@ class TurnRunner:
                 entry.update(result=None, caller=False)
                 entry.pop("doom", None)
             self.doom, self.phase = doom, phase
-            outcome = await self._tools_step(session, entries, threshold, None, None)
+            outcome = await self._tools_step(session, entries, threshold, None, None, stored)
         if failure is not None and outcome is None:
             self._check_cancel()
             raise _failed(failure.code, failure.detail) from failure
@@ -468,19 +527,16 @@ class TurnRunner:
         threshold: int,
         following: int | None,
         captured: Captured | None,
+        stored: Stored,
     ) -> Ready | Literal["wait"] | None:
         loaded = None
         async with self._step() as (db, events):
-            fresh = await SessionRepository(db).require(self.session_id, for_update=True)
-            # When the round continues into the next call in this step, the row's phase goes
-            # running_tools → running_model inside one transaction: running_tools is announced
-            # here and the one UPDATE that ends the step (below) checks that the turn is still
-            # ours — a lost turn rolls the whole step back either way.
-            deferred = following is not None
-            if deferred:
-                await self._announce_phase(db, events, "running_tools")
-            else:
-                await self._set_phase(db, events, "running_tools")
+            fresh = await self._hold(db)
+            usage = await self._store_response(db, events, *stored)
+            # The turn row is written once, by the UPDATE that ends the step (with the phase the
+            # round leads to, the usage and the plan); that UPDATE also checks that the turn is
+            # still ours — a lost turn rolls the whole step back.
+            await self._announce_phase(db, events, "running_tools")
             round_ = await handle_calls(
                 db,
                 events,
@@ -492,7 +548,14 @@ class TurnRunner:
                 doom_threshold=threshold,
             )
             self.doom = round_.doom
-            if round_.next == "continue":
+            values: dict[str, Any] = {"usage": usage}
+            if round_.plan is not None:
+                values["plan"] = round_.plan
+            if round_.next == "wait":
+                # No process works on a waiting turn: it holds no lease and never expires.
+                values.update(pending_tool_calls=entries, release_lease=True)
+                await self._set_phase(db, events, "waiting_tool_results", **values)
+            elif round_.next == "continue":
                 await write_results(
                     db,
                     events,
@@ -501,20 +564,16 @@ class TurnRunner:
                     turn_id=self.turn_id,
                     entries=entries,
                 )
-                if following is not None:
-                    await self._set_phase(db, events, "running_model", model_call_index=following)
+                if following is None:
+                    await self._set_phase(db, events, "running_tools", **values)
+                else:
+                    await self._set_phase(
+                        db, events, "running_model", model_call_index=following, **values
+                    )
                     loaded = await self._load(db, fresh, following, 1, captured)
-            elif round_.next == "wait":
-                # No process works on a waiting turn: it holds no lease and never expires.
-                await self._set_phase(
-                    db,
-                    events,
-                    "waiting_tool_results",
-                    pending_tool_calls=entries,
-                    release_lease=True,
-                )
-            elif deferred:  # doom loop: the round is stored with its phase, as without one
-                await self._set_phase(db, events, "running_tools")
+            else:  # doom loop: the round is stored with its phase; the turn then fails
+                await self._set_phase(db, events, "running_tools", **values)
+        self.sink.dirty = False
         if round_.next == "doom_loop":
             raise _failed("doom_loop", round_.message, entries)
         if round_.next == "wait":

@@ -24,16 +24,13 @@ from app.services.turns.control import (
     require_turn,
 )
 from app.services.turns.deps import TurnDeps
-from app.services.turns.lease import reap_expired, watch_turn
+from app.services.turns.lease import lease_expired, reap_expired, watch_turn
 from app.services.turns.runner import TurnRunner
-from app.services.turns.start import start_turn
+from app.services.turns.start import RunningTurnExpired, Started, start_turn
 from app.services.turns.stream import open_event_stream
 from app.services.turns.tools import DoomRecord
 from app.services.turns.views import awaiting_calls, turn_to_json
-from app.storage.base import utc_now
-from app.storage.database import unit_of_work
 from app.storage.models import Turn
-from app.storage.repositories.turns import TurnRepository
 
 __all__ = ["TurnService"]
 
@@ -99,9 +96,15 @@ class TurnService:
 
     # ----- runners ---------------------------------------------------------------------------
 
-    def _spawn(self, session_id: str, turn_id: str, doom: DoomRecord | None = None) -> None:
+    def _spawn(
+        self,
+        session_id: str,
+        turn_id: str,
+        doom: DoomRecord | None = None,
+        started: Started | None = None,
+    ) -> None:
         key = (session_id, turn_id)
-        runner = TurnRunner(self._deps, session_id, turn_id, doom=doom)
+        runner = TurnRunner(self._deps, session_id, turn_id, doom=doom, started=started)
         task = asyncio.create_task(self._supervise(key, runner))
         self._runners[key] = (runner, task)
 
@@ -141,19 +144,28 @@ class TurnService:
         input_items: Sequence[dict[str, Any]],
         wait: bool = False,
     ) -> tuple[dict[str, Any], bool]:
-        await self._reap_session_if_expired(session_id)
-        turn, created = await start_turn(
+        try:
+            started = await self._start(session_id, client_request_id, input_items)
+        except RunningTurnExpired:
+            await reap_expired(self._deps)
+            started = await self._start(session_id, client_request_id, input_items)
+        turn, created = started.turn, started.created
+        if created:
+            self._spawn(session_id, turn.turn_id, started=started)
+        if wait:
+            turn = await self._wait(session_id, turn.turn_id, _settled)
+        return turn_to_json(turn), created
+
+    async def _start(
+        self, session_id: str, client_request_id: str, input_items: Sequence[dict[str, Any]]
+    ) -> Started:
+        return await start_turn(
             self._deps,
             self.owner,
             session_id,
             client_request_id=client_request_id,
             input_items=input_items,
         )
-        if created:
-            self._spawn(session_id, turn.turn_id)
-        if wait:
-            turn = await self._wait(session_id, turn.turn_id, _settled)
-        return turn_to_json(turn), created
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))
@@ -198,24 +210,10 @@ class TurnService:
 
     async def _read(self, session_id: str, turn_id: str) -> Turn:
         turn = await require_turn(self._deps, session_id, turn_id)
-        if self._expired(turn):
+        if lease_expired(turn):
             await reap_expired(self._deps)
             turn = await require_turn(self._deps, session_id, turn_id)
         return turn
-
-    @staticmethod
-    def _expired(turn: Turn) -> bool:
-        return (
-            turn.status == "running"
-            and turn.lease_expires_at is not None
-            and turn.lease_expires_at < utc_now()
-        )
-
-    async def _reap_session_if_expired(self, session_id: str) -> None:
-        async with unit_of_work(self._deps.db, read_only=True) as db:
-            running = await TurnRepository(db).get_running(session_id)
-        if running is not None and self._expired(running):
-            await reap_expired(self._deps)
 
     async def _wait(self, session_id: str, turn_id: str, done: Callable[[Turn], bool]) -> Turn:
         deadline = time.monotonic() + self._deps.settings.turn_wait_timeout_seconds
@@ -223,17 +221,18 @@ class TurnService:
         queue = hub.subscribe(session_id)
         try:
             while True:
+                local = self._runners.get((session_id, turn_id))
+                remaining = deadline - time.monotonic()
+                if local is not None and remaining > 0:
+                    # Our own runner: its task ends exactly when the turn waits or ends, so
+                    # there is no need to read the row before, nor at every update it commits.
+                    await asyncio.wait({local[1]}, timeout=remaining)
                 turn = await self._read(session_id, turn_id)
                 remaining = deadline - time.monotonic()
                 if done(turn) or remaining <= 0:
                     return turn
-                local = self._runners.get((session_id, turn_id))
-                if local is not None:
-                    # Our own runner: its task ends exactly when the turn waits or ends, so
-                    # there is no need to re-read the row at every update it commits.
-                    await asyncio.wait({local[1]}, timeout=remaining)
-                    continue
-                await _next_commit(queue, min(_WAIT_POLL_SECONDS, remaining))
+                if (session_id, turn_id) not in self._runners:
+                    await _next_commit(queue, min(_WAIT_POLL_SECONDS, remaining))
         finally:
             hub.unsubscribe(session_id, queue)
 

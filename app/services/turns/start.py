@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import anyio
@@ -17,9 +18,10 @@ from app.core.world_state.inputs import SkillSnapshot
 from app.core.world_state.provided import ProvidedSkill, provided_inputs, provided_skill_snapshot
 from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.turns.deps import TurnDeps
-from app.services.turns.lease import lease_expiry
+from app.services.turns.lease import lease_expired, lease_expiry
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
@@ -28,7 +30,20 @@ from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 from app.workspace import read_skill_snapshot
 
-__all__ = ["busy", "start_turn"]
+__all__ = ["RunningTurnExpired", "Started", "busy", "start_turn"]
+
+
+class RunningTurnExpired(Exception):
+    """The session's running turn has an expired lease (its runner died)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Started:
+    turn: Turn
+    created: bool
+    # What the start read, for the runner of a new turn (it need not read them again).
+    session: AgentSession
+    model: ModelEntry | None
 
 
 def busy(turn_id: str) -> Conflict:
@@ -107,9 +122,11 @@ async def start_turn(
     *,
     client_request_id: str,
     input_items: Sequence[dict[str, Any]],
-) -> tuple[Turn, bool]:
-    """``(turn, created)``. Order of checks: ``empty_input`` → ``reload_required`` → the same
-    ``client_request_id`` (the accepted turn, ``created=False``) → ``busy``; then skills."""
+) -> Started:
+    """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
+    (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
+    ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
+    the caller reaps it and starts again."""
     texts = _texts(input_items)
     async with unit_of_work(deps.db) as db:
         sessions = SessionRepository(db)
@@ -123,16 +140,17 @@ async def start_turn(
                 "turns until it is rebuilt from the database",
             )
         turns = TurnRepository(db)
-        existing = await turns.get_by_client_request_id(session_id, client_request_id)
+        existing, running = await turns.start_candidates(session_id, client_request_id)
+        if running is not None and lease_expired(running):
+            raise RunningTurnExpired(running.turn_id)
         if existing is not None:
-            return existing, False
-        running = await turns.get_running(session_id)
+            return Started(existing, False, session, None)
         if running is not None:
             raise busy(running.turn_id)
         model = await resolve_model(db, session.model_id)
         counter = deps.counter(model.capabilities.token_counter)
         skills = await _skill_messages(session, input_items, deps.settings.workspace_roots, counter)
-        turn, created = await turns.create_running(
+        turn, _ = await turns.create_running(
             session_id=session_id,
             turn_id=f"turn-{uuid.uuid4().hex}",
             client_request_id=client_request_id,
@@ -140,9 +158,8 @@ async def start_turn(
             phase="starting",
             lease_owner=owner,
             lease_expires_at=lease_expiry(deps),
+            checked=True,
         )
-        if not created:
-            return turn, False
         content: list[Block] = [text_block(t) for t in texts]
         user = NewMessage(
             role="user",
@@ -166,4 +183,4 @@ async def start_turn(
             {"client_request_id": client_request_id, "input": turn.input},
             turn_id=turn.turn_id,
         )
-    return turn, True
+    return Started(turn, True, session, model)

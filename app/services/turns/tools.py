@@ -28,7 +28,7 @@ from app.core.prepared import ToolDefinition
 from app.services.events import EventEmitter
 from app.services.turns.calls import CallEntry, error_result, finished_payload
 from app.storage.base import utc_now
-from app.storage.repositories.turns import PlanRepository, TurnRepository
+from app.storage.repositories.turns import PlanRepository
 
 __all__ = ["DoomRecord", "ToolRound", "check_call", "handle_calls"]
 
@@ -65,6 +65,9 @@ class ToolRound:
     next: Literal["continue", "wait", "doom_loop"]
     doom: DoomRecord | None
     message: str = ""
+    # The turn's plan as the round's last successful ``update_plan`` left it (``None``: not
+    # changed); the caller writes it to the turn row with the phase that ends its step.
+    plan: dict[str, Any] | None = None
 
 
 @lru_cache(maxsize=512)
@@ -119,16 +122,16 @@ def check_call(
 
 async def _update_plan(
     db: AsyncSession, events: EventEmitter, session_id: str, turn_id: str, raw: str
-) -> dict[str, Any]:
+) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """The call's result and the turn's new plan (``None`` when the arguments are refused)."""
     try:
         plan = parse_plan(raw)
     except PlanArgumentsInvalid as exc:
-        return error_result(exc.detail)
+        return error_result(exc.detail), None
     stored = {**plan.to_json(), "updated_at": utc_now().isoformat().replace("+00:00", "Z")}
     await PlanRepository(db).put(session_id, turn_id, plan.to_json())
-    await TurnRepository(db).advance_running(session_id, turn_id, plan=stored)
     await events.emit(db, session_id, "plan_updated", stored, turn_id=turn_id)
-    return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}
+    return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}, stored
 
 
 async def _conversation_history(db: AsyncSession, session_id: str, raw: str) -> dict[str, Any]:
@@ -156,6 +159,7 @@ async def handle_calls(
     "remaining calls" the caller of this function ends with the fixed result."""
     by_name = {t["name"]: t for t in tools}
     waiting = False
+    plan: dict[str, Any] | None = None
     for entry in entries:
         name, raw = entry["name"], entry["input"]
         await events.emit(
@@ -176,9 +180,10 @@ async def handle_calls(
                 await events.emit(
                     db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
                 )
-                return ToolRound("doom_loop", doom, f"doom loop detected: {name}")
+                return ToolRound("doom_loop", doom, f"doom loop detected: {name}", plan)
             if name == UPDATE_PLAN:
-                entry["result"] = await _update_plan(db, events, session_id, turn_id, raw)
+                entry["result"], updated = await _update_plan(db, events, session_id, turn_id, raw)
+                plan = updated or plan
             elif name == CONVERSATION_HISTORY:
                 entry["result"] = await _conversation_history(db, session_id, raw)
             else:
@@ -188,4 +193,4 @@ async def handle_calls(
         await events.emit(
             db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
         )
-    return ToolRound("wait" if waiting else "continue", doom)
+    return ToolRound("wait" if waiting else "continue", doom, plan=plan)

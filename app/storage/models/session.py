@@ -3,10 +3,17 @@
 The two ``last_*_sequence`` columns are allocators: a writer bumps them with one
 ``UPDATE … RETURNING`` inside its transaction, which both hands out gap-free per-session sequences
 and (on PostgreSQL) row-locks the session so writers of one session queue up instead of colliding.
+
+Three more columns summarize other tables, kept up to date by the repository that writes those
+tables in the same transaction, so a turn step that has just loaded the session row (locked) can
+skip the reads that almost never find anything new: ``mailbox_pending`` (queued agent messages),
+``latest_compaction_id`` (the checkpoint in force) and ``world_state_version`` (a token naming the
+stored World State baselines).
 """
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
@@ -15,7 +22,16 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.storage.base import Base, JSONValue, utc_now
 
-__all__ = ["AgentSession"]
+__all__ = ["UNKNOWN_WORLD_STATE_VERSION", "AgentSession", "new_world_state_version"]
+
+# ``world_state_version`` of a row inserted without the ORM (the column's server default, also
+# what the migration adds the column with): no token yet, so nothing may be cached under it.
+UNKNOWN_WORLD_STATE_VERSION = "unknown"
+
+
+def new_world_state_version() -> str:
+    """A fresh token for ``world_state_version``: random, so it never names two baseline sets."""
+    return uuid.uuid4().hex
 
 
 class AgentSession(Base):
@@ -50,5 +66,14 @@ class AgentSession(Base):
     last_event_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
     # SPEC §7.6: a checkpoint was stored but not installed; new turns are refused until rebuilt.
     reload_required: Mapped[bool] = mapped_column(Boolean, default=False)
+    # Undelivered rows of ``agent_messages`` (MailboxRepository.enqueue / mark_delivered).
+    mailbox_pending: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # ``compaction_id`` of the highest-sequence checkpoint (CompactionRepository.add); NULL = none.
+    latest_compaction_id: Mapped[str | None] = mapped_column(Text)
+    # Replaced by a fresh random token whenever the stored baselines change
+    # (BaselineRepository.apply): a process may cache the baselines under it (WorldStateSampler).
+    world_state_version: Mapped[str] = mapped_column(
+        Text, default=new_world_state_version, server_default=UNKNOWN_WORLD_STATE_VERSION
+    )
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

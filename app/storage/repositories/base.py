@@ -6,12 +6,16 @@ roll back: the caller's unit of work owns the transaction (STYLE habit 3).
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
+from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
 
 __all__ = ["Repository"]
+
+_T = TypeVar("_T")
 
 
 class Repository:
@@ -27,3 +31,15 @@ class Repository:
         if self.dialect_name == "postgresql":
             return postgresql.insert(table)
         return sqlite.insert(table)
+
+    def _per_transaction(self, key: str, factory: Callable[[], _T]) -> _T:
+        """A value kept in ``Session.info`` under ``key`` for the current transaction: it is
+        emptied at the end of any transaction, a savepoint included (rolling back to a
+        savepoint can undo what it describes; forgetting it only costs a query)."""
+        sync = self.session.sync_session
+        value: _T | None = sync.info.get(key)
+        if value is None:
+            value = sync.info[key] = factory()
+            clear = value.clear  # type: ignore[attr-defined]
+            event.listen(sync, "after_transaction_end", lambda *_: clear())
+        return value

@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import cast
 
-from sqlalchemy import Table, bindparam, func, select
+from sqlalchemy import func, select
 
 from app.storage.models import Compaction
 from app.storage.repositories.base import Repository
@@ -13,29 +12,24 @@ from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["CompactionRepository"]
 
-_compactions = cast(Table, Compaction.__table__)
-_LATEST_ID = (
-    select(_compactions.c.compaction_id)
-    .where(_compactions.c.session_id == bindparam("k_session_id"))
-    .order_by(_compactions.c.sequence.desc())
-    .limit(1)
-)
-
 
 class CompactionRepository(Repository):
     async def add(self, row: Compaction) -> Compaction:
-        """Store a checkpoint, giving it the next per-session ``sequence``.
+        """Store a checkpoint, giving it the next per-session ``sequence``, and record it as the
+        session's ``latest_compaction_id`` (the highest sequence is the one just given).
 
         Locks the session row first so two concurrent compactions of one session cannot take the
         same sequence. The CHECK constraints refuse impossible rows (IntegrityError).
         """
-        await SessionRepository(self.session).lock(row.session_id)
+        sessions = SessionRepository(self.session)
+        await sessions.lock(row.session_id)
         last = await self.session.execute(
             select(func.max(Compaction.sequence)).where(Compaction.session_id == row.session_id)
         )
         row.sequence = int(last.scalar_one_or_none() or 0) + 1
         self.session.add(row)
         await self.session.flush()
+        await sessions.set_latest_compaction_id(row.session_id, row.compaction_id)
         return row
 
     async def get(self, session_id: str, compaction_id: str) -> Compaction | None:
@@ -50,13 +44,6 @@ class CompactionRepository(Repository):
             .limit(1)
         )
         return (await self.session.execute(stmt)).scalar_one_or_none()
-
-    async def latest_id(self, session_id: str) -> str | None:
-        """The ``compaction_id`` of ``latest`` (one column: no checkpoint row is decoded)."""
-        value = (
-            await self.session.execute(_LATEST_ID, {"k_session_id": session_id})
-        ).scalar_one_or_none()
-        return None if value is None else str(value)
 
     async def latest_installed_through(
         self, session_id: str, message_sequence: int

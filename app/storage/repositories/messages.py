@@ -51,6 +51,14 @@ _COLUMNS = (
 )
 
 
+# Keys in ``Session.info``, kept for the current transaction (``Repository._per_transaction``):
+# the calls this transaction opened and has not resolved, ``{(session_id, call_id): name}``, and
+# the messages it appended, ``{session_id: [StoredMessage, ...]}`` in sequence order. They let a
+# turn step skip reading back what it has just written.
+_OPENED = "ctxsvc_opened_calls"
+_APPENDED = "ctxsvc_appended_messages"
+
+
 def new_message_id() -> str:
     return f"msg-{uuid.uuid4().hex}"
 
@@ -115,9 +123,13 @@ class MessageRepository(Repository):
             for b in m.content
             if b["type"] in ("tool_call", "tool_result")
         }
-        unresolved = {
-            c.call_id: c.name for c in await self.find_unresolved_tool_calls(session_id, mentioned)
-        }
+        opened = self._opened()
+        unresolved = {c: opened[(session_id, c)] for c in mentioned if (session_id, c) in opened}
+        # A call opened in this transaction cannot have been resolved by another one (the
+        # session is locked): only the others are looked up.
+        others = mentioned.difference(unresolved)
+        for call in await self.find_unresolved_tool_calls(session_id, others):
+            unresolved[call.call_id] = call.name
         return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
 
     async def _write(
@@ -192,7 +204,36 @@ class MessageRepository(Repository):
             ],
         )
         await self._apply_tool_call_ops(ops)
+        opened = self._opened()
+        for kind, params in ops:
+            if kind == "call":
+                opened[(session_id, params["call_id"])] = params["name"]
+            else:
+                opened.pop((session_id, params["c"]), None)
+        self._appended().setdefault(session_id, []).extend(stored)
         return stored
+
+    def appended_after(
+        self, session_id: str, after_sequence: int, through_sequence: int
+    ) -> list[StoredMessage] | None:
+        """The messages ``after_sequence < sequence <= through_sequence`` when this transaction
+        appended every one of them (else ``None``: read them). Sequences have no gaps, so the
+        range is covered when the count matches."""
+        rows = [m for m in self._appended().get(session_id, []) if m.sequence > after_sequence]
+        rows = [m for m in rows if m.sequence <= through_sequence]
+        if len(rows) != through_sequence - after_sequence:
+            return None
+        if rows and rows[0].sequence != after_sequence + 1:
+            return None
+        return rows
+
+    def _opened(self) -> dict[tuple[str, str], str]:
+        opened: dict[tuple[str, str], str] = self._per_transaction(_OPENED, dict)
+        return opened
+
+    def _appended(self) -> dict[str, list[StoredMessage]]:
+        appended: dict[str, list[StoredMessage]] = self._per_transaction(_APPENDED, dict)
+        return appended
 
     async def _apply_tool_call_ops(self, ops: list[tuple[str, dict[str, Any]]]) -> None:
         resolve = (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import cast
+from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, case, delete, event, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, case, delete, inspect, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.dml import ReturningUpdate
@@ -14,6 +14,7 @@ from sqlalchemy.sql.dml import ReturningUpdate
 from app.core.errors import NotFound
 from app.storage.base import utc_now
 from app.storage.models import AgentSession
+from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
 
 __all__ = ["SessionRepository", "session_not_found"]
@@ -40,8 +41,34 @@ _ALLOCATE_MESSAGES = (
     .returning(_sessions.c.last_message_sequence)
 )
 
-# Key in ``Session.info``: the sessions whose row this transaction already holds locked.
+
+def _summary_update(column: str, value: ColumnElement[Any]) -> ReturningUpdate[Any]:
+    # The summary columns describe other tables, not the session: ``updated_at`` keeps its value
+    # (assigned to itself, so the column's Python ``onupdate`` does not fire).
+    return (
+        update(_sessions)
+        .where(_sessions.c.id == bindparam("k_id"))
+        .values({column: value, "updated_at": _sessions.c.updated_at})
+        .returning(_sessions.c[column])
+    )
+
+
+def _value(column: str) -> ColumnElement[Any]:
+    return bindparam("v_value", type_=_sessions.c[column].type)
+
+
+_ADD_MAILBOX_PENDING = _summary_update(
+    "mailbox_pending", _sessions.c.mailbox_pending + _value("mailbox_pending")
+)
+_SET_LATEST_COMPACTION = _summary_update("latest_compaction_id", _value("latest_compaction_id"))
+_SET_WORLD_STATE_VERSION = _summary_update("world_state_version", _value("world_state_version"))
+
+# Keys in ``Session.info``: the sessions whose row this transaction already holds locked, and
+# those whose loaded object was built by a locking read (see ``is_current``).
 _LOCKED = "ctxsvc_locked_sessions"
+_CURRENT = "ctxsvc_current_sessions"
+# The sessions whose sequence counters this transaction counts in memory (``defer_counters``).
+_DEFERRED = "ctxsvc_deferred_counters"
 
 
 def session_not_found(session_id: str) -> NotFound:
@@ -60,10 +87,26 @@ class SessionRepository(Repository):
         stmt = select(AgentSession).where(AgentSession.id == session_id)
         if for_update:
             stmt = stmt.with_for_update()
+        # An object already in the identity map keeps the values it was loaded with.
+        known = self._loaded(session_id) is not None
         row = (await self.session.execute(stmt)).scalar_one_or_none()
         if for_update and row is not None:
             self._locked().add(session_id)
+            if not known:
+                self._current().add(session_id)
         return row
+
+    def is_current(self, row: AgentSession) -> bool:
+        """True when ``row`` is this transaction's object for its session and was built by
+        ``get(for_update=True)``: nobody else can change the row before this transaction ends,
+        and this transaction's own updates of the summary columns are copied onto it, so every
+        column it shows is the stored value. ``False`` says only "not known"."""
+        return row.id in self._current() and self._loaded(row.id) is row
+
+    def _loaded(self, session_id: str) -> AgentSession | None:
+        key = identity_key(AgentSession, session_id)
+        loaded: AgentSession | None = self.session.sync_session.identity_map.get(key)
+        return loaded
 
     async def require(self, session_id: str, *, for_update: bool = False) -> AgentSession:
         """Like ``get`` but raises ``NotFound`` (``session_not_found``)."""
@@ -87,14 +130,24 @@ class SessionRepository(Repository):
         locked.add(session_id)
 
     def _locked(self) -> set[str]:
-        sync = self.session.sync_session
-        locked: set[str] | None = sync.info.get(_LOCKED)
-        if locked is None:
-            locked = sync.info[_LOCKED] = set()
-            # Forget at the end of any transaction, a savepoint included: rolling back to a
-            # savepoint can give a lock back, and a released one costs only a repeated lock.
-            event.listen(sync, "after_transaction_end", lambda *_: locked.clear())
-        return locked
+        ids: set[str] = self._per_transaction(_LOCKED, set)
+        return ids
+
+    def _current(self) -> set[str]:
+        ids: set[str] = self._per_transaction(_CURRENT, set)
+        return ids
+
+    def _deferred(self) -> set[str]:
+        ids: set[str] = self._per_transaction(_DEFERRED, set)
+        return ids
+
+    def defer_counters(self, row: AgentSession) -> None:
+        """For a transaction that appends and announces several times (a turn step) and
+        changes the row in no other way: from now on, while ``row`` is current, sequences are
+        allocated on the object and the ORM writes both counters with one UPDATE when the
+        transaction flushes, instead of one UPDATE per allocation."""
+        if self.is_current(row):
+            self._deferred().add(row.id)
 
     async def list_page(
         self, *, limit: int, before: tuple[datetime, str] | None = None
@@ -133,17 +186,67 @@ class SessionRepository(Repository):
         # update machinery); a session row already loaded in this transaction is brought up to
         # date as the ORM UPDATE kept it.
         now = utc_now()
+        loaded = self._loaded(session_id)
+        if loaded is not None and self.is_current(loaded) and session_id in self._deferred():
+            # Locked and current: count on the object; the flush writes it (defer_counters).
+            allocated = int(getattr(loaded, column)) + count
+            setattr(loaded, column, allocated)
+            loaded.updated_at = now
+            return allocated
+        await self._flush_kept_counts(loaded)
         params = {"k_id": session_id, "v_count": count, "v_updated_at": now}
         value = (await self.session.execute(stmt, params)).scalar_one_or_none()
         if value is None:
             raise session_not_found(session_id)
         # The UPDATE row-locks the session (PostgreSQL) like ``lock`` does.
         self._locked().add(session_id)
-        loaded = self.session.sync_session.identity_map.get(identity_key(AgentSession, session_id))
         if loaded is not None:
             set_committed_value(loaded, column, int(value))
             set_committed_value(loaded, "updated_at", now)
         return int(value)
+
+    async def _flush_kept_counts(self, loaded: AgentSession | None) -> None:
+        # Counts kept on the object (defer_counters) must reach the row before a statement
+        # counts on the row or refreshes the object from it.
+        if loaded is not None and inspect(loaded).modified:
+            await self.session.flush([loaded])
+
+    async def add_mailbox_pending(self, session_id: str, delta: int) -> int:
+        """Add ``delta`` to ``mailbox_pending`` in one UPDATE; returns the new count."""
+        value = await self._set_summary(_ADD_MAILBOX_PENDING, "mailbox_pending", session_id, delta)
+        return int(value)
+
+    async def set_latest_compaction_id(self, session_id: str, compaction_id: str) -> None:
+        """Record the checkpoint just stored as the one in force."""
+        await self._set_summary(
+            _SET_LATEST_COMPACTION, "latest_compaction_id", session_id, compaction_id
+        )
+
+    async def renew_world_state_version(self, session_id: str) -> str:
+        """Give ``world_state_version`` a fresh random token (the baselines changed); returns it."""
+        value = await self._set_summary(
+            _SET_WORLD_STATE_VERSION, "world_state_version", session_id, new_world_state_version()
+        )
+        return str(value)
+
+    async def _set_summary(
+        self,
+        stmt: ReturningUpdate[Any],
+        column: str,
+        session_id: str,
+        value: object,
+    ) -> Any:
+        params = {"k_id": session_id, "v_value": value}
+        row = (await self.session.execute(stmt, params)).first()
+        if row is None:
+            raise session_not_found(session_id)
+        # Like ``_allocate``: the UPDATE row-locks the session, and a row already loaded in this
+        # transaction shows the new value to the code that reads it next.
+        self._locked().add(session_id)
+        loaded = self._loaded(session_id)
+        if loaded is not None:
+            set_committed_value(loaded, column, row[0])
+        return row[0]
 
     async def allocate_event_sequences(self, session_id: str, count: int) -> int:
         """Same as ``allocate_message_sequences``, for the live-update log."""
@@ -155,6 +258,7 @@ class SessionRepository(Repository):
         """Move the watermark to ``through_sequence`` unless it already is further (it only ever
         increases: SPEC §5). The comparison sits inside one UPDATE (a portable GREATEST), so two
         concurrent advances cannot move it back. Returns the watermark now in force."""
+        await self._flush_kept_counts(self._loaded(session_id))
         column = AgentSession.tool_result_pruned_through_sequence
         greatest = case(
             (column.is_(None) | (column < through_sequence), through_sequence), else_=column

@@ -27,6 +27,10 @@ class BaselineRepository(Repository):
     removal notice was sent (known absent). Known absent is stored as an empty body: a rendered
     section is never empty (it always carries its tags), so the value cannot be mistaken for one,
     and the schema stays as it is.
+
+    Every change renews the session's ``world_state_version`` in the same transaction: processes
+    cache the baselines under that token (``WorldStateSampler``), so anything else that writes
+    ``world_state_baselines`` must renew it too.
     """
 
     async def get_all(self, session_id: str) -> dict[str, str | None]:
@@ -36,8 +40,10 @@ class BaselineRepository(Repository):
         rows = (await self.session.execute(stmt)).all()
         return {section: (body or None) for section, body in rows}
 
-    async def apply(self, session_id: str, changes: Mapping[str, str | None]) -> None:
-        """Set each section's baseline to its body, or to "known absent" for ``None``.
+    async def apply(self, session_id: str, changes: Mapping[str, str | None]) -> str:
+        """Set each section's baseline to its body, or to "known absent" for ``None``, and give
+        the session a new ``world_state_version``; returns it (the token naming the baselines
+        as they now are in this transaction).
 
         Call it only after every World State message of the sample was written (SPEC §4)."""
         now = utc_now()
@@ -53,6 +59,7 @@ class BaselineRepository(Repository):
                 set_={"body": stmt.excluded.body, "updated_at": now},
             )
             await self.session.execute(stmt)
+        return await SessionRepository(self.session).renew_world_state_version(session_id)
 
 
 class MailboxRepository(Repository):
@@ -61,7 +68,9 @@ class MailboxRepository(Repository):
     async def enqueue(
         self, session_id: str, *, agent_message_id: str, task: str, kind: str, body: str
     ) -> bool:
-        """Queue a message; ``False`` when this id was already queued (a retried delivery)."""
+        """Queue a message; ``False`` when this id was already queued (a retried delivery).
+
+        A queued message counts in the session's ``mailbox_pending`` (same transaction)."""
         stmt = (
             self._insert(AgentMessage)
             .values(
@@ -77,7 +86,10 @@ class MailboxRepository(Repository):
             )
             .returning(AgentMessage.agent_message_id)
         )
-        return (await self.session.execute(stmt)).first() is not None
+        if (await self.session.execute(stmt)).first() is None:
+            return False
+        await SessionRepository(self.session).add_mailbox_pending(session_id, 1)
+        return True
 
     async def pending(self, session_id: str) -> Sequence[AgentMessage]:
         """Undelivered messages, oldest first."""
@@ -94,7 +106,9 @@ class MailboxRepository(Repository):
     async def mark_delivered(
         self, session_id: str, agent_message_id: str, message_sequence: int
     ) -> bool:
-        """Record the conversation message it became; ``False`` if already delivered."""
+        """Record the conversation message it became; ``False`` if already delivered.
+
+        A message delivered here no longer counts in the session's ``mailbox_pending``."""
         stmt = (
             update(AgentMessage)
             .where(
@@ -106,7 +120,10 @@ class MailboxRepository(Repository):
             .returning(AgentMessage)
             .execution_options(synchronize_session=False, populate_existing=True)
         )
-        return (await self.session.execute(stmt)).scalar_one_or_none() is not None
+        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+            return False
+        await SessionRepository(self.session).add_mailbox_pending(session_id, -1)
+        return True
 
 
 _events = cast(Table, SessionEvent.__table__)

@@ -7,7 +7,7 @@ lost its turn (finished by another replica, or interrupted after its lease expir
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, cast
@@ -45,6 +45,7 @@ class TurnRepository(Repository):
         phase: str,
         lease_owner: str | None = None,
         lease_expires_at: datetime | None = None,
+        checked: bool = False,
     ) -> tuple[Turn, bool]:
         """Insert a ``running`` turn; returns ``(turn, created)``.
 
@@ -53,10 +54,10 @@ class TurnRepository(Repository):
         ``Conflict("busy")`` naming it; an unknown session raises ``NotFound``. Both races are
         settled by the database (the unique constraint and the one-running-turn partial index);
         the insert runs in a SAVEPOINT so the caller's transaction survives the refusal.
+
+        ``checked``: the caller holds the session's lock and found neither turn
+        (``start_candidates``), so neither race can happen: a plain insert.
         """
-        existing = await self.get_by_client_request_id(session_id, client_request_id)
-        if existing is not None:
-            return existing, False
         turn = Turn(
             session_id=session_id,
             turn_id=turn_id,
@@ -68,6 +69,13 @@ class TurnRepository(Repository):
             lease_owner=lease_owner,
             lease_expires_at=lease_expires_at,
         )
+        if checked:
+            self.session.add(turn)
+            await self.session.flush()
+            return turn, True
+        existing = await self.get_by_client_request_id(session_id, client_request_id)
+        if existing is not None:
+            return existing, False
         try:
             async with self.session.begin_nested():
                 self.session.add(turn)
@@ -98,6 +106,20 @@ class TurnRepository(Repository):
     async def get_running(self, session_id: str) -> Turn | None:
         stmt = select(Turn).where(Turn.session_id == session_id, Turn.status == "running")
         return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def start_candidates(
+        self, session_id: str, client_request_id: str
+    ) -> tuple[Turn | None, Turn | None]:
+        """``(the turn accepted for client_request_id, the running turn)`` in one query (the
+        two checks of a start; either may be ``None``, both may be the same turn)."""
+        stmt = select(Turn).where(
+            Turn.session_id == session_id,
+            (Turn.client_request_id == client_request_id) | (Turn.status == "running"),
+        )
+        rows = (await self.session.execute(stmt)).scalars().all()
+        existing = next((t for t in rows if t.client_request_id == client_request_id), None)
+        running = next((t for t in rows if t.status == "running"), None)
+        return existing, running
 
     async def list_for_session(self, session_id: str, *, limit: int = 50) -> Sequence[Turn]:
         """Newest first."""
@@ -144,11 +166,13 @@ class TurnRepository(Repository):
         pending_tool_calls: list[Any] = _UNSET,
         plan: dict[str, Any] | None = _UNSET,
         release_lease: bool = False,
+        usage: Mapping[str, int] | None = None,
     ) -> bool | None:
         """``update_running`` for the turn runner's hot path: one Core UPDATE that returns only
         the turn's ``cancel_requested`` flag (``None`` when the turn is not running), without
         materialising or refreshing a ``Turn`` object (a ``Turn`` already loaded in this
-        session is left as it was). ``release_lease`` clears the lease owner and expiry."""
+        session is left as it was). ``release_lease`` clears the lease owner and expiry;
+        ``usage`` adds to the token columns it names (``input_tokens``, ...), as ``add_usage``."""
         values: dict[str, Any] = {
             name: value
             for name, value in (
@@ -164,7 +188,9 @@ class TurnRepository(Repository):
         values["updated_at"] = utc_now()
         params = {f"v_{name}": value for name, value in values.items()}
         params.update(k_session_id=session_id, k_turn_id=turn_id)
-        stmt = _advance_statement(tuple(values))
+        increments = tuple(usage or ())
+        params.update({f"i_{name}": (usage or {})[name] for name in increments})
+        stmt = _advance_statement(tuple(values), increments)
         row = (await self.session.execute(stmt, params)).first()
         return None if row is None else bool(row[0])
 
@@ -311,10 +337,14 @@ class TurnRepository(Repository):
 
 
 @lru_cache(maxsize=64)
-def _advance_statement(names: tuple[str, ...]) -> ReturningUpdate[bool]:
+def _advance_statement(
+    names: tuple[str, ...], increments: tuple[str, ...] = ()
+) -> ReturningUpdate[bool]:
     """The UPDATE of ``advance_running`` for one set of columns, built once per process (its
-    values are bound parameters ``v_<column>``; the key is ``k_session_id``/``k_turn_id``)."""
+    values are bound parameters ``v_<column>``, increments ``i_<column>``; the key is
+    ``k_session_id``/``k_turn_id``)."""
     c = _TURNS.c
+    added = {name: c[name] + bindparam(f"i_{name}", type_=c[name].type) for name in increments}
     return (
         update(_TURNS)
         .where(
@@ -322,7 +352,7 @@ def _advance_statement(names: tuple[str, ...]) -> ReturningUpdate[bool]:
             c.turn_id == bindparam("k_turn_id"),
             c.status == "running",
         )
-        .values({name: bindparam(f"v_{name}", type_=c[name].type) for name in names})
+        .values({**{n: bindparam(f"v_{n}", type_=c[n].type) for n in names}, **added})
         .returning(c.cancel_requested)
     )
 

@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import re
 from datetime import UTC, datetime
 from pathlib import Path
@@ -23,6 +24,8 @@ from app.storage.database import (
 )
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
 from app.storage.models import AgentMessage, Base, WorldStateBaseline
+from app.storage.repositories import SessionRepository, TurnRepository
+from tests.storage.conftest import new_agent_session
 from tests.storage.test_compactions import checkpoint
 
 pytestmark = pytest.mark.anyio
@@ -222,5 +225,33 @@ async def test_session_summaries_are_backfilled_and_dropped_again(empty_database
         assert await is_at_head(engine)
         again = await _summaries(engine)
         assert {k: v[:2] for k, v in again.items()} == {k: v[:2] for k, v in summaries.items()}
+    finally:
+        await engine.dispose()
+
+
+async def test_turn_plans_come_back_from_turns_on_downgrade(empty_database_url: str) -> None:
+    path = sqlite_database_path(empty_database_url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    await upgrade_to_head(empty_database_url)
+    engine = create_engine(empty_database_url)
+    plan = {"plan": [{"step": "a", "status": "in_progress"}], "updated_at": "2026-11-30T00:00:00Z"}
+    try:
+        factory = create_session_factory(engine)
+        async with unit_of_work(factory) as db:
+            sid = (await SessionRepository(db).add(new_agent_session())).id
+            turns = TurnRepository(db)
+            await turns.create_running(
+                session_id=sid, turn_id="t1", client_request_id="r", input=[], phase="starting"
+            )
+            await turns.update_running(sid, "t1", plan=plan)
+        await _downgrade_to(engine, "2026_11_30_1300")
+        async with engine.connect() as connection:
+            rows = (await connection.execute(sa.text("SELECT turn_id, plan FROM turn_plans"))).all()
+        assert [(r[0], json.loads(r[1]) if isinstance(r[1], str) else r[1]) for r in rows] == [
+            ("t1", plan)
+        ]
+        await upgrade_to_head(empty_database_url)
+        assert await is_at_head(engine)
     finally:
         await engine.dispose()

@@ -8,7 +8,7 @@ import pytest
 from app.core.errors import Conflict, NotFound
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import Turn
-from app.storage.repositories import PlanRepository, TurnRepository
+from app.storage.repositories import TurnRepository
 from tests.storage.conftest import MakeSession
 
 pytestmark = pytest.mark.anyio
@@ -182,18 +182,23 @@ async def test_expired_leases_become_interrupted(
     assert turn.status == "interrupted"
 
 
-async def test_plan_upsert(factory: SessionFactory, make_session: MakeSession) -> None:
+async def test_plan_of_a_turn(factory: SessionFactory, make_session: MakeSession) -> None:
     sid = await make_session()
     await start(factory, sid, "t1", "r")
     async with unit_of_work(factory) as db:
-        await PlanRepository(db).put(sid, "t1", {"steps": [{"step": "a", "status": "pending"}]})
+        await TurnRepository(db).finish(sid, "t1", status="completed", outcome={})
+    await start(factory, sid, "t2", "r2")
+    plan = {"plan": [{"step": "a", "status": "completed"}]}
     async with unit_of_work(factory) as db:
-        await PlanRepository(db).put(sid, "t1", {"steps": [{"step": "a", "status": "completed"}]})
+        await TurnRepository(db).update_running(
+            sid, "t2", plan={**plan, "updated_at": "2026-11-30T00:00:00Z"}
+        )
     async with unit_of_work(factory, read_only=True) as db:
-        plans = PlanRepository(db)
-        assert await plans.get(sid, "t1") == {"steps": [{"step": "a", "status": "completed"}]}
-        assert await plans.latest(sid) == await plans.get(sid, "t1")
-        assert await plans.get(sid, "t-none") is None
+        turns = TurnRepository(db)
+        # As the compaction's runtime state reads it: without the view's timestamp.
+        assert await turns.plan_of(sid, "t2") == plan
+        assert await turns.plan_of(sid, "t1") is None
+        assert await turns.plan_of(sid, "t-none") is None
 
 
 async def test_turn_of_unknown_session_is_not_found(factory: SessionFactory) -> None:

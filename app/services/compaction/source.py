@@ -43,7 +43,7 @@ from app.storage.models import AgentSession
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
-from app.storage.repositories.turns import PlanRepository, TurnRepository
+from app.storage.repositories.turns import TurnRepository
 
 __all__ = [
     "CompactionSource",
@@ -116,7 +116,7 @@ async def runtime_state_for(
     previous = runtime_state_from_json(latest.runtime_state) if latest is not None else None
     plan = None
     if turn_id is not None:
-        plan = _plan_of(await PlanRepository(db).get(session_id, turn_id))
+        plan = _plan_of(await TurnRepository(db).plan_of(session_id, turn_id))
     rows = await MessageRepository(db).load(session_id)
     state = derive_runtime_state([r.to_item(counter) for r in rows], previous, plan)
     return state, render_reminder(state)

@@ -23,7 +23,7 @@ from app.core.errors import ServiceError
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
-from app.services.calibration import calibrated_counter, record_calibration
+from app.services.calibration import base_counter, calibrated_counter, record_calibration
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
@@ -31,6 +31,7 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.tokens import CountedConversation, load_counted, store_counts
 from app.services.turns.calls import CallEntry, entries_of, write_results
+from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.mailbox import drain_mailbox
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
@@ -38,7 +39,7 @@ from app.services.turns.sampling import Captured, capture, sample
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord, handle_calls
 from app.storage.database import unit_of_work
-from app.storage.models import AgentSession
+from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
@@ -91,6 +92,7 @@ class TurnRunner:
         *,
         doom: DoomRecord | None = None,
         started: Started | None = None,
+        conversations: ConversationCache | None = None,
     ) -> None:
         self.deps = deps
         self.session_id = session_id
@@ -98,6 +100,10 @@ class TurnRunner:
         self.doom = doom
         # The start that created the turn in this process: what it read need not be read again.
         self.started = started
+        # The terminal row this runner wrote (a waiter in this process need not read it back).
+        self.final: Turn | None = None
+        # Earlier turns' reads of the Conversation, shared by the runners of this process.
+        self.conversations = conversations or ConversationCache(max_messages=0)
         self.cancel = asyncio.Event()
         self.phase: str | None = None
         self.sink = LiveSink(deps, session_id, turn_id)
@@ -136,10 +142,11 @@ class TurnRunner:
         outcome, in one transaction."""
         if self.sink.dirty and end.response is None:
             await self.sink.clear("turn_ended")
+        usage = None
         async with self._step() as (db, events):
             if end.response is not None:
+                await self._hold(db)
                 usage = await self._store_response(db, events, *end.response)
-                await TurnRepository(db).add_usage(self.session_id, self.turn_id, **usage)
             if end.entries:
                 await write_results(
                     db,
@@ -155,8 +162,9 @@ class TurnRunner:
                 status=end.status,
                 outcome=end.outcome(),
                 phase="terminal",
+                usage=usage,
             )
-            if not finished:
+            if finished is None:
                 raise TurnLost
             await events.emit(
                 db,
@@ -165,6 +173,7 @@ class TurnRunner:
                 {"status": end.status, "outcome": end.outcome()},
                 turn_id=self.turn_id,
             )
+        self.final = finished
 
     # ----- the loop --------------------------------------------------------------------------
 
@@ -309,7 +318,10 @@ class TurnRunner:
             await drain_mailbox(
                 db, self.session_id, self.turn_id, self.counter, pending=session.mailbox_pending
             )
-        counted = await load_counted(db, session, self.counter, self.conversation)
+        previous = self.conversation
+        if previous is None and self._shared():
+            previous = self.conversations.get(session, self.counter.name)
+        counted = await load_counted(db, session, self.counter, previous)
         await store_counts(db, self.session_id, counted)
         items = counted.items
         if sample_index is not None:
@@ -329,7 +341,13 @@ class TurnRunner:
         """After the step committed: keep the Conversation it read, and build the request."""
         counted, items = loaded
         self.conversation = counted
+        if self._shared():
+            self.conversations.put(session, self.counter.name, counted)
         return self._prepared(session, items), session
+
+    def _shared(self) -> bool:
+        # A calibrated counter's figures follow a ratio that moves: such reads are not shared.
+        return base_counter(self.counter) is self.counter
 
     def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
         assert self.entry is not None

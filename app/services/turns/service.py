@@ -23,6 +23,7 @@ from app.services.turns.control import (
     post_tool_results,
     require_turn,
 )
+from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expired, reap_expired, watch_turn
 from app.services.turns.runner import TurnRunner
@@ -51,6 +52,7 @@ class TurnService:
         self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
+        self._conversations = ConversationCache()
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -104,7 +106,14 @@ class TurnService:
         started: Started | None = None,
     ) -> None:
         key = (session_id, turn_id)
-        runner = TurnRunner(self._deps, session_id, turn_id, doom=doom, started=started)
+        runner = TurnRunner(
+            self._deps,
+            session_id,
+            turn_id,
+            doom=doom,
+            started=started,
+            conversations=self._conversations,
+        )
         task = asyncio.create_task(self._supervise(key, runner))
         self._runners[key] = (runner, task)
 
@@ -225,9 +234,11 @@ class TurnService:
                 remaining = deadline - time.monotonic()
                 if local is not None and remaining > 0:
                     # Our own runner: its task ends exactly when the turn waits or ends, so
-                    # there is no need to read the row before, nor at every update it commits.
+                    # there is no need to read the row before, nor at every update it commits;
+                    # when it ended the turn, it holds the terminal row.
                     await asyncio.wait({local[1]}, timeout=remaining)
-                turn = await self._read(session_id, turn_id)
+                final = local[0].final if local is not None else None
+                turn = final if final is not None else await self._read(session_id, turn_id)
                 remaining = deadline - time.monotonic()
                 if done(turn) or remaining <= 0:
                     return turn

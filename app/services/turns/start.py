@@ -133,6 +133,7 @@ async def start_turn(
         # Starts of one session queue up here (the row lock on PostgreSQL, the write lock on
         # SQLite); the partial unique index still settles any race across replicas.
         session = await sessions.require(session_id, for_update=True)
+        sessions.defer_counters(session)  # the messages and the update: one counter UPDATE
         if session.reload_required:
             raise Conflict(
                 "reload_required",

@@ -28,7 +28,6 @@ from app.core.prepared import ToolDefinition
 from app.services.events import EventEmitter
 from app.services.turns.calls import CallEntry, error_result, finished_payload
 from app.storage.base import utc_now
-from app.storage.repositories.turns import PlanRepository
 
 __all__ = ["DoomRecord", "ToolRound", "check_call", "handle_calls"]
 
@@ -129,7 +128,6 @@ async def _update_plan(
     except PlanArgumentsInvalid as exc:
         return error_result(exc.detail), None
     stored = {**plan.to_json(), "updated_at": utc_now().isoformat().replace("+00:00", "Z")}
-    await PlanRepository(db).put(session_id, turn_id, plan.to_json())
     await events.emit(db, session_id, "plan_updated", stored, turn_id=turn_id)
     return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}, stored
 

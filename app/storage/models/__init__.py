@@ -5,7 +5,7 @@ from app.storage.models.conversation import COMPACTION_KINDS, Compaction, Messag
 from app.storage.models.registry import CalibrationSample, RegisteredModel
 from app.storage.models.session import AgentSession
 from app.storage.models.state import AgentMessage, SessionEvent, WorldStateBaseline
-from app.storage.models.turn import TURN_STATUSES, Turn, TurnPlan
+from app.storage.models.turn import TURN_STATUSES, Turn
 
 __all__ = [
     "COMPACTION_KINDS",
@@ -20,6 +20,5 @@ __all__ = [
     "SessionEvent",
     "ToolCall",
     "Turn",
-    "TurnPlan",
     "WorldStateBaseline",
 ]

@@ -10,7 +10,6 @@ from sqlalchemy import (
     Boolean,
     CheckConstraint,
     ForeignKey,
-    ForeignKeyConstraint,
     Index,
     Integer,
     String,
@@ -22,7 +21,7 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.storage.base import Base, JSONValue, utc_now
 
-__all__ = ["TURN_STATUSES", "Turn", "TurnPlan"]
+__all__ = ["TURN_STATUSES", "Turn"]
 
 TURN_STATUSES = ("running", "completed", "failed", "cancelled", "interrupted")
 
@@ -79,20 +78,3 @@ class Turn(Base):
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)
     finished_at: Mapped[datetime | None] = mapped_column()
-
-
-class TurnPlan(Base):
-    """The latest ``update_plan`` of a turn, upserted with the tool result that set it."""
-
-    __tablename__ = "turn_plans"
-    __table_args__ = (
-        ForeignKeyConstraint(
-            ["session_id", "turn_id"], ["turns.session_id", "turns.turn_id"], ondelete="CASCADE"
-        ),
-    )
-
-    session_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    turn_id: Mapped[str] = mapped_column(Text, primary_key=True)
-    # {explanation, steps: [{step, status}]}
-    plan: Mapped[dict[str, Any]] = mapped_column(JSONValue)
-    updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

@@ -13,7 +13,7 @@ from app.storage.repositories.records import (
 from app.storage.repositories.registry import CalibrationRepository, ModelRepository, ScriptTake
 from app.storage.repositories.sessions import SessionRepository, session_not_found
 from app.storage.repositories.state import BaselineRepository, EventRepository, MailboxRepository
-from app.storage.repositories.turns import PlanRepository, TurnRepository
+from app.storage.repositories.turns import TurnRepository
 
 __all__ = [
     "BaselineRepository",
@@ -27,7 +27,6 @@ __all__ = [
     "ModelRepository",
     "NewEvent",
     "NewMessage",
-    "PlanRepository",
     "ScriptTake",
     "SessionRepository",
     "StoredMessage",

@@ -13,17 +13,16 @@ from functools import lru_cache
 from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, select, update
-from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import Conflict
 from app.storage.base import utc_now
-from app.storage.models import Turn, TurnPlan
+from app.storage.models import Turn
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository, session_not_found
 
-__all__ = ["PlanRepository", "TurnRepository"]
+__all__ = ["TurnRepository"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
@@ -31,7 +30,6 @@ _UNSET: Any = object()
 
 # Typed as Table (``__table__`` is declared as a FromClause) for Core updates.
 _TURNS = cast(Table, Turn.__table__)
-_PLANS = cast(Table, TurnPlan.__table__)
 
 
 class TurnRepository(Repository):
@@ -120,6 +118,15 @@ class TurnRepository(Repository):
         existing = next((t for t in rows if t.client_request_id == client_request_id), None)
         running = next((t for t in rows if t.status == "running"), None)
         return existing, running
+
+    async def plan_of(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
+        """The turn's plan as its last ``update_plan`` set it (``{explanation?, plan}``), without
+        the ``updated_at`` the turn view shows; ``None`` when it has none."""
+        stmt = select(Turn.plan).where(Turn.session_id == session_id, Turn.turn_id == turn_id)
+        plan = (await self.session.execute(stmt)).scalar_one_or_none()
+        if plan is None:
+            return None
+        return {key: value for key, value in plan.items() if key != "updated_at"}
 
     async def list_for_session(self, session_id: str, *, limit: int = 50) -> Sequence[Turn]:
         """Newest first."""
@@ -255,9 +262,11 @@ class TurnRepository(Repository):
         outcome: dict[str, Any],
         now: datetime | None = None,
         phase: str | None = None,
-    ) -> bool:
+        usage: Mapping[str, int] | None = None,
+    ) -> Turn | None:
         """Make a running turn terminal (``completed|failed|cancelled|interrupted``), setting
-        ``phase`` too when given."""
+        ``phase`` too when given and adding ``usage`` as ``add_usage`` does; the terminal row
+        (``None`` when the turn was not running)."""
         if status not in TERMINAL_STATUSES:
             raise ValueError(f"not a terminal status: {status!r}")
         now = now or utc_now()
@@ -272,7 +281,10 @@ class TurnRepository(Repository):
         }
         if phase is not None:
             values["phase"] = phase
-        return await self._update_running(session_id, turn_id, values)
+        for name, added in (usage or {}).items():
+            column = getattr(Turn, name)
+            values[column] = column + added
+        return await self._update_running_row(session_id, turn_id, values)
 
     async def interrupt_expired(
         self, *, now: datetime, outcome: dict[str, Any], limit: int = 100
@@ -357,23 +369,6 @@ def _advance_statement(
     )
 
 
-@lru_cache(maxsize=4)
-def _put_plan_statement(dialect_name: str) -> postgresql.Insert | sqlite.Insert:
-    """The plan upsert of ``PlanRepository.put`` (a Core statement built once per backend)."""
-    t = _PLANS
-    insert = postgresql.insert if dialect_name == "postgresql" else sqlite.insert
-    stmt = insert(t).values(
-        session_id=bindparam("k_session_id"),
-        turn_id=bindparam("k_turn_id"),
-        plan=bindparam("v_plan", type_=t.c.plan.type),
-        updated_at=bindparam("v_updated_at", type_=t.c.updated_at.type),
-    )
-    return stmt.on_conflict_do_update(
-        index_elements=[t.c.session_id, t.c.turn_id],
-        set_={"plan": stmt.excluded.plan, "updated_at": stmt.excluded.updated_at},
-    )
-
-
 def _busy(running: Turn) -> Conflict:
     return Conflict(
         "busy",
@@ -381,29 +376,3 @@ def _busy(running: Turn) -> Conflict:
         "cancel it, then start a new turn",
         turn_id=running.turn_id,
     )
-
-
-class PlanRepository(Repository):
-    async def get(self, session_id: str, turn_id: str) -> dict[str, Any] | None:
-        row = await self.session.get(TurnPlan, (session_id, turn_id))
-        return None if row is None else row.plan
-
-    async def put(self, session_id: str, turn_id: str, plan: dict[str, Any]) -> None:
-        """Upsert the turn's plan (in the same transaction as the tool result that set it)."""
-        params = {
-            "k_session_id": session_id,
-            "k_turn_id": turn_id,
-            "v_plan": plan,
-            "v_updated_at": utc_now(),
-        }
-        await self.session.execute(_put_plan_statement(self.dialect_name), params)
-
-    async def latest(self, session_id: str) -> dict[str, Any] | None:
-        """The most recently updated plan of the session (carried over by manual compaction)."""
-        stmt = (
-            select(TurnPlan.plan)
-            .where(TurnPlan.session_id == session_id)
-            .order_by(TurnPlan.updated_at.desc())
-            .limit(1)
-        )
-        return (await self.session.execute(stmt)).scalar_one_or_none()

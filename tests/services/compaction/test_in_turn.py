@@ -12,7 +12,6 @@ from app.storage.database import unit_of_work
 from app.storage.repositories import (
     CompactionRepository,
     EventRepository,
-    PlanRepository,
     TurnRepository,
 )
 from tests.api.helpers import append, assistant_calls, new_session, text, tool_result, user
@@ -68,10 +67,10 @@ async def test_threshold_compaction_links_the_turn_and_records_evidence(harness:
     sid = await basic(h, summary_model_id="summary")
     turn = await start_turn(h, sid)
     async with unit_of_work(h.container.db) as db:
-        await PlanRepository(db).put(
+        await TurnRepository(db).update_running(
             sid,
             turn,
-            {"explanation": "Plan", "steps": [{"step": "fix a", "status": "in_progress"}]},
+            plan={"explanation": "Plan", "plan": [{"step": "fix a", "status": "in_progress"}]},
         )
 
     await h.container.compactor.compact_in_turn(

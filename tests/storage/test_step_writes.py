@@ -5,13 +5,20 @@ answers them, and it can read back what it appended without a query
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.content import Block, text_block
 from app.core.errors import Conflict
 from app.storage.database import SessionFactory, unit_of_work
-from app.storage.repositories import MessageRepository, NewMessage, SessionRepository
+from app.storage.repositories import (
+    MessageRepository,
+    NewMessage,
+    SessionRepository,
+    TurnRepository,
+)
 from tests.conftest import recorded_statements, touching
 from tests.storage.conftest import MakeSession
 
@@ -139,3 +146,31 @@ async def test_appended_after_covers_only_a_range_this_transaction_wrote(
     async with unit_of_work(factory) as db:
         # Forgotten when the transaction ends.
         assert MessageRepository(db).appended_after(sid, 1, 3) is None
+
+
+async def test_deferred_counts_survive_a_flush_and_a_dropped_reference(
+    factory: SessionFactory, engine: AsyncEngine, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+    with recorded_statements(engine) as statements:
+        async with unit_of_work(factory) as db:
+            sessions = SessionRepository(db)
+            # The caller keeps no reference to the locked row (the turn's finish step does not).
+            sessions.defer_counters(await sessions.require(sid, for_update=True))
+            gc.collect()
+            # An ORM flush runs in an inner transaction: it must not end the deferral (a turn
+            # start flushes its new turn row, then appends).
+            await TurnRepository(db).create_running(
+                session_id=sid,
+                turn_id="t1",
+                client_request_id="r",
+                input=[],
+                phase="x",
+                checked=True,
+            )
+            await MessageRepository(db).append(sid, [_user("one")])
+            await MessageRepository(db).append(sid, [_user("two")])
+    assert len(touching(statements, "UPDATE sessions")) == 1
+    async with unit_of_work(factory) as db:
+        assert (await SessionRepository(db).require(sid)).last_message_sequence == 2
+        assert [m.sequence for m in await MessageRepository(db).load(sid)] == [1, 2]

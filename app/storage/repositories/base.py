@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
+from sqlalchemy.orm import Session, SessionTransaction
 
 __all__ = ["Repository"]
 
@@ -34,12 +35,18 @@ class Repository:
 
     def _per_transaction(self, key: str, factory: Callable[[], _T]) -> _T:
         """A value kept in ``Session.info`` under ``key`` for the current transaction: it is
-        emptied at the end of any transaction, a savepoint included (rolling back to a
-        savepoint can undo what it describes; forgetting it only costs a query)."""
+        emptied at the end of the transaction or of a savepoint (rolling back to a savepoint
+        can undo what it describes; forgetting it only costs a query), but not at the end of
+        the inner transaction the ORM wraps every flush in."""
         sync = self.session.sync_session
         value: _T | None = sync.info.get(key)
         if value is None:
             value = sync.info[key] = factory()
             clear = value.clear  # type: ignore[attr-defined]
-            event.listen(sync, "after_transaction_end", lambda *_: clear())
+
+            def on_end(_session: Session, transaction: SessionTransaction) -> None:
+                if transaction.parent is None or transaction.nested:
+                    clear()
+
+            event.listen(sync, "after_transaction_end", on_end)
         return value

@@ -137,9 +137,11 @@ class SessionRepository(Repository):
         ids: set[str] = self._per_transaction(_CURRENT, set)
         return ids
 
-    def _deferred(self) -> set[str]:
-        ids: set[str] = self._per_transaction(_DEFERRED, set)
-        return ids
+    def _deferred(self) -> dict[str, AgentSession]:
+        # The rows themselves: the identity map holds objects only weakly, and a row whose
+        # object was collected would lose the counts kept on it.
+        rows: dict[str, AgentSession] = self._per_transaction(_DEFERRED, dict)
+        return rows
 
     def defer_counters(self, row: AgentSession) -> None:
         """For a transaction that appends and announces several times (a turn step) and
@@ -147,7 +149,7 @@ class SessionRepository(Repository):
         allocated on the object and the ORM writes both counters with one UPDATE when the
         transaction flushes, instead of one UPDATE per allocation."""
         if self.is_current(row):
-            self._deferred().add(row.id)
+            self._deferred()[row.id] = row
 
     async def list_page(
         self, *, limit: int, before: tuple[datetime, str] | None = None

@@ -174,3 +174,23 @@ async def test_deferred_counts_survive_a_flush_and_a_dropped_reference(
     async with unit_of_work(factory) as db:
         assert (await SessionRepository(db).require(sid)).last_message_sequence == 2
         assert [m.sequence for m in await MessageRepository(db).load(sid)] == [1, 2]
+
+
+async def test_a_call_answered_in_its_own_batch_is_inserted_answered(
+    factory: SessionFactory, engine: AsyncEngine, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+    batch = [_user("go"), _assistant_call("c1"), _result("c1"), _assistant_call("c1")]
+    with recorded_statements(engine) as statements:
+        async with unit_of_work(factory) as db:
+            stored = await MessageRepository(db).append(sid, batch)
+    assert not [s for s in touching(statements, "tool_calls") if s.startswith("UPDATE")]
+    async with unit_of_work(factory) as db:
+        messages = MessageRepository(db)
+        calls = await messages.list_tool_calls(sid, stored[1].sequence)
+        assert [(c.call_id, c.result_sequence) for c in calls] == [("c1", stored[2].sequence)]
+        # The id was answered, then opened again by the last message: that call is the open one.
+        (open_call,) = await messages.list_unresolved_tool_calls(sid)
+        assert open_call.message_sequence == stored[3].sequence
+        await messages.append(sid, [_result("c1")])
+        assert await messages.list_unresolved_tool_calls(sid) == []

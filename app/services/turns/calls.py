@@ -27,6 +27,7 @@ __all__ = [
     "entries_of",
     "error_result",
     "finished_payload",
+    "result_messages",
     "write_results",
 ]
 
@@ -74,7 +75,24 @@ async def write_results(
     turn_id: str,
     entries: Sequence[CallEntry],
 ) -> None:
-    """Append one tool message per entry, in order; an entry without a result gets the fixed
+    """Append one tool message per entry, in order (``result_messages``)."""
+    messages = await result_messages(
+        db, events, counter, session_id=session_id, turn_id=turn_id, entries=entries
+    )
+    if messages:
+        await MessageRepository(db).append(session_id, messages)
+
+
+async def result_messages(
+    db: AsyncSession,
+    events: EventEmitter,
+    counter: TokenCounter,
+    *,
+    session_id: str,
+    turn_id: str,
+    entries: Sequence[CallEntry],
+) -> list[NewMessage]:
+    """One tool message per entry, in order; an entry without a result gets the fixed
     ``interrupted`` result (and its ``tool_call_finished`` update)."""
     messages: list[NewMessage] = []
     for entry in entries:
@@ -103,5 +121,4 @@ async def write_results(
                 token_counts=exact_counts(counter, "tool", content),
             )
         )
-    if messages:
-        await MessageRepository(db).append(session_id, messages)
+    return messages

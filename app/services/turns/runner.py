@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -30,7 +30,7 @@ from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.tokens import CountedConversation, load_counted, store_counts
-from app.services.turns.calls import CallEntry, entries_of, write_results
+from app.services.turns.calls import CallEntry, entries_of, result_messages, write_results
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.mailbox import drain_mailbox
@@ -146,7 +146,8 @@ class TurnRunner:
         async with self._step() as (db, events):
             if end.response is not None:
                 await self._hold(db)
-                usage = await self._store_response(db, events, *end.response)
+                await self._draft_stored(db, events)
+                usage = await self._store_response(db, *end.response)
             if end.entries:
                 await write_results(
                     db,
@@ -449,32 +450,41 @@ class TurnRunner:
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
 
+    async def _draft_stored(self, db: AsyncSession, events: EventBatch) -> None:
+        # Announced first in the step that stores the response (the batch keeps the order).
+        await events.emit(
+            db,
+            self.session_id,
+            "draft_cleared",
+            {"reason": "assistant_message_stored"},
+            turn_id=self.turn_id,
+        )
+
     async def _store_response(
         self,
         db: AsyncSession,
-        events: EventBatch,
         response: ModelResponse,
         prepared: PreparedModelCall,
+        results: Sequence[NewMessage] = (),
     ) -> dict[str, int]:
-        """Inside a step: the assistant message and a calibration sample; returns the usage to
-        add to the turn (with the step's turn update). Any failure is ``persistence_error``."""
+        """Inside a step: the assistant message, then ``results`` (its round's tool messages)
+        in the same batch, and a calibration sample; returns the usage to add to the turn (with
+        the step's turn update). Any failure is ``persistence_error``, and as the step rolls
+        back, nothing of the round is stored."""
         assert self.entry is not None
         content = response.assistant_content()
         usage = response.usage
+        assistant = NewMessage(
+            role="assistant",
+            kind="normal",
+            content=content,
+            turn_id=self.turn_id,
+            token_counts=exact_counts(self.counter, "assistant", content),
+        )
         try:
+            # A refusal fails the turn: this step is rolled back.
             await MessageRepository(db).append(
-                self.session_id,
-                [
-                    NewMessage(
-                        role="assistant",
-                        kind="normal",
-                        content=content,
-                        turn_id=self.turn_id,
-                        token_counts=exact_counts(self.counter, "assistant", content),
-                    )
-                ],
-                # A refusal fails the turn: this step is rolled back.
-                rollback_on_refusal=True,
+                self.session_id, [assistant, *results], rollback_on_refusal=True
             )
             await record_calibration(
                 db,
@@ -482,13 +492,6 @@ class TurnRunner:
                 counter=self.counter,
                 estimated_input_tokens=prepared.budget.estimated_input_tokens,
                 reported_input_tokens=usage.input_tokens,
-            )
-            await events.emit(
-                db,
-                self.session_id,
-                "draft_cleared",
-                {"reason": "assistant_message_stored"},
-                turn_id=self.turn_id,
             )
         except Exception as exc:
             detail = exc.detail if isinstance(exc, ServiceError) else str(exc)
@@ -550,10 +553,7 @@ class TurnRunner:
         loaded = None
         async with self._step() as (db, events):
             fresh = await self._hold(db)
-            usage = await self._store_response(db, events, *stored)
-            # The turn row is written once, by the UPDATE that ends the step (with the phase the
-            # round leads to, the usage and the plan); that UPDATE also checks that the turn is
-            # still ours — a lost turn rolls the whole step back.
+            await self._draft_stored(db, events)
             await self._announce_phase(db, events, "running_tools")
             round_ = await handle_calls(
                 db,
@@ -566,15 +566,9 @@ class TurnRunner:
                 doom_threshold=threshold,
             )
             self.doom = round_.doom
-            values: dict[str, Any] = {"usage": usage}
-            if round_.plan is not None:
-                values["plan"] = round_.plan
-            if round_.next == "wait":
-                # No process works on a waiting turn: it holds no lease and never expires.
-                values.update(pending_tool_calls=entries, release_lease=True)
-                await self._set_phase(db, events, "waiting_tool_results", **values)
-            elif round_.next == "continue":
-                await write_results(
+            results = []
+            if round_.next == "continue":
+                results = await result_messages(
                     db,
                     events,
                     self.counter,
@@ -582,14 +576,26 @@ class TurnRunner:
                     turn_id=self.turn_id,
                     entries=entries,
                 )
-                if following is None:
-                    await self._set_phase(db, events, "running_tools", **values)
-                else:
-                    await self._set_phase(
-                        db, events, "running_model", model_call_index=following, **values
-                    )
-                    loaded = await self._load(db, fresh, following, 1, captured)
-            else:  # doom loop: the round is stored with its phase; the turn then fails
+            # The response and its results are one batch, stored before anything else of the
+            # round takes effect: all of it is in this transaction, which a refused message
+            # rolls back (tools never take effect without their assistant message).
+            usage = await self._store_response(db, *stored, results)
+            # The turn row is written once, by the UPDATE that ends the step (with the phase the
+            # round leads to, the usage and the plan); that UPDATE also checks that the turn is
+            # still ours — a lost turn rolls the whole step back.
+            values: dict[str, Any] = {"usage": usage}
+            if round_.plan is not None:
+                values["plan"] = round_.plan
+            if round_.next == "wait":
+                # No process works on a waiting turn: it holds no lease and never expires.
+                values.update(pending_tool_calls=entries, release_lease=True)
+                await self._set_phase(db, events, "waiting_tool_results", **values)
+            elif round_.next == "continue" and following is not None:
+                await self._set_phase(
+                    db, events, "running_model", model_call_index=following, **values
+                )
+                loaded = await self._load(db, fresh, following, 1, captured)
+            else:  # continued later, or a doom loop (the turn then fails): phase running_tools
                 await self._set_phase(db, events, "running_tools", **values)
         self.sink.dirty = False
         if round_.next == "doom_loop":

@@ -143,28 +143,31 @@ class MessageRepository(Repository):
         now = utc_now()
         stored: list[StoredMessage] = []
         # Tool-call bookkeeping runs in batch order, grouped into runs of the same statement
-        # (a call must exist before a later message of the batch resolves it).
+        # (a call must exist before a later message of the batch resolves it). A call both
+        # opened and answered in this batch is inserted answered: no UPDATE for it.
         ops: list[tuple[str, dict[str, Any]]] = []
+        opened_here: dict[str, dict[str, Any]] = {}
         for offset, (m, planned) in enumerate(zip(messages, plan.messages, strict=True)):
             sequence = first_sequence + offset
             # A tool row takes the name of the call it answers, whatever the result carried.
             tool_call_id, tool_name = planned.resolved_call, planned.tool_name
             if tool_call_id is not None:
-                ops.append(("resolve", {"s": session_id, "c": tool_call_id, "r": sequence}))
+                call = opened_here.pop(tool_call_id, None)
+                if call is not None:
+                    call["result_sequence"] = sequence
+                else:
+                    ops.append(("resolve", {"s": session_id, "c": tool_call_id, "r": sequence}))
             for index, (call_id, name) in enumerate(planned.opened_calls):
-                ops.append(
-                    (
-                        "call",
-                        {
-                            "session_id": session_id,
-                            "message_sequence": sequence,
-                            "call_index": index,
-                            "call_id": call_id,
-                            "name": name,
-                            "result_sequence": None,
-                        },
-                    )
-                )
+                call = {
+                    "session_id": session_id,
+                    "message_sequence": sequence,
+                    "call_index": index,
+                    "call_id": call_id,
+                    "name": name,
+                    "result_sequence": None,
+                }
+                opened_here[call_id] = call
+                ops.append(("call", call))
             stored.append(
                 StoredMessage(
                     session_id=session_id,
@@ -206,10 +209,12 @@ class MessageRepository(Repository):
         await self._apply_tool_call_ops(ops)
         opened = self._opened()
         for kind, params in ops:
-            if kind == "call":
-                opened[(session_id, params["call_id"])] = params["name"]
-            else:
+            if kind == "resolve":
                 opened.pop((session_id, params["c"]), None)
+            elif params["result_sequence"] is None:
+                opened[(session_id, params["call_id"])] = params["name"]
+            else:  # answered in this batch, possibly after an earlier call of the same id
+                opened.pop((session_id, params["call_id"]), None)
         self._appended().setdefault(session_id, []).extend(stored)
         return stored
 

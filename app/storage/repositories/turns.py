@@ -14,6 +14,8 @@ from typing import Any, cast
 
 from sqlalchemy import Table, bindparam, select, update
 from sqlalchemy.exc import IntegrityError
+from sqlalchemy.orm.attributes import set_committed_value
+from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import Conflict
@@ -281,10 +283,30 @@ class TurnRepository(Repository):
         }
         if phase is not None:
             values["phase"] = phase
+        c = _TURNS.c
         for name, added in (usage or {}).items():
-            column = getattr(Turn, name)
-            values[column] = column + added
-        return await self._update_running_row(session_id, turn_id, values)
+            values[name] = c[name] + added
+        # A Core UPDATE returning the whole row (the ORM's UPDATE ... RETURNING entity costs a
+        # millisecond more here); the terminal turn comes back as a detached ``Turn``, and a
+        # ``Turn`` already loaded in this session is brought up to date.
+        stmt = (
+            update(_TURNS)
+            .where(c.session_id == session_id, c.turn_id == turn_id, c.status == "running")
+            .values(values)
+            .returning(*c)
+        )
+        row = (await self.session.execute(stmt)).first()
+        if row is None:
+            return None
+        columns = dict(row._mapping)
+        loaded = self.session.sync_session.identity_map.get(
+            identity_key(Turn, (session_id, turn_id))
+        )
+        if loaded is None:
+            return Turn(**columns)
+        for name, value in columns.items():
+            set_committed_value(loaded, name, value)
+        return loaded
 
     async def interrupt_expired(
         self, *, now: datetime, outcome: dict[str, Any], limit: int = 100

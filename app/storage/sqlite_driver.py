@@ -101,6 +101,7 @@ class _OneTripCursor(AsyncAdapt_aiosqlite_cursor):
 
     async def _trip(self, operation: Any, parameters: Any, *, many: bool) -> None:
         connection = cast(aiosqlite.Connection, self._connection)
+        setattr(connection, _MAY_BE_IN_TRANSACTION, True)
         async with self._adapt_connection._execute_mutex:
             future: asyncio.Future[_Outcome] = asyncio.get_running_loop().create_future()
             work = functools.partial(_run, connection._conn, operation, parameters, many)
@@ -110,9 +111,26 @@ class _OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         self._rows = collections.deque(rows) if rows is not None else collections.deque()
 
 
+# Set on the aiosqlite connection by every statement, cleared by commit and rollback: the service
+# begins every transaction with an explicit BEGIN (the driver's own transaction handling is off),
+# so a connection with no statement since its last commit or rollback has no transaction open.
+_MAY_BE_IN_TRANSACTION = "_ctxsvc_may_be_in_transaction"
+
+
 class _OneTripConnection(AsyncAdapt_aiosqlite_connection):
     __slots__ = ()
     _cursor_cls = _OneTripCursor
+
+    def commit(self) -> None:
+        super().commit()
+        setattr(self._connection, _MAY_BE_IN_TRANSACTION, False)
+
+    def rollback(self) -> None:
+        # The pool rolls back every connection it takes back, also right after a commit: that
+        # would be one more worker-thread trip per transaction for nothing.
+        if getattr(self._connection, _MAY_BE_IN_TRANSACTION, True):
+            super().rollback()
+            setattr(self._connection, _MAY_BE_IN_TRANSACTION, False)
 
 
 class _OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):

@@ -4,6 +4,7 @@ import asyncio
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 
+import aiosqlite
 import psycopg
 import pytest
 from sqlalchemy import text
@@ -139,5 +140,46 @@ async def test_an_idle_pooled_postgresql_connection_is_pinged_before_use(
             with pytest.raises(DBAPIError):
                 async with engine.connect() as connection:
                     await connection.execute(text("SELECT 2"))
+    finally:
+        await engine.dispose()
+
+
+async def test_sqlite_rolls_back_only_a_transaction_that_may_be_open(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    url = f"sqlite+aiosqlite:///{tmp_path / 'rollbacks.db'}"
+    await upgrade_to_head(url)
+    engine = create_engine(url)
+    rollbacks: list[str] = []
+    original = aiosqlite.Connection.rollback
+
+    async def counted(self: aiosqlite.Connection) -> None:
+        rollbacks.append("rollback")
+        await original(self)
+
+    monkeypatch.setattr(aiosqlite.Connection, "rollback", counted)
+    factory = create_session_factory(engine)
+
+    async def abandoned() -> None:
+        async with unit_of_work(factory) as db:
+            await SessionRepository(db).add(new_agent_session("ses-dropped"))
+            await db.flush()
+            raise RuntimeError("abandon the unit of work")
+
+    try:
+        async with engine.connect():
+            pass  # the first connection's set-up (dialect initialisation) is not counted
+        rollbacks.clear()
+        async with unit_of_work(factory) as db:
+            await SessionRepository(db).add(new_agent_session("ses-kept"))
+        # Committed: the pool's reset on return has nothing to roll back.
+        assert rollbacks == []
+        with pytest.raises(RuntimeError):
+            await abandoned()
+        assert rollbacks == ["rollback"]
+        async with unit_of_work(factory, read_only=True) as db:
+            sessions = SessionRepository(db)
+            assert await sessions.get("ses-kept") is not None
+            assert await sessions.get("ses-dropped") is None
     finally:
         await engine.dispose()

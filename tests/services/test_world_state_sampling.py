@@ -79,10 +79,12 @@ async def sample(
     conversation: Sequence[Item] | None = None,
     fail: bool = False,
     sampler: WorldStateSampler | None = None,
+    locked: bool = False,
 ) -> list[Item]:
-    """One sampling in its own unit of work, on the conversation as stored (or as given)."""
+    """One sampling in its own unit of work, on the conversation as stored (or as given);
+    ``locked``: on the session row loaded under its lock, as a turn step samples."""
     async with unit_of_work(container.db) as db:
-        session = await SessionRepository(db).require(session_id)
+        session = await SessionRepository(db).require(session_id, for_update=locked)
         if conversation is None:
             conversation = [m.to_item() for m in await MessageRepository(db).load(session_id)]
         written = await (sampler or container.world_state).sample(
@@ -201,15 +203,9 @@ async def sample_locked(
     fail: bool = False,
 ) -> list[Item]:
     """One sampling as a turn step does it: on the session row loaded under its lock."""
-    async with unit_of_work(container.db) as db:
-        session = await SessionRepository(db).require(session_id, for_update=True)
-        conversation = [m.to_item() for m in await MessageRepository(db).load(session_id)]
-        written = await (sampler or container.world_state).sample(
-            db, session, conversation, turn_id=turn_id, model_call_index=1, sample_index=1
-        )
-        if fail:
-            raise WriteFailed
-    return written
+    return await sample(
+        container, session_id, turn_id=turn_id, sampler=sampler, fail=fail, locked=True
+    )
 
 
 async def test_an_unchanged_version_reuses_the_cached_baselines(

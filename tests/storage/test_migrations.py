@@ -3,12 +3,14 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
+from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
@@ -114,24 +116,21 @@ _initial_sessions = sa.table(
 
 
 async def _downgrade_to(engine: AsyncEngine, revision: str) -> None:
-    def downgrade(connection: Connection) -> None:
-        config = alembic_config()
-        config.attributes["connection"] = connection
-        command.downgrade(config, revision)
-
-    async with engine.connect() as connection:
-        await connection.run_sync(downgrade)
-        await connection.commit()
+    await _migrate(engine, command.downgrade, revision)
 
 
 async def _upgrade_to(engine: AsyncEngine, revision: str) -> None:
-    def upgrade(connection: Connection) -> None:
+    await _migrate(engine, command.upgrade, revision)
+
+
+async def _migrate(engine: AsyncEngine, step: Callable[[Config, str], None], revision: str) -> None:
+    def run(connection: Connection) -> None:
         config = alembic_config()
         config.attributes["connection"] = connection
-        command.upgrade(config, revision)
+        step(config, revision)
 
     async with engine.connect() as connection:
-        await connection.run_sync(upgrade)
+        await connection.run_sync(run)
         await connection.commit()
 
 

@@ -39,6 +39,9 @@ class Settings(BaseSettings):
     turn_reaper_interval_seconds: float = Field(default=10.0, gt=0)
     # Longest ``?wait=true`` (and cancel) answer time before the current state is returned.
     turn_wait_timeout_seconds: float = Field(default=60.0, gt=0)
+    # Stored messages a process keeps of its sessions' last Conversation reads, so the next turn
+    # reads only what was stored since (0: every turn reads its whole Conversation).
+    turn_conversation_cache_messages: int = Field(default=20_000, ge=0)
     # Live updates: how often a stream re-reads the event log (other replicas' events), and
     # the comment-line heartbeat that keeps proxies from closing an idle stream.
     events_poll_seconds: float = Field(default=1.0, gt=0)

@@ -15,7 +15,15 @@ from fastapi import FastAPI
 from app.main import create_app
 from app.storage.database import unit_of_work
 from app.storage.repositories.sessions import SessionRepository
-from tests.api.helpers import append, assistant_calls, new_session, run_turn, scripted_model
+from tests.api.helpers import (
+    append,
+    assistant,
+    assistant_calls,
+    new_session,
+    run_turn,
+    scripted_model,
+    user,
+)
 from tests.api.test_turns import agent, call, history, ok, post_results, session_with
 from tests.conftest import make_settings
 from tests.providers.fakes import FakeProviderServer, FakeToolCall, StreamReply, openai_stream
@@ -190,6 +198,34 @@ async def test_provider_turn_sends_tool_results_in_the_next_request(
     assert next((m["tool_call_id"], m["content"]) for m in tool_messages)[0] == "c1"
     assert [m["tool_call_id"] for m in tool_messages] == ["c1", "c2"]
     assert "B" in str(tool_messages[1]["content"])
+
+
+async def test_the_next_turn_sends_what_was_stored_between_turns(
+    api: httpx.AsyncClient, provider: FakeProviderServer
+) -> None:
+    # A session's next turn extends this process's last read of its Conversation: messages
+    # stored in between by another writer must still reach the model, in order.
+    provider.enqueue(
+        StreamReply(openai_stream(text=["first answer"])),
+        StreamReply(openai_stream(text=["second answer"])),
+    )
+    model_id = await provider_model(api, provider)
+    sid = await new_session(api, model_id=model_id, agent=agent())
+    assert (await run_turn(api, sid))["status"] == "completed"
+    appended = await append(api, sid, user("between turns"), assistant("noted"))
+    assert appended.status_code == 201, appended.text
+    assert (await run_turn(api, sid))["status"] == "completed"
+    second = provider.requests[1].json()["messages"]
+    # (World State messages such as the sandbox policy sit in between; they are not asserted.)
+    sent = [(m["role"], m["content"]) for m in second if m["role"] != "system"]
+    wanted = [
+        ("user", "go"),
+        ("assistant", "first answer"),
+        ("user", "between turns"),
+        ("assistant", "noted"),
+        ("user", "go"),
+    ]
+    assert [m for m in sent if m in wanted] == wanted
 
 
 async def test_expired_lease_interrupts_and_later_requests_synthesize_results(

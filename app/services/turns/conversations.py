@@ -25,7 +25,7 @@ _Key = tuple[str, datetime, str]  # session id, its created_at, counter name
 
 
 class ConversationCache:
-    def __init__(self, max_messages: int = 50_000) -> None:
+    def __init__(self, max_messages: int) -> None:
         self._entries: OrderedDict[str, tuple[_Key, CountedConversation]] = OrderedDict()
         self._max_messages = max_messages
         self._held = 0

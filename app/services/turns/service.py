@@ -52,7 +52,7 @@ class TurnService:
         self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
-        self._conversations = ConversationCache()
+        self._conversations = ConversationCache(deps.settings.turn_conversation_cache_messages)
 
     # ----- lifecycle -------------------------------------------------------------------------
 

@@ -15,6 +15,7 @@ from fastapi import FastAPI
 from app.main import create_app
 from app.storage.database import unit_of_work
 from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import TurnRepository
 from tests.api.helpers import (
     append,
     assistant,
@@ -226,6 +227,34 @@ async def test_the_next_turn_sends_what_was_stored_between_turns(
         ("user", "go"),
     ]
     assert [m for m in sent if m in wanted] == wanted
+
+
+async def test_a_start_on_a_session_whose_turn_lost_its_runner_interrupts_it_and_starts(
+    app_client: Client, provider: FakeProviderServer
+) -> None:
+    app, api = app_client
+    turns = app.state.container.turns
+    provider.latency = 30.0
+    provider.enqueue(StreamReply(openai_stream(text=["never"])))
+    sid = await new_session(api, model_id=await provider_model(api, provider))
+    dead = (await api.post(f"/v1/sessions/{sid}/turns", json=start_body())).json()["turn_id"]
+    for _ in range(200):
+        if provider.requests:
+            break
+        await asyncio.sleep(0.02)
+    await turns.stop_background()  # the runner dies (and no sweep runs); its lease lapses
+    await asyncio.sleep(0.7)
+    async with unit_of_work(app.state.container.db, read_only=True) as db:
+        row = await TurnRepository(db).get(sid, dead)
+        assert row is not None
+        assert row.status == "running"
+    # The start itself finds the expired turn, interrupts it and starts.
+    fresh = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
+    assert fresh.status_code == 202, fresh.text
+    assert fresh.json()["status"] == "running"  # the fake provider still answers in 30 s
+    old = (await api.get(f"/v1/sessions/{sid}/turns/{dead}")).json()
+    assert (old["status"], old["outcome"]["code"]) == ("interrupted", "process_restart")
+    await turns.start_background()
 
 
 async def test_expired_lease_interrupts_and_later_requests_synthesize_results(

@@ -27,7 +27,7 @@ from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expired, reap_expired, watch_turn
 from app.services.turns.runner import TurnRunner
-from app.services.turns.start import RunningTurnExpired, Started, start_turn
+from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
 from app.services.turns.stream import open_event_stream
 from app.services.turns.tools import DoomRecord
 from app.services.turns.views import awaiting_calls, turn_to_json
@@ -157,7 +157,10 @@ class TurnService:
             started = await self._start(session_id, client_request_id, input_items)
         except RunningTurnExpired:
             await reap_expired(self._deps)
-            started = await self._start(session_id, client_request_id, input_items)
+            try:
+                started = await self._start(session_id, client_request_id, input_items)
+            except RunningTurnExpired as still:  # not reaped (e.g. its lease renewed meanwhile)
+                raise busy(still.turn_id) from None
         turn, created = started.turn, started.created
         if created:
             self._spawn(session_id, turn.turn_id, started=started)

@@ -36,6 +36,10 @@ __all__ = ["RunningTurnExpired", "Started", "busy", "start_turn"]
 class RunningTurnExpired(Exception):
     """The session's running turn has an expired lease (its runner died)."""
 
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(turn_id)
+        self.turn_id = turn_id
+
 
 @dataclass(frozen=True, slots=True)
 class Started:

@@ -251,9 +251,12 @@ async def test_a_start_on_a_session_whose_turn_lost_its_runner_interrupts_it_and
     # The start itself finds the expired turn, interrupts it and starts.
     fresh = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
     assert fresh.status_code == 202, fresh.text
-    assert fresh.json()["status"] == "running"  # the fake provider still answers in 30 s
     old = (await api.get(f"/v1/sessions/{sid}/turns/{dead}")).json()
     assert (old["status"], old["outcome"]["code"]) == ("interrupted", "process_restart")
+    # The new turn is live (its model call pending on the slow fake): cancel it before teardown.
+    new_id = fresh.json()["turn_id"]
+    cancelled = await api.post(f"/v1/sessions/{sid}/turns/{new_id}/cancel")
+    assert cancelled.json()["status"] == "cancelled", cancelled.text
     await turns.start_background()
 
 

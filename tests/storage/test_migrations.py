@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from alembic import command
+from app.core.content import Block, text_block
 from app.storage.database import (
     SessionFactory,
     create_engine,
@@ -26,7 +27,12 @@ from app.storage.database import (
 )
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
 from app.storage.models import AgentMessage, Base, WorldStateBaseline
-from app.storage.repositories import SessionRepository, TurnRepository
+from app.storage.repositories import (
+    MessageRepository,
+    NewMessage,
+    SessionRepository,
+    TurnRepository,
+)
 from tests.storage.conftest import new_agent_session
 from tests.storage.test_compactions import checkpoint
 
@@ -252,5 +258,37 @@ async def test_turn_plans_come_back_from_turns_on_downgrade(empty_database_url: 
         ]
         await upgrade_to_head(empty_database_url)
         assert await is_at_head(engine)
+    finally:
+        await engine.dispose()
+
+
+async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
+    path = sqlite_database_path(empty_database_url)
+    if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    await upgrade_to_head(empty_database_url)
+    engine = create_engine(empty_database_url)
+    calls: list[Block] = [
+        {"type": "tool_call", "id": i, "name": "read", "input": "{}"} for i in ("a", "b")
+    ]
+    answer: list[Block] = [
+        {"type": "tool_result", "id": "a", "name": "read", "output": [], "state": "success"}
+    ]
+    try:
+        factory = create_session_factory(engine)
+        async with unit_of_work(factory) as db:
+            sid = (await SessionRepository(db).add(new_agent_session())).id
+            await MessageRepository(db).append(
+                sid,
+                [
+                    NewMessage(role="user", kind="normal", content=[text_block("go")]),
+                    NewMessage(role="assistant", kind="normal", content=calls),
+                    NewMessage(role="tool", kind="normal", content=answer),
+                ],
+            )
+        await _downgrade_to(engine, "2026_11_30_1400")
+        await upgrade_to_head(empty_database_url)
+        async with unit_of_work(factory, read_only=True) as db:
+            assert (await SessionRepository(db).require(sid)).open_tool_calls == 1
     finally:
         await engine.dispose()

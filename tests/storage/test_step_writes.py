@@ -103,7 +103,7 @@ async def test_a_result_for_a_call_opened_in_the_same_transaction_needs_no_looku
         await messages.append(sid, [_user("go"), _assistant_call("c1")])
         with recorded_statements(engine) as statements:
             await messages.append(sid, [_result("c1")])
-        assert not [s for s in touching(statements, "tool_calls") if s.startswith("SELECT")]
+        assert not [s for s in statements if s.startswith("SELECT tool_calls")]
         # Answered in this transaction: a second result for it is refused, as it is later.
         with pytest.raises(Conflict) as refused:
             await messages.append(sid, [_result("c1")])
@@ -184,7 +184,7 @@ async def test_a_call_answered_in_its_own_batch_is_inserted_answered(
     with recorded_statements(engine) as statements:
         async with unit_of_work(factory) as db:
             stored = await MessageRepository(db).append(sid, batch)
-    assert not [s for s in touching(statements, "tool_calls") if s.startswith("UPDATE")]
+    assert not [s for s in statements if s.startswith("UPDATE tool_calls")]
     async with unit_of_work(factory) as db:
         messages = MessageRepository(db)
         calls = await messages.list_tool_calls(sid, stored[1].sequence)
@@ -194,3 +194,52 @@ async def test_a_call_answered_in_its_own_batch_is_inserted_answered(
         assert open_call.message_sequence == stored[3].sequence
         await messages.append(sid, [_result("c1")])
         assert await messages.list_unresolved_tool_calls(sid) == []
+
+
+async def _open_calls(factory: SessionFactory, sid: str) -> int:
+    async with unit_of_work(factory, read_only=True) as db:
+        return (await SessionRepository(db).require(sid)).open_tool_calls
+
+
+@pytest.mark.parametrize("deferred", [False, True])
+async def test_the_session_counts_its_calls_without_a_result(
+    factory: SessionFactory, make_session: MakeSession, deferred: bool
+) -> None:
+    sid = await make_session()
+
+    async def append(*batch: NewMessage) -> None:
+        async with unit_of_work(factory) as db:
+            if deferred:
+                sessions = SessionRepository(db)
+                sessions.defer_counters(await sessions.require(sid, for_update=True))
+            await MessageRepository(db).append(sid, list(batch))
+
+    await append(_user("go"), _assistant_call("c1"), _assistant_call("c2"))
+    assert await _open_calls(factory, sid) == 2
+    await append(_result("c1"))
+    assert await _open_calls(factory, sid) == 1
+    # Answered earlier, opened and answered in the batch, opened and left open: 1 − 1 + 0 + 1.
+    await append(_result("c2"), _assistant_call("c3"), _result("c3"), _assistant_call("c4"))
+    assert await _open_calls(factory, sid) == 1
+
+
+async def test_a_step_looks_calls_up_only_when_others_than_its_own_are_open(
+    factory: SessionFactory, engine: AsyncEngine, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+
+    async def step_append(*batch: NewMessage) -> list[str]:
+        with recorded_statements(engine) as statements:
+            async with unit_of_work(factory) as db:
+                sessions = SessionRepository(db)
+                sessions.defer_counters(await sessions.require(sid, for_update=True))
+                await MessageRepository(db).append(sid, list(batch))
+        return [s for s in statements if s.startswith("SELECT tool_calls")]
+
+    # Nothing open: a new call id cannot duplicate anything.
+    assert await step_append(_user("go"), _assistant_call("c1")) == []
+    # c1 is open now (from an earlier transaction): new ids must be checked against it.
+    assert len(await step_append(_result("c1"), _assistant_call("c1"))) == 1
+    with pytest.raises(Conflict) as duplicate:
+        await step_append(_assistant_call("c1"))
+    assert duplicate.value.code == "duplicate_tool_call_id"

@@ -68,6 +68,8 @@ class AgentSession(Base):
     reload_required: Mapped[bool] = mapped_column(Boolean, default=False)
     # Undelivered rows of ``agent_messages`` (MailboxRepository.enqueue / mark_delivered).
     mailbox_pending: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Rows of ``tool_calls`` without a result (MessageRepository keeps it with every append).
+    open_tool_calls: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # ``compaction_id`` of the highest-sequence checkpoint (CompactionRepository.add); NULL = none.
     latest_compaction_id: Mapped[str | None] = mapped_column(Text)
     # Replaced by a fresh random token whenever the stored baselines change

@@ -126,10 +126,12 @@ class MessageRepository(Repository):
         opened = self._opened()
         unresolved = {c: opened[(session_id, c)] for c in mentioned if (session_id, c) in opened}
         # A call opened in this transaction cannot have been resolved by another one (the
-        # session is locked): only the others are looked up.
+        # session is locked): only the others are looked up, and not even those when the
+        # session row shows that every unresolved call is one of this transaction's.
         others = mentioned.difference(unresolved)
-        for call in await self.find_unresolved_tool_calls(session_id, others):
-            unresolved[call.call_id] = call.name
+        if others and not self._only_own_calls_open(session_id, opened):
+            for call in await self.find_unresolved_tool_calls(session_id, others):
+                unresolved[call.call_id] = call.name
         return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
 
     async def _write(
@@ -207,6 +209,14 @@ class MessageRepository(Repository):
             ],
         )
         await self._apply_tool_call_ops(ops)
+        # The session's count of unresolved calls: + every call left open, − every earlier call
+        # answered (a call opened and answered in this batch counts neither way).
+        delta = sum(
+            -1 if kind == "resolve" else 1 if params["result_sequence"] is None else 0
+            for kind, params in ops
+        )
+        if delta:
+            await SessionRepository(self.session).add_open_tool_calls(session_id, delta)
         opened = self._opened()
         for kind, params in ops:
             if kind == "resolve":
@@ -217,6 +227,14 @@ class MessageRepository(Repository):
                 opened.pop((session_id, params["call_id"]), None)
         self._appended().setdefault(session_id, []).extend(stored)
         return stored
+
+    def _only_own_calls_open(self, session_id: str, opened: dict[tuple[str, str], str]) -> bool:
+        sessions = SessionRepository(self.session)
+        row = sessions.loaded(session_id)
+        if row is None or not sessions.is_current(row):
+            return False
+        own = sum(1 for key in opened if key[0] == session_id)
+        return row.open_tool_calls == own
 
     def appended_after(
         self, session_id: str, after_sequence: int, through_sequence: int

@@ -60,6 +60,9 @@ def _value(column: str) -> ColumnElement[Any]:
 _ADD_MAILBOX_PENDING = _summary_update(
     "mailbox_pending", _sessions.c.mailbox_pending + _value("mailbox_pending")
 )
+_ADD_OPEN_TOOL_CALLS = _summary_update(
+    "open_tool_calls", _sessions.c.open_tool_calls + _value("open_tool_calls")
+)
 _SET_LATEST_COMPACTION = _summary_update("latest_compaction_id", _value("latest_compaction_id"))
 _SET_WORLD_STATE_VERSION = _summary_update("world_state_version", _value("world_state_version"))
 
@@ -88,7 +91,7 @@ class SessionRepository(Repository):
         if for_update:
             stmt = stmt.with_for_update()
         # An object already in the identity map keeps the values it was loaded with.
-        known = self._loaded(session_id) is not None
+        known = self.loaded(session_id) is not None
         row = (await self.session.execute(stmt)).scalar_one_or_none()
         if for_update and row is not None:
             self._locked().add(session_id)
@@ -101,9 +104,10 @@ class SessionRepository(Repository):
         ``get(for_update=True)``: nobody else can change the row before this transaction ends,
         and this transaction's own updates of the summary columns are copied onto it, so every
         column it shows is the stored value. ``False`` says only "not known"."""
-        return row.id in self._current() and self._loaded(row.id) is row
+        return row.id in self._current() and self.loaded(row.id) is row
 
-    def _loaded(self, session_id: str) -> AgentSession | None:
+    def loaded(self, session_id: str) -> AgentSession | None:
+        """This transaction's object for the session, if one is loaded."""
         key = identity_key(AgentSession, session_id)
         loaded: AgentSession | None = self.session.sync_session.identity_map.get(key)
         return loaded
@@ -142,6 +146,9 @@ class SessionRepository(Repository):
         # object was collected would lose the counts kept on it.
         rows: dict[str, AgentSession] = self._per_transaction(_DEFERRED, dict)
         return rows
+
+    def _counts_on(self, row: AgentSession) -> bool:
+        return row.id in self._deferred() and self.is_current(row)
 
     def defer_counters(self, row: AgentSession) -> None:
         """For a transaction that appends and announces several times (a turn step) and
@@ -188,14 +195,14 @@ class SessionRepository(Repository):
         # update machinery); a session row already loaded in this transaction is brought up to
         # date as the ORM UPDATE kept it.
         now = utc_now()
-        loaded = self._loaded(session_id)
-        if loaded is not None and self.is_current(loaded) and session_id in self._deferred():
+        loaded = self.loaded(session_id)
+        if loaded is not None and self._counts_on(loaded):
             # Locked and current: count on the object; the flush writes it (defer_counters).
             allocated = int(getattr(loaded, column)) + count
             setattr(loaded, column, allocated)
             loaded.updated_at = now
             return allocated
-        await self._flush_kept_counts(loaded)
+        await self._flush_kept_counts(loaded, column)
         params = {"k_id": session_id, "v_count": count, "v_updated_at": now}
         value = (await self.session.execute(stmt, params)).scalar_one_or_none()
         if value is None:
@@ -207,16 +214,29 @@ class SessionRepository(Repository):
             set_committed_value(loaded, "updated_at", now)
         return int(value)
 
-    async def _flush_kept_counts(self, loaded: AgentSession | None) -> None:
-        # Counts kept on the object (defer_counters) must reach the row before a statement
-        # counts on the row or refreshes the object from it.
-        if loaded is not None and inspect(loaded).modified:
-            await self.session.flush([loaded])
+    async def _flush_kept_counts(self, loaded: AgentSession | None, column: str = "") -> None:
+        """Counts kept on the object (``defer_counters``) must reach the row before a statement
+        counts on the row (``column``) or refreshes the whole object from it (no column)."""
+        if loaded is None:
+            return
+        state = inspect(loaded)
+        kept = state.modified if not column else state.attrs[column].history.has_changes()
+        if kept:
+            await self.session.flush()
 
     async def add_mailbox_pending(self, session_id: str, delta: int) -> int:
         """Add ``delta`` to ``mailbox_pending`` in one UPDATE; returns the new count."""
         value = await self._set_summary(_ADD_MAILBOX_PENDING, "mailbox_pending", session_id, delta)
         return int(value)
+
+    async def add_open_tool_calls(self, session_id: str, delta: int) -> None:
+        """Add ``delta`` to ``open_tool_calls``: on the row when its counters are deferred
+        (``defer_counters``), else in one UPDATE."""
+        loaded = self.loaded(session_id)
+        if loaded is not None and self._counts_on(loaded):
+            loaded.open_tool_calls += delta
+            return
+        await self._set_summary(_ADD_OPEN_TOOL_CALLS, "open_tool_calls", session_id, delta)
 
     async def set_latest_compaction_id(self, session_id: str, compaction_id: str) -> None:
         """Record the checkpoint just stored as the one in force."""
@@ -238,6 +258,7 @@ class SessionRepository(Repository):
         session_id: str,
         value: object,
     ) -> Any:
+        await self._flush_kept_counts(self.loaded(session_id), column)
         params = {"k_id": session_id, "v_value": value}
         row = (await self.session.execute(stmt, params)).first()
         if row is None:
@@ -245,7 +266,7 @@ class SessionRepository(Repository):
         # Like ``_allocate``: the UPDATE row-locks the session, and a row already loaded in this
         # transaction shows the new value to the code that reads it next.
         self._locked().add(session_id)
-        loaded = self._loaded(session_id)
+        loaded = self.loaded(session_id)
         if loaded is not None:
             set_committed_value(loaded, column, row[0])
         return row[0]
@@ -260,7 +281,7 @@ class SessionRepository(Repository):
         """Move the watermark to ``through_sequence`` unless it already is further (it only ever
         increases: SPEC §5). The comparison sits inside one UPDATE (a portable GREATEST), so two
         concurrent advances cannot move it back. Returns the watermark now in force."""
-        await self._flush_kept_counts(self._loaded(session_id))
+        await self._flush_kept_counts(self.loaded(session_id))
         column = AgentSession.tool_result_pruned_through_sequence
         greatest = case(
             (column.is_(None) | (column < through_sequence), through_sequence), else_=column

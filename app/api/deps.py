@@ -11,7 +11,9 @@ from app.container import Container
 __all__ = ["ContainerDep"]
 
 
-def get_container(request: Request) -> Container:
+async def get_container(request: Request) -> Container:
+    # ``async`` on purpose: FastAPI runs a plain ``def`` dependency in a worker thread, a thread
+    # hop on every request for a lookup.
     container: Container = request.app.state.container
     return container
 

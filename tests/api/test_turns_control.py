@@ -229,21 +229,30 @@ async def test_the_next_turn_sends_what_was_stored_between_turns(
     assert [m for m in sent if m in wanted] == wanted
 
 
+async def turn_whose_runner_died(
+    app: FastAPI, api: httpx.AsyncClient, provider: FakeProviderServer, sid: str
+) -> str:
+    """Start a turn whose model call hangs, then let its runner die with the process's
+    background work (no sweep runs either) until its lease has lapsed; the turn's id."""
+    provider.latency = 30.0
+    provider.enqueue(StreamReply(openai_stream(text=["never"])))
+    started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
+    for _ in range(200):
+        if provider.requests:
+            break
+        await asyncio.sleep(0.02)
+    await app.state.container.turns.stop_background()
+    await asyncio.sleep(0.7)
+    return str(started.json()["turn_id"])
+
+
 async def test_a_start_on_a_session_whose_turn_lost_its_runner_interrupts_it_and_starts(
     app_client: Client, provider: FakeProviderServer
 ) -> None:
     app, api = app_client
     turns = app.state.container.turns
-    provider.latency = 30.0
-    provider.enqueue(StreamReply(openai_stream(text=["never"])))
     sid = await new_session(api, model_id=await provider_model(api, provider))
-    dead = (await api.post(f"/v1/sessions/{sid}/turns", json=start_body())).json()["turn_id"]
-    for _ in range(200):
-        if provider.requests:
-            break
-        await asyncio.sleep(0.02)
-    await turns.stop_background()  # the runner dies (and no sweep runs); its lease lapses
-    await asyncio.sleep(0.7)
+    dead = await turn_whose_runner_died(app, api, provider, sid)
     async with unit_of_work(app.state.container.db, read_only=True) as db:
         row = await TurnRepository(db).get(sid, dead)
         assert row is not None
@@ -265,20 +274,10 @@ async def test_expired_lease_interrupts_and_later_requests_synthesize_results(
 ) -> None:
     app, api = app_client
     turns = app.state.container.turns
-    provider.latency = 30.0
-    provider.enqueue(StreamReply(openai_stream(text=["never"])))
     sid = await new_session(api, model_id=await provider_model(api, provider))
     # A dangling call from before: stays unanswered in storage.
     assert (await append(api, sid, assistant_calls(("dangling", "read")))).status_code == 201
-    started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
-    tid = started.json()["turn_id"]
-    for _ in range(200):
-        if provider.requests:
-            break
-        await asyncio.sleep(0.02)
-    # The runner dies with its process: its tasks stop, nothing is written, the lease lapses.
-    await turns.stop_background()
-    await asyncio.sleep(0.7)
+    tid = await turn_whose_runner_died(app, api, provider, sid)
     turn = (await api.get(f"/v1/sessions/{sid}/turns/{tid}")).json()
     assert turn["status"] == "interrupted"
     assert turn["outcome"]["code"] == "process_restart"

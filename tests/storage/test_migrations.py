@@ -234,12 +234,16 @@ async def test_session_summaries_are_backfilled_and_dropped_again(empty_database
         await engine.dispose()
 
 
-async def test_turn_plans_come_back_from_turns_on_downgrade(empty_database_url: str) -> None:
-    path = sqlite_database_path(empty_database_url)
+async def _engine_at_head(url: str) -> AsyncEngine:
+    path = sqlite_database_path(url)
     if path is not None:
         path.parent.mkdir(parents=True, exist_ok=True)
-    await upgrade_to_head(empty_database_url)
-    engine = create_engine(empty_database_url)
+    await upgrade_to_head(url)
+    return create_engine(url)
+
+
+async def test_turn_plans_come_back_from_turns_on_downgrade(empty_database_url: str) -> None:
+    engine = await _engine_at_head(empty_database_url)
     plan = {"plan": [{"step": "a", "status": "in_progress"}], "updated_at": "2026-11-30T00:00:00Z"}
     try:
         factory = create_session_factory(engine)
@@ -263,11 +267,7 @@ async def test_turn_plans_come_back_from_turns_on_downgrade(empty_database_url: 
 
 
 async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
-    path = sqlite_database_path(empty_database_url)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-    await upgrade_to_head(empty_database_url)
-    engine = create_engine(empty_database_url)
+    engine = await _engine_at_head(empty_database_url)
     calls: list[Block] = [
         {"type": "tool_call", "id": i, "name": "read", "input": "{}"} for i in ("a", "b")
     ]

@@ -6,7 +6,9 @@ event loop when it is done. SQLAlchemy's adapter makes four such trips for one s
 statement itself (about 70 µs against a few µs for a small indexed query): a model call of the
 turn loop runs some twenty statements. This cursor does the four steps in one function on the
 worker thread, through the same queue SQLAlchemy's own adapter already uses to set the isolation
-level. Everything else (connections, commit, rollback, server-side cursors) is unchanged.
+level. The connection also skips the rollback trip when no transaction can be open (the pool
+rolls back every connection it takes back, also right after a commit). Everything else
+(connecting, commit, server-side cursors) is SQLAlchemy's.
 """
 
 from __future__ import annotations

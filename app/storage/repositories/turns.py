@@ -30,6 +30,20 @@ TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
 _UNSET: Any = object()
 
+
+def _progress(
+    phase: Any, model_call_index: Any, pending_tool_calls: Any, plan: Any
+) -> dict[str, Any]:
+    """The progress columns given (not ``_UNSET``) of ``update_running``/``advance_running``."""
+    given = {
+        "phase": phase,
+        "model_call_index": model_call_index,
+        "pending_tool_calls": pending_tool_calls,
+        "plan": plan,
+    }
+    return {name: value for name, value in given.items() if value is not _UNSET}
+
+
 # Typed as Table (``__table__`` is declared as a FromClause) for Core updates.
 _TURNS = cast(Table, Turn.__table__)
 
@@ -152,16 +166,7 @@ class TurnRepository(Repository):
     ) -> Turn | None:
         """Change the progress fields given, only while the turn is running; the updated row
         (truthy), or ``None`` when the turn is not running."""
-        values: dict[str, Any] = {
-            name: value
-            for name, value in (
-                ("phase", phase),
-                ("model_call_index", model_call_index),
-                ("pending_tool_calls", pending_tool_calls),
-                ("plan", plan),
-            )
-            if value is not _UNSET
-        }
+        values = _progress(phase, model_call_index, pending_tool_calls, plan)
         values["updated_at"] = utc_now()
         return await self._update_running_row(session_id, turn_id, values)
 
@@ -182,16 +187,7 @@ class TurnRepository(Repository):
         materialising or refreshing a ``Turn`` object (a ``Turn`` already loaded in this
         session is left as it was). ``release_lease`` clears the lease owner and expiry;
         ``usage`` adds to the token columns it names (``input_tokens``, ...), as ``add_usage``."""
-        values: dict[str, Any] = {
-            name: value
-            for name, value in (
-                ("phase", phase),
-                ("model_call_index", model_call_index),
-                ("pending_tool_calls", pending_tool_calls),
-                ("plan", plan),
-            )
-            if value is not _UNSET
-        }
+        values = _progress(phase, model_call_index, pending_tool_calls, plan)
         if release_lease:
             values.update(lease_owner=None, lease_expires_at=None)
         values["updated_at"] = utc_now()
@@ -251,9 +247,8 @@ class TurnRepository(Repository):
         return (await self.session.execute(stmt)).scalar_one_or_none() is not None
 
     async def request_cancel(self, session_id: str, turn_id: str) -> bool:
-        return await self._update_running(
-            session_id, turn_id, {"cancel_requested": True, "updated_at": utc_now()}
-        )
+        values = {"cancel_requested": True, "updated_at": utc_now()}
+        return await self._update_running_row(session_id, turn_id, values) is not None
 
     async def finish(
         self,
@@ -348,9 +343,6 @@ class TurnRepository(Repository):
             if (await self.session.execute(stmt)).scalar_one_or_none() is not None:
                 done.append((session_id, turn_id))
         return done
-
-    async def _update_running(self, session_id: str, turn_id: str, values: dict[Any, Any]) -> bool:
-        return await self._update_running_row(session_id, turn_id, values) is not None
 
     async def _update_running_row(
         self, session_id: str, turn_id: str, values: dict[Any, Any]

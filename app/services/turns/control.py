@@ -162,8 +162,7 @@ async def cancel_waiting_or_flag(deps: TurnDeps, session_id: str, turn_id: str) 
             turn_id=turn_id,
             entries=entries,
         )
-        await turns.update_running(session_id, turn_id, phase="terminal")
-        await turns.finish(session_id, turn_id, status="cancelled", outcome={})
+        await turns.finish(session_id, turn_id, status="cancelled", outcome={}, phase="terminal")
         await deps.events.emit(
             db,
             session_id,

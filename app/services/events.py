@@ -32,6 +32,7 @@ __all__ = [
     "EventEmitter",
     "EventHub",
     "EventPublisher",
+    "Signal",
 ]
 
 UPDATE_TYPES = frozenset(
@@ -59,8 +60,10 @@ class Delta:
     payload: dict[str, Any]
 
 
-# What a listener's queue receives: ``None`` = "new rows may be in the database", or a delta.
-Signal = Delta | None
+# What a listener's queue receives: the last sequence of rows just committed, ``None`` = "new
+# rows may be in the database", or a delta. In the order things happened: a listener that sends
+# the rows up to the announced sequence before the next delta keeps that order.
+Signal = Delta | int | None
 
 
 class EventHub:
@@ -131,8 +134,10 @@ class EventPublisher:
             return []
         records = await EventRepository(db).append_many(session_id, events)
 
+        last = records[-1].sequence
+
         def _after_commit(_: Session) -> None:
-            self.hub.notify(session_id, None)
+            self.hub.notify(session_id, last)
 
         event.listen(db.sync_session, "after_commit", _after_commit, once=True)
         return records

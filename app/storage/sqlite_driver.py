@@ -1,25 +1,33 @@
-"""SQLAlchemy's aiosqlite adapter with one worker-thread trip per statement.
+"""SQLAlchemy's aiosqlite dialect over sqlite3 called inline, on the event loop's thread.
 
-aiosqlite runs every call of the sqlite3 driver on the connection's worker thread and wakes the
-event loop when it is done. SQLAlchemy's adapter makes four such trips for one statement
-(``cursor()``, ``execute()``, ``fetchall()``, ``close()``), and each trip costs far more than the
-statement itself (about 70 µs against a few µs for a small indexed query): a model call of the
-turn loop runs some twenty statements. This cursor does the four steps in one function on the
-worker thread, through the same queue SQLAlchemy's own adapter already uses to set the isolation
-level. The connection also skips the rollback trip when no transaction can be open (the pool
-rolls back every connection it takes back, also right after a commit). Everything else
-(connecting, commit, server-side cursors) is SQLAlchemy's.
+aiosqlite runs every sqlite3 call on a worker thread and wakes the event loop when it is done.
+That trip costs some 160 µs of wall time (80 µs of it on the loop's thread) against a few µs
+for the small indexed statements this service runs, and a model call of the turn loop runs about
+ten of them. So this adapter calls sqlite3 directly: a statement blocks the loop for as long as
+SQLite takes to run it, which for these statements is less than the trip it replaces.
+
+What made the thread necessary is waiting, and there is none left on the loop's thread:
+
+- Writers in this process queue on an ``asyncio.Lock`` per database file, taken before
+  ``BEGIN IMMEDIATE`` and released by commit or rollback, so a transaction never waits for
+  SQLite's write lock while the holder is in this process (it would never get to run again).
+- Another process's writer is waited for asynchronously: ``BEGIN IMMEDIATE`` runs with a zero
+  busy timeout and is retried after short sleeps until the connection's busy timeout has passed.
+- Every other statement keeps the connection's busy timeout: in WAL mode readers do not wait for
+  writers, and a writer holding the write lock does not wait for anyone.
+
+The connection also skips ROLLBACK when no transaction is open (the pool rolls back every
+connection it takes back, also right after a commit). Everything else is SQLAlchemy's.
 """
 
 from __future__ import annotations
 
 import asyncio
 import collections
-import functools
 import sqlite3
-from typing import Any, cast
+import weakref
+from typing import Any
 
-import aiosqlite
 from sqlalchemy.dialects.sqlite.aiosqlite import (
     AsyncAdapt_aiosqlite_connection,
     AsyncAdapt_aiosqlite_cursor,
@@ -28,34 +36,37 @@ from sqlalchemy.dialects.sqlite.aiosqlite import (
 from sqlalchemy.util import EMPTY_DICT
 from sqlalchemy.util.concurrency import await_
 
-__all__ = ["one_trip_dbapi"]
+__all__ = ["inline_dbapi"]
 
-# description, rowcount, lastrowid, rows (None when the statement returns no rows)
-_Outcome = tuple[Any, int, int | None, list[Any] | None]
+_BEGIN_WRITE = "BEGIN IMMEDIATE"
+# Sleeps between attempts to begin a write transaction while another process writes.
+_FIRST_RETRY_SECONDS = 0.001
+_MAX_RETRY_SECONDS = 0.05
 
-
-def _run(connection: sqlite3.Connection, operation: str, parameters: Any, many: bool) -> _Outcome:
-    """On the worker thread: the whole statement, rows included."""
-    cursor = connection.cursor()
-    try:
-        if many:
-            cursor.executemany(operation, parameters)
-        elif parameters is None:
-            cursor.execute(operation)
-        else:
-            cursor.execute(operation, parameters)
-        rows = cursor.fetchall() if cursor.description else None
-        return cursor.description, cursor.rowcount, cursor.lastrowid, rows
-    finally:
-        cursor.close()
+# One writer lock per event loop and database file.
+_writer_locks: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, dict[str, asyncio.Lock]] = (
+    weakref.WeakKeyDictionary()
+)
 
 
-class _OneTripCursor(AsyncAdapt_aiosqlite_cursor):
-    __slots__ = ("_description", "_lastrowid", "_rowcount")
+def _writer_lock(database: str) -> asyncio.Lock:
+    locks = _writer_locks.setdefault(asyncio.get_running_loop(), {})
+    lock = locks.get(database)
+    if lock is None:
+        lock = locks[database] = asyncio.Lock()
+    return lock
 
-    def __init__(self, adapt_connection: Any) -> None:
-        # No aiosqlite cursor: the statement opens and closes its own on the worker thread.
+
+async def _done() -> None:
+    pass
+
+
+class _InlineCursor(AsyncAdapt_aiosqlite_cursor):
+    __slots__ = ("_description", "_inline", "_lastrowid", "_rowcount")
+
+    def __init__(self, adapt_connection: _InlineConnection) -> None:
         self._adapt_connection = adapt_connection
+        self._inline = adapt_connection
         self._connection = adapt_connection._connection
         self._rows = collections.deque()
         self._soft_closed_memoized = EMPTY_DICT
@@ -84,65 +95,158 @@ class _OneTripCursor(AsyncAdapt_aiosqlite_cursor):
         pass
 
     async def _async_soft_close(self) -> None:
-        pass  # nothing is open on the worker thread between statements
+        pass  # the rows are fetched with the statement: nothing is left open
 
     def close(self) -> None:
         self._rows.clear()
 
     def execute(self, operation: Any, parameters: Any = None) -> Any:
+        adapt = self._inline
         try:
-            return await_(self._trip(operation, parameters, many=False))
+            if operation == _BEGIN_WRITE:
+                adapt.begin_write()
+            else:
+                self._run(operation, parameters, many=False)
         except Exception as error:
-            self._adapt_connection._handle_exception(error)
+            adapt._handle_exception(error)
 
     def executemany(self, operation: Any, seq_of_parameters: Any) -> Any:
         try:
-            return await_(self._trip(operation, seq_of_parameters, many=True))
+            self._run(operation, seq_of_parameters, many=True)
         except Exception as error:
             self._adapt_connection._handle_exception(error)
 
-    async def _trip(self, operation: Any, parameters: Any, *, many: bool) -> None:
-        connection = cast(aiosqlite.Connection, self._connection)
-        setattr(connection, _MAY_BE_IN_TRANSACTION, True)
-        async with self._adapt_connection._execute_mutex:
-            future: asyncio.Future[_Outcome] = asyncio.get_running_loop().create_future()
-            work = functools.partial(_run, connection._conn, operation, parameters, many)
-            connection._tx.put_nowait((future, work))
-            description, rowcount, lastrowid, rows = await future
-        self._description, self._rowcount, self._lastrowid = description, rowcount, lastrowid
-        self._rows = collections.deque(rows) if rows is not None else collections.deque()
+    def _run(self, operation: Any, parameters: Any, *, many: bool) -> None:
+        # SQLAlchemy's AsyncConnection checks that a statement awaited something (a sync driver
+        # passed by mistake would block the loop): this one does so on purpose, and says so
+        # with an await that completes at once (a switch of greenlets, not of event-loop turns).
+        await_(_done())
+        cursor = self._inline.sqlite.cursor()
+        try:
+            if many:
+                cursor.executemany(operation, parameters)
+            elif parameters is None:
+                cursor.execute(operation)
+            else:
+                cursor.execute(operation, parameters)
+            description = cursor.description
+            rows = cursor.fetchall() if description else ()
+            self._description, self._rowcount = description, cursor.rowcount
+            self._lastrowid = cursor.lastrowid
+            self._rows = collections.deque(rows)
+        finally:
+            cursor.close()
 
 
-# Set on the aiosqlite connection by every statement, cleared by commit and rollback: the service
-# begins every transaction with an explicit BEGIN (the driver's own transaction handling is off),
-# so a connection with no statement since its last commit or rollback has no transaction open.
-_MAY_BE_IN_TRANSACTION = "_ctxsvc_may_be_in_transaction"
+class _InlineConnection(AsyncAdapt_aiosqlite_connection):
+    """``_connection`` is the sqlite3 connection itself."""
 
+    __slots__ = ("database", "held_lock")
 
-class _OneTripConnection(AsyncAdapt_aiosqlite_connection):
-    __slots__ = ()
-    _cursor_cls = _OneTripCursor
+    def __init__(self, dbapi: Any, connection: sqlite3.Connection, database: str) -> None:
+        super().__init__(dbapi, connection)  # type: ignore[arg-type]
+        self.database = database
+        self.held_lock: asyncio.Lock | None = None
+
+    @property
+    def sqlite(self) -> sqlite3.Connection:
+        return self._connection  # type: ignore[return-value]
+
+    def cursor(self, server_side: bool = False) -> _InlineCursor:
+        return _InlineCursor(self)
+
+    @property
+    def isolation_level(self) -> str | None:
+        return self.sqlite.isolation_level
+
+    @isolation_level.setter
+    def isolation_level(self, value: str | None) -> None:
+        self.sqlite.isolation_level = value  # type: ignore[assignment]
+
+    def create_function(self, *args: Any, **kw: Any) -> None:
+        self.sqlite.create_function(*args, **kw)
+
+    def begin_write(self) -> None:
+        """``BEGIN IMMEDIATE`` once this process's other writers of the file are done and no
+        other process holds the write lock, waiting (asynchronously) at most the busy timeout."""
+        (busy_timeout_ms,) = self.sqlite.execute("PRAGMA busy_timeout").fetchone()
+        timeout = busy_timeout_ms / 1000
+        lock = _writer_lock(self.database)
+        try:
+            # A free lock is taken at once; ``wait_for`` would cost a task and loop turns.
+            await_(asyncio.wait_for(lock.acquire(), timeout) if lock.locked() else lock.acquire())
+        except TimeoutError:
+            raise sqlite3.OperationalError("database is locked") from None
+        self.held_lock = lock
+        try:
+            await_(self._begin_immediate(asyncio.get_running_loop().time() + timeout))
+        except BaseException:
+            self._release()
+            raise
+        finally:
+            self.sqlite.execute(f"PRAGMA busy_timeout = {busy_timeout_ms}")
+
+    async def _begin_immediate(self, deadline: float) -> None:
+        loop = asyncio.get_running_loop()
+        delay = _FIRST_RETRY_SECONDS
+        self.sqlite.execute("PRAGMA busy_timeout = 0")
+        while True:
+            try:
+                self.sqlite.execute(_BEGIN_WRITE)
+                return
+            except sqlite3.OperationalError as exc:
+                if exc.sqlite_errorcode != sqlite3.SQLITE_BUSY or loop.time() >= deadline:
+                    raise
+            await asyncio.sleep(min(delay, max(deadline - loop.time(), 0)))
+            delay = min(delay * 2, _MAX_RETRY_SECONDS)
+
+    def _release(self) -> None:
+        lock, self.held_lock = self.held_lock, None
+        if lock is not None:
+            lock.release()
 
     def commit(self) -> None:
-        super().commit()
-        setattr(self._connection, _MAY_BE_IN_TRANSACTION, False)
+        self._end("COMMIT")
 
     def rollback(self) -> None:
-        # The pool rolls back every connection it takes back, also right after a commit: that
-        # would be one more worker-thread trip per transaction for nothing.
-        if getattr(self._connection, _MAY_BE_IN_TRANSACTION, True):
-            super().rollback()
-            setattr(self._connection, _MAY_BE_IN_TRANSACTION, False)
+        # Also called by the pool for every connection it takes back, right after a commit
+        # too: with no transaction open there is nothing to send.
+        self._end("ROLLBACK")
+
+    def _end(self, statement: str) -> None:
+        try:
+            if self.sqlite.in_transaction:
+                self.sqlite.execute(statement)
+        except Exception as error:
+            self._handle_exception(error)
+        finally:
+            # Whatever happened, SQLite ended the transaction or still holds it for the next
+            # ROLLBACK; the in-process queue moves on only when none is open.
+            if not self.sqlite.in_transaction:
+                self._release()
+
+    def close(self) -> None:
+        try:
+            self.sqlite.close()
+        finally:
+            self._release()
+
+    def terminate(self) -> None:
+        self.close()
 
 
-class _OneTripDBAPI(AsyncAdapt_aiosqlite_dbapi):
-    def connect(self, *arg: Any, **kw: Any) -> AsyncAdapt_aiosqlite_connection:
-        adapted = super().connect(*arg, **kw)
-        # Same slots, only the cursor class differs: re-class rather than repeat connect().
-        adapted.__class__ = _OneTripConnection
-        return adapted
+class _InlineDBAPI(AsyncAdapt_aiosqlite_dbapi):
+    def connect(self, *arg: Any, **kw: Any) -> _InlineConnection:
+        kw.pop("async_creator_fn", None)
+        # The pool may hand a connection to another task than the one that opened it, and
+        # nothing touches it from two threads at once.
+        kw["check_same_thread"] = False
+        database = str(arg[0] if arg else kw.get("database", ""))
+        connection = sqlite3.connect(*arg, **kw)
+        return _InlineConnection(self, connection, database)
 
 
-def one_trip_dbapi() -> Any:
-    """The DBAPI module to pass as ``module=`` to ``create_async_engine`` for aiosqlite URLs."""
-    return _OneTripDBAPI(aiosqlite, sqlite3)
+def inline_dbapi() -> Any:
+    """The DBAPI module to pass as ``module=`` to ``create_async_engine`` for aiosqlite URLs
+    (aiosqlite itself is not used: its exceptions are sqlite3's, which this module raises)."""
+    return _InlineDBAPI(sqlite3, sqlite3)

@@ -1,15 +1,19 @@
 from __future__ import annotations
 
 import asyncio
+import sqlite3
+import time
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
+from typing import Any
 
-import aiosqlite
 import psycopg
 import pytest
-from sqlalchemy import text
-from sqlalchemy.exc import DBAPIError, StatementError
+from sqlalchemy import event, text
+from sqlalchemy.exc import DBAPIError, OperationalError, StatementError
+from sqlalchemy.ext.asyncio import AsyncEngine
 
+from app.storage import database
 from app.storage.database import (
     SessionFactory,
     create_engine,
@@ -144,20 +148,20 @@ async def test_an_idle_pooled_postgresql_connection_is_pinged_before_use(
         await engine.dispose()
 
 
-async def test_sqlite_rolls_back_only_a_transaction_that_may_be_open(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def _trace_statements(engine: AsyncEngine, statements: list[str]) -> None:
+    """Record every statement SQLite runs on the engine's connections."""
+
+    @event.listens_for(engine.sync_engine, "connect")
+    def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.sqlite.set_trace_callback(statements.append)
+
+
+async def test_sqlite_rolls_back_only_a_transaction_that_is_open(tmp_path: Path) -> None:
     url = f"sqlite+aiosqlite:///{tmp_path / 'rollbacks.db'}"
     await upgrade_to_head(url)
     engine = create_engine(url)
-    rollbacks: list[str] = []
-    original = aiosqlite.Connection.rollback
-
-    async def counted(self: aiosqlite.Connection) -> None:
-        rollbacks.append("rollback")
-        await original(self)
-
-    monkeypatch.setattr(aiosqlite.Connection, "rollback", counted)
+    statements: list[str] = []
+    _trace_statements(engine, statements)
     factory = create_session_factory(engine)
 
     async def abandoned() -> None:
@@ -167,19 +171,102 @@ async def test_sqlite_rolls_back_only_a_transaction_that_may_be_open(
             raise RuntimeError("abandon the unit of work")
 
     try:
-        async with engine.connect():
-            pass  # the first connection's set-up (dialect initialisation) is not counted
-        rollbacks.clear()
         async with unit_of_work(factory) as db:
             await SessionRepository(db).add(new_agent_session("ses-kept"))
         # Committed: the pool's reset on return has nothing to roll back.
-        assert rollbacks == []
+        assert "COMMIT" in statements
+        assert "ROLLBACK" not in statements
         with pytest.raises(RuntimeError):
             await abandoned()
-        assert rollbacks == ["rollback"]
+        assert statements.count("ROLLBACK") == 1
         async with unit_of_work(factory, read_only=True) as db:
             sessions = SessionRepository(db)
             assert await sessions.get("ses-kept") is not None
             assert await sessions.get("ses-dropped") is None
     finally:
+        await engine.dispose()
+
+
+async def test_sqlite_writer_waits_for_another_process_without_blocking_the_loop(
+    tmp_path: Path,
+) -> None:
+    """The driver runs on the event loop's thread: while another process (here: another
+    connection) holds the write lock, the loop keeps serving other tasks, and the write goes
+    through once the lock is released."""
+    path = tmp_path / "other.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade_to_head(url)
+    engine = create_engine(url)
+    factory = create_session_factory(engine)
+    other = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    try:
+        other.execute("BEGIN IMMEDIATE")
+        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
+        ticking = asyncio.create_task(ticker())
+        started = time.monotonic()
+        async with unit_of_work(factory) as db:
+            await SessionRepository(db).add(new_agent_session("ses-after"))
+        waited = time.monotonic() - started
+        ticking.cancel()
+        assert waited >= 0.25
+        assert ticks >= 10  # the loop ran while the write waited
+        async with unit_of_work(factory, read_only=True) as db:
+            assert await SessionRepository(db).get("ses-after") is not None
+    finally:
+        other.close()
+        await engine.dispose()
+
+
+@pytest.mark.parametrize("holder", ["this process", "another process"])
+async def test_sqlite_writer_gives_up_after_the_busy_timeout(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, holder: str
+) -> None:
+    monkeypatch.setattr(database, "SQLITE_BUSY_TIMEOUT_MS", 200)
+    path = tmp_path / "busy.db"
+    url = f"sqlite+aiosqlite:///{path}"
+    await upgrade_to_head(url)
+    engine = create_engine(url)
+    factory = create_session_factory(engine)
+    other = sqlite3.connect(path, isolation_level=None)
+    release = asyncio.Event()
+
+    async def hold_the_lock() -> None:
+        async with unit_of_work(factory) as db:
+            await SessionRepository(db).add(new_agent_session("ses-holder"))
+            await release.wait()
+
+    holding = None
+    try:
+        if holder == "this process":
+            holding = asyncio.create_task(hold_the_lock())
+            await asyncio.sleep(0.05)
+        else:
+            other.execute("BEGIN IMMEDIATE")
+        started = time.monotonic()
+        with pytest.raises(OperationalError, match="database is locked"):
+            async with unit_of_work(factory) as db:
+                await SessionRepository(db).add(new_agent_session("ses-late"))
+        assert 0.15 <= time.monotonic() - started < 2
+        release.set()
+        if holding is not None:
+            await holding
+        else:
+            other.execute("ROLLBACK")
+        # Nothing stuck: the next writer goes through at once.
+        async with unit_of_work(factory) as db:
+            await SessionRepository(db).add(new_agent_session("ses-next"))
+        async with unit_of_work(factory, read_only=True) as db:
+            sessions = SessionRepository(db)
+            assert await sessions.get("ses-late") is None
+            assert await sessions.get("ses-next") is not None
+    finally:
+        other.close()
         await engine.dispose()

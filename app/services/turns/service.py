@@ -17,7 +17,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from app.services.events import Delta
+from app.services.events import Delta, Signal
 from app.services.turns.control import (
     cancel_waiting_or_flag,
     post_tool_results,
@@ -65,7 +65,7 @@ class TurnService:
         """Stop the reaper and this process's runners. Their turns keep their lease until it
         runs out; then any replica interrupts them (nothing is replayed)."""
         # The reaper is asked to stop, not cancelled: cancelling it inside a query would leak
-        # that connection (aiosqlite then calls back into a closed loop).
+        # that connection (its driver may then call back into a closed loop).
         self._stopping.set()
         if self._reaper is not None:
             with contextlib.suppress(Exception):
@@ -251,7 +251,7 @@ class TurnService:
             hub.unsubscribe(session_id, queue)
 
 
-async def _next_commit(queue: asyncio.Queue[Delta | None], seconds: float) -> None:
+async def _next_commit(queue: asyncio.Queue[Signal], seconds: float) -> None:
     """Return at the next durable update of the session (deltas skipped) or after ``seconds``."""
     deadline = time.monotonic() + seconds
     while True:
@@ -262,7 +262,7 @@ async def _next_commit(queue: asyncio.Queue[Delta | None], seconds: float) -> No
             signal = await asyncio.wait_for(queue.get(), timeout=remaining)
         except TimeoutError:
             return
-        if signal is None:
+        if not isinstance(signal, Delta):
             return
 
 

@@ -16,7 +16,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
-from app.services.events import Delta
+from app.services.events import Delta, Signal
 from app.services.turns.deps import TurnDeps
 from app.services.turns.views import iso
 from app.storage.database import unit_of_work
@@ -59,16 +59,21 @@ async def open_event_stream(deps: TurnDeps, session_id: str, after: int) -> Asyn
 
 
 async def _stream(
-    deps: TurnDeps, session_id: str, after: int, queue: asyncio.Queue[Delta | None]
+    deps: TurnDeps, session_id: str, after: int, queue: asyncio.Queue[Signal]
 ) -> AsyncIterator[bytes]:
     settings = deps.settings
     last = after
+    # A wake-up names the last row it announces: rows up to there go out before the deltas
+    # that came after it (a turn can run several steps before this stream gets to read).
+    through: int | None = None
     next_heartbeat = time.monotonic() + settings.events_heartbeat_seconds
     try:
         yield b": connected\n\n"
         while True:
             async with unit_of_work(deps.db, read_only=True) as db:
-                records = await EventRepository(db).list_after(session_id, last, limit=_PAGE)
+                records = await EventRepository(db).list_after(
+                    session_id, last, limit=_PAGE, through_sequence=through
+                )
             for record in records:
                 yield event_frame(record)
                 last = record.sequence
@@ -87,6 +92,11 @@ async def _stream(
                 if isinstance(signal, Delta):
                     yield _delta_frame(signal)
                     continue
-                break  # new rows may be there (a wake-up, a poll tick or a heartbeat)
+                if signal is not None and signal <= last:
+                    continue  # already sent
+                # New rows may be there: a wake-up (read up to what it announces), a poll
+                # tick or a heartbeat (read everything: other replicas write too).
+                through = signal
+                break
     finally:
         deps.events.hub.unsubscribe(session_id, queue)

@@ -167,7 +167,12 @@ class EventRepository(Repository):
         return records
 
     async def list_after(
-        self, session_id: str, after_sequence: int = 0, *, limit: int = 500
+        self,
+        session_id: str,
+        after_sequence: int = 0,
+        *,
+        limit: int = 500,
+        through_sequence: int | None = None,
     ) -> list[EventRecord]:
         stmt = (
             select(
@@ -182,5 +187,7 @@ class EventRepository(Repository):
             .order_by(_events.c.sequence)
             .limit(limit)
         )
+        if through_sequence is not None:
+            stmt = stmt.where(_events.c.sequence <= through_sequence)
         connection = await self.session.connection()
         return [EventRecord(*row) for row in await connection.execute(stmt)]

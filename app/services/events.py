@@ -17,10 +17,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from sqlalchemy import event
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session
 
+from app.storage.database import on_commit
 from app.storage.repositories.records import EventRecord, NewEvent
 from app.storage.repositories.state import EventRepository
 
@@ -135,11 +134,7 @@ class EventPublisher:
         records = await EventRepository(db).append_many(session_id, events)
 
         last = records[-1].sequence
-
-        def _after_commit(_: Session) -> None:
-            self.hub.notify(session_id, last)
-
-        event.listen(db.sync_session, "after_commit", _after_commit, once=True)
+        on_commit(db, lambda: self.hub.notify(session_id, last))
         return records
 
     def batch(self, session_id: str) -> EventBatch:

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import sqlite3
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -35,6 +35,7 @@ from sqlalchemy.ext.asyncio import (
     create_async_engine,
 )
 from sqlalchemy.ext.asyncio.base import _run_to_completion  # private: pinned <2.2 (pyproject)
+from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.storage.base import dumps_json
@@ -45,7 +46,9 @@ __all__ = [
     "SessionFactory",
     "create_engine",
     "create_session_factory",
+    "on_commit",
     "sqlite_database_path",
+    "transaction_values",
     "unit_of_work",
 ]
 
@@ -204,3 +207,45 @@ async def _close(session: AsyncSession) -> None:
         await session.close()
     else:
         await _run_to_completion(session.close())
+
+
+# ``Session.info`` keys: values kept for the current transaction, and callbacks for its commit.
+_TRANSACTION_VALUES = "ctxsvc_transaction_values"
+_ON_COMMIT = "ctxsvc_on_commit"
+
+
+def transaction_values(session: AsyncSession) -> dict[str, Any]:
+    """A dict for what code wants to remember during the session's current transaction. Its
+    values (each with a ``clear()``) are emptied when the transaction or a savepoint ends
+    (rolling back to a savepoint can undo what they describe), but not at the end of the inner
+    transaction the ORM wraps every flush in."""
+    info = session.sync_session.info
+    values: dict[str, Any] | None = info.get(_TRANSACTION_VALUES)
+    if values is None:
+        values = info[_TRANSACTION_VALUES] = {}
+    return values
+
+
+def on_commit(session: AsyncSession, callback: Callable[[], None]) -> None:
+    """Call ``callback`` once the session's current transaction has committed (a savepoint's
+    release is not the commit); it is forgotten if the transaction rolls back."""
+    session.sync_session.info.setdefault(_ON_COMMIT, []).append(callback)
+
+
+# Listeners on the Session class, registered once: per-session listeners would cost an event
+# registration in every transaction.
+@event.listens_for(Session, "after_commit")
+def _run_on_commit(session: Session) -> None:
+    if session.in_nested_transaction():
+        return
+    for callback in session.info.pop(_ON_COMMIT, ()):
+        callback()
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _forget_transaction_state(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None or transaction.nested:
+        for value in session.info.get(_TRANSACTION_VALUES, {}).values():
+            value.clear()
+    if transaction.parent is None:
+        session.info.pop(_ON_COMMIT, None)  # rolled back (after a commit it is gone already)

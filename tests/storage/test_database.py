@@ -18,7 +18,9 @@ from app.storage.database import (
     SessionFactory,
     create_engine,
     create_session_factory,
+    on_commit,
     sqlite_database_path,
+    transaction_values,
     unit_of_work,
 )
 from app.storage.migrate import upgrade_to_head
@@ -270,3 +272,45 @@ async def test_sqlite_writer_gives_up_after_the_busy_timeout(
     finally:
         other.close()
         await engine.dispose()
+
+
+async def test_on_commit_runs_after_the_outer_commit_only(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+    calls: list[str] = []
+    async with unit_of_work(factory) as db:
+        on_commit(db, lambda: calls.append("first"))
+        async with db.begin_nested():
+            on_commit(db, lambda: calls.append("inside the savepoint"))
+        assert calls == []  # a savepoint's release is not the commit
+        (await SessionRepository(db).require(sid)).title = "t"
+    assert calls == ["first", "inside the savepoint"]
+
+    async def rolled_back() -> None:
+        async with unit_of_work(factory) as db:
+            on_commit(db, lambda: calls.append("rolled back"))
+            raise RuntimeError("abandon")
+
+    with pytest.raises(RuntimeError):
+        await rolled_back()
+    async with unit_of_work(factory) as db:
+        (await SessionRepository(db).require(sid)).title = "again"
+    assert calls == ["first", "inside the savepoint"]
+
+
+async def test_transaction_values_last_until_the_transaction_or_a_savepoint_ends(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    sid = await make_session()
+    async with unit_of_work(factory) as db:
+        kept = transaction_values(db).setdefault("k", {})
+        kept["x"] = 1
+        (await SessionRepository(db).require(sid)).title = "t"
+        await db.flush()  # the ORM's inner transaction ends: the value stays
+        assert transaction_values(db)["k"] == {"x": 1}
+        async with db.begin_nested():
+            pass
+        assert kept == {}  # a savepoint ended
+        kept["y"] = 2
+    assert kept == {}  # the transaction ended

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from sqlalchemy import event
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm import Session, SessionTransaction
+
+from app.storage.database import transaction_values
 
 __all__ = ["Repository"]
 
@@ -34,19 +34,10 @@ class Repository:
         return sqlite.insert(table)
 
     def _per_transaction(self, key: str, factory: Callable[[], _T]) -> _T:
-        """A value kept in ``Session.info`` under ``key`` for the current transaction: it is
-        emptied at the end of the transaction or of a savepoint (rolling back to a savepoint
-        can undo what it describes; forgetting it only costs a query), but not at the end of
-        the inner transaction the ORM wraps every flush in."""
-        sync = self.session.sync_session
-        value: _T | None = sync.info.get(key)
+        """A value kept under ``key`` for the current transaction (``transaction_values``):
+        emptied when it ends or a savepoint ends; forgetting it only costs a query."""
+        values = transaction_values(self.session)
+        value: _T | None = values.get(key)
         if value is None:
-            value = sync.info[key] = factory()
-            clear = value.clear  # type: ignore[attr-defined]
-
-            def on_end(_session: Session, transaction: SessionTransaction) -> None:
-                if transaction.parent is None or transaction.nested:
-                    clear()
-
-            event.listen(sync, "after_transaction_end", on_end)
+            value = values[key] = factory()
         return value

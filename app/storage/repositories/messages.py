@@ -50,6 +50,25 @@ _COLUMNS = (
     _messages.c.created_at,
 )
 
+# Built once: building a statement costs more than running one of these (SQLAlchemy then also
+# computes its cache key only once).
+_INSERT_MESSAGES = insert(_messages)
+_INSERT_TOOL_CALLS = insert(_tool_calls)
+_RESOLVE_TOOL_CALLS = (
+    update(_tool_calls)
+    .where(
+        _tool_calls.c.session_id == bindparam("s"),
+        _tool_calls.c.call_id == bindparam("c"),
+        _tool_calls.c.result_sequence.is_(None),
+    )
+    .values(result_sequence=bindparam("r"))
+)
+_AFTER = select(*_COLUMNS).where(
+    _messages.c.session_id == bindparam("k_session_id"),
+    _messages.c.sequence > bindparam("k_after"),
+)
+_LOAD_AFTER = _AFTER.order_by(_messages.c.sequence)
+
 
 # Keys in ``Session.info``, kept for the current transaction (``Repository._per_transaction``):
 # the calls this transaction opened and has not resolved, ``{(session_id, call_id): name}``, and
@@ -188,7 +207,7 @@ class MessageRepository(Repository):
                 )
             )
         await self.session.execute(
-            insert(_messages),
+            _INSERT_MESSAGES,
             [
                 {
                     "session_id": s.session_id,
@@ -259,15 +278,6 @@ class MessageRepository(Repository):
         return appended
 
     async def _apply_tool_call_ops(self, ops: list[tuple[str, dict[str, Any]]]) -> None:
-        resolve = (
-            update(_tool_calls)
-            .where(
-                _tool_calls.c.session_id == bindparam("s"),
-                _tool_calls.c.call_id == bindparam("c"),
-                _tool_calls.c.result_sequence.is_(None),
-            )
-            .values(result_sequence=bindparam("r"))
-        )
         start = 0
         while start < len(ops):
             kind = ops[start][0]
@@ -275,7 +285,8 @@ class MessageRepository(Repository):
             while end < len(ops) and ops[end][0] == kind:
                 end += 1
             params = [p for _, p in ops[start:end]]
-            await self.session.execute(insert(_tool_calls) if kind == "call" else resolve, params)
+            stmt = _INSERT_TOOL_CALLS if kind == "call" else _RESOLVE_TOOL_CALLS
+            await self.session.execute(stmt, params)
             start = end
 
     async def store_token_counts(
@@ -327,6 +338,10 @@ class MessageRepository(Repository):
         The active Conversation is ``load(s, after_sequence=<install boundary>)`` after the
         latest checkpoint's three items, or ``load(s)`` without one (SPEC §5).
         """
+        if through_sequence is None and roles is None and kinds is None:
+            # The common read (a Conversation, or what was stored since): a prebuilt statement.
+            params = {"k_session_id": session_id, "k_after": after_sequence}
+            return await self._rows(session_id, _LOAD_AFTER, params)
         stmt = self._range(session_id, after_sequence, through_sequence)
         if roles is not None:
             stmt = stmt.where(_messages.c.role.in_(list(roles)))
@@ -392,10 +407,12 @@ class MessageRepository(Repository):
             stmt = stmt.where(_messages.c.sequence <= through_sequence)
         return stmt
 
-    async def _rows(self, session_id: str, stmt: Select[Any]) -> list[StoredMessage]:
+    async def _rows(
+        self, session_id: str, stmt: Select[Any], params: dict[str, Any] | None = None
+    ) -> list[StoredMessage]:
         # Core execution on the session's connection: plain tuples, no ORM row processing.
         connection = await self.session.connection()
-        result = await connection.execute(stmt)
+        result = await connection.execute(stmt, params)
         return [_stored(session_id, row) for row in result]
 
     # ----- tool calls ------------------------------------------------------------------------

@@ -42,6 +42,11 @@ _ALLOCATE_MESSAGES = (
 )
 
 
+_GET = select(AgentSession).where(AgentSession.id == bindparam("k_id"))
+_GET_FOR_UPDATE = _GET.with_for_update()
+_LOCK = select(AgentSession.id).where(AgentSession.id == bindparam("k_id")).with_for_update()
+
+
 def _summary_update(column: str, value: ColumnElement[Any]) -> ReturningUpdate[Any]:
     # The summary columns describe other tables, not the session: ``updated_at`` keeps its value
     # (assigned to itself, so the column's Python ``onupdate`` does not fire).
@@ -87,12 +92,10 @@ class SessionRepository(Repository):
     async def get(self, session_id: str, *, for_update: bool = False) -> AgentSession | None:
         """The session, or ``None``. ``for_update`` row-locks it on PostgreSQL until commit
         (SQLite needs no lock: its write transactions begin IMMEDIATE and are exclusive)."""
-        stmt = select(AgentSession).where(AgentSession.id == session_id)
-        if for_update:
-            stmt = stmt.with_for_update()
+        stmt = _GET_FOR_UPDATE if for_update else _GET
         # An object already in the identity map keeps the values it was loaded with.
         known = self.loaded(session_id) is not None
-        row = (await self.session.execute(stmt)).scalar_one_or_none()
+        row = (await self.session.execute(stmt, {"k_id": session_id})).scalar_one_or_none()
         if for_update and row is not None:
             self._locked().add(session_id)
             if not known:
@@ -128,8 +131,7 @@ class SessionRepository(Repository):
         locked = self._locked()
         if session_id in locked:
             return
-        stmt = select(AgentSession.id).where(AgentSession.id == session_id).with_for_update()
-        if (await self.session.execute(stmt)).scalar_one_or_none() is None:
+        if (await self.session.execute(_LOCK, {"k_id": session_id})).scalar_one_or_none() is None:
             raise session_not_found(session_id)
         locked.add(session_id)
 

@@ -127,6 +127,7 @@ class MailboxRepository(Repository):
 
 
 _events = cast(Table, SessionEvent.__table__)
+_INSERT_EVENTS = insert(_events)  # built once (see messages._INSERT_MESSAGES)
 
 
 class EventRepository(Repository):
@@ -151,7 +152,7 @@ class EventRepository(Repository):
             for i, e in enumerate(events)
         ]
         await self.session.execute(
-            insert(_events),
+            _INSERT_EVENTS,
             [
                 {
                     "session_id": r.session_id,

@@ -129,6 +129,10 @@ class WorldStateSampler:
         self._timeout = capture_timeout_seconds
         self._baselines = _BaselineCache()
 
+    def capture_reads_files(self, session: AgentSession) -> bool:
+        workspace = session.workspace
+        return workspace is not None and bool(workspace) and workspace.get("provided") is None
+
     async def capture(self, session: AgentSession) -> WorkspaceInputs:
         """The session's workspace inputs as they are now (see the module docstring)."""
         workspace = session.workspace

@@ -23,19 +23,19 @@ from app.core.errors import ServiceError
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
-from app.services.calibration import base_counter, calibrated_counter, record_calibration
+from app.services.calibration import record_calibration
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
-from app.services.tokens import CountedConversation, load_counted, store_counts
+from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, entries_of, result_messages, write_results
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
-from app.services.turns.mailbox import drain_mailbox
+from app.services.turns.loading import Loaded, load_call, shared, turn_counter
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
-from app.services.turns.sampling import Captured, capture, sample
+from app.services.turns.sampling import Captured, capture
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord, handle_calls
 from app.storage.database import unit_of_work
@@ -178,52 +178,48 @@ class TurnRunner:
 
     # ----- the loop --------------------------------------------------------------------------
 
-    async def _load_turn(self) -> tuple[AgentSession, int]:
-        """The session and the index of the last model call; sets the model, counter, phase
-        and cancel flag from the stored turn (or from the start that created it)."""
+    async def _load_turn(self) -> tuple[AgentSession, int, Ready | None]:
+        """The session, the index of the last model call and the first call when the start
+        prepared it; sets the model, counter, phase and cancel flag from the stored turn (or
+        from the start that created it)."""
         started = self.started
         if started is not None and started.model is not None:
-            # A new turn: running, phase ``starting``, no model call yet; a cancel posted since
-            # is seen by the first phase update.
-            session, entry, index = started.session, started.model, 0
+            # A new turn: running, no model call yet; a cancel posted since is seen by the
+            # first phase update (or, when the start prepared the first call, by the runner's
+            # cancel flag, which is set directly in this process).
+            session, entry, first = started.session, started.model, started.first
+            self.entry = entry
             self.phase = started.turn.phase
+            if first is not None:
+                self.counter = first.counter
+                return session, 1, self._ready(first.loaded, session)
             self.counter = self._base(entry)
             if self.deps.settings.apply_calibration:
                 async with unit_of_work(self.deps.db, read_only=True) as db:
-                    self.counter = await self._counter(db, entry)
-        else:
-            async with unit_of_work(self.deps.db, read_only=True) as db:
-                turn = await TurnRepository(db).get(self.session_id, self.turn_id)
-                if turn is None or turn.status != "running":
-                    raise TurnLost
-                session = await SessionRepository(db).require(self.session_id)
-                entry = await resolve_model(db, session.model_id)
-                self.counter = await self._counter(db, entry)
-            self.phase, index = turn.phase, turn.model_call_index
-            if turn.cancel_requested:
-                self.cancel.set()
+                    self.counter = await turn_counter(self.deps, db, entry)
+            return session, 0, None
+        async with unit_of_work(self.deps.db, read_only=True) as db:
+            turn = await TurnRepository(db).get(self.session_id, self.turn_id)
+            if turn is None or turn.status != "running":
+                raise TurnLost
+            session = await SessionRepository(db).require(self.session_id)
+            entry = await resolve_model(db, session.model_id)
+            self.counter = await turn_counter(self.deps, db, entry)
+        self.phase, index = turn.phase, turn.model_call_index
+        if turn.cancel_requested:
+            self.cancel.set()
         self.entry = entry
-        return session, index
+        return session, index, None
 
     def _base(self, entry: ModelEntry) -> TokenCounter:
         return self.deps.counter(entry.capabilities.token_counter)
 
-    async def _counter(self, db: AsyncSession, entry: ModelEntry) -> TokenCounter:
-        # The same counter as inspection and session prepare (calibrated when configured).
-        if not self.deps.settings.apply_calibration:
-            return self._base(entry)
-        counter, _ = await calibrated_counter(
-            db, entry.id, self._base(entry), apply=self.deps.settings.apply_calibration
-        )
-        return counter
-
     async def _loop(self) -> None:
-        session, index = await self._load_turn()
+        session, index, ready = await self._load_turn()
         assert self.entry is not None
         client = self.deps.model_clients.for_model(self.entry)
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
-        ready: Ready | None = None
         while True:
             if ready is None:
                 if index >= max_calls:
@@ -313,42 +309,30 @@ class TurnRunner:
         index: int,
         sample_index: int | None,
         captured: Captured | None,
-    ) -> tuple[CountedConversation, list[Any]]:
-        """Inside a step: drain the mailbox (sample 1), read the Conversation and sample."""
-        if sample_index == 1:
-            await drain_mailbox(
-                db, self.session_id, self.turn_id, self.counter, pending=session.mailbox_pending
-            )
+    ) -> Loaded:
+        """Inside a step: ``load_call`` from this runner's (or this process's) last read."""
         previous = self.conversation
-        if previous is None and self._shared():
+        if previous is None and shared(self.counter):
             previous = self.conversations.get(session, self.counter.name)
-        counted = await load_counted(db, session, self.counter, previous)
-        await store_counts(db, self.session_id, counted)
-        items = counted.items
-        if sample_index is not None:
-            items = items + await sample(
-                self.deps,
-                db,
-                session,
-                items,
-                captured,
-                turn_id=self.turn_id,
-                model_call_index=index,
-                sample_index=sample_index,
-            )
-        return counted, items
+        return await load_call(
+            self.deps,
+            db,
+            session,
+            self.counter,
+            turn_id=self.turn_id,
+            index=index,
+            sample_index=sample_index,
+            captured=captured,
+            previous=previous,
+        )
 
-    def _ready(self, loaded: tuple[CountedConversation, list[Any]], session: AgentSession) -> Ready:
+    def _ready(self, loaded: Loaded, session: AgentSession) -> Ready:
         """After the step committed: keep the Conversation it read, and build the request."""
         counted, items = loaded
         self.conversation = counted
-        if self._shared():
+        if shared(self.counter):
             self.conversations.put(session, self.counter.name, counted)
         return self._prepared(session, items), session
-
-    def _shared(self) -> bool:
-        # A calibrated counter's figures follow a ratio that moves: such reads are not shared.
-        return base_counter(self.counter) is self.counter
 
     def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
         assert self.entry is not None

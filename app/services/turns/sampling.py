@@ -21,11 +21,15 @@ from app.core.world_state import WorkspaceInputs
 from app.services.turns.deps import TurnDeps, world_state_of
 from app.storage.models import AgentSession
 
-__all__ = ["Captured", "capture", "sample"]
+__all__ = ["Captured", "TwoPhaseSampling", "capture", "sample"]
 
 
 @runtime_checkable
 class TwoPhaseSampling(Protocol):
+    def capture_reads_files(self, session: AgentSession) -> bool:
+        """Whether ``capture`` reads the filesystem for ``session`` (else it only computes)."""
+        ...
+
     async def capture(self, session: AgentSession) -> WorkspaceInputs: ...
 
     async def write(

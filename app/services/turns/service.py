@@ -25,6 +25,7 @@ from app.services.turns.control import (
 )
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
+from app.services.turns.first_call import FirstCallFailed, FirstCallPreparer
 from app.services.turns.lease import lease_expired, reap_expired, watch_turn
 from app.services.turns.runner import TurnRunner
 from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
@@ -53,6 +54,7 @@ class TurnService:
         self._reaper: asyncio.Task[None] | None = None
         self._stopping = asyncio.Event()
         self._conversations = ConversationCache(deps.settings.turn_conversation_cache_messages)
+        self._first_call = FirstCallPreparer(deps, self._conversations)
 
     # ----- lifecycle -------------------------------------------------------------------------
 
@@ -171,13 +173,25 @@ class TurnService:
     async def _start(
         self, session_id: str, client_request_id: str, input_items: Sequence[dict[str, Any]]
     ) -> Started:
-        return await start_turn(
-            self._deps,
-            self.owner,
-            session_id,
-            client_request_id=client_request_id,
-            input_items=input_items,
-        )
+        try:
+            return await start_turn(
+                self._deps,
+                self.owner,
+                session_id,
+                client_request_id=client_request_id,
+                input_items=input_items,
+                first_call=self._first_call,
+            )
+        except FirstCallFailed:
+            # Nothing was written: start without it, and the runner's first step fails the
+            # turn with the error, as for any turn.
+            return await start_turn(
+                self._deps,
+                self.owner,
+                session_id,
+                client_request_id=client_request_id,
+                input_items=input_items,
+            )
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))

@@ -1,14 +1,16 @@
 """Starting a turn (SPEC §6): checks in their fixed order, then one transaction that writes the
-turn row, the selected skills' ``skill_instruction`` messages and the user message."""
+turn row, the selected skills' ``skill_instruction`` messages and the user message (and, when it
+can, prepares the first model call: ``first_call``)."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import anyio
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block, text_block
 from app.core.counting import TokenCounter
@@ -20,6 +22,7 @@ from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.tokens import CountedConversation
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expired, lease_expiry
 from app.storage.database import unit_of_work
@@ -30,7 +33,7 @@ from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 from app.workspace import read_skill_snapshot
 
-__all__ = ["RunningTurnExpired", "Started", "busy", "start_turn"]
+__all__ = ["FirstCall", "FirstCallHook", "RunningTurnExpired", "Started", "busy", "start_turn"]
 
 
 class RunningTurnExpired(Exception):
@@ -42,12 +45,31 @@ class RunningTurnExpired(Exception):
 
 
 @dataclass(frozen=True, slots=True)
+class FirstCall:
+    """The first model call of a turn as its start prepared it (``first_call``)."""
+
+    counter: TokenCounter
+    loaded: tuple[CountedConversation, list[Any]]
+
+
+class FirstCallHook(Protocol):
+    def applies(self, session: AgentSession) -> bool:
+        """Whether the first call can be prepared in the start's transaction."""
+        ...
+
+    async def prepare(
+        self, db: AsyncSession, session: AgentSession, turn_id: str, model: ModelEntry
+    ) -> FirstCall: ...
+
+
+@dataclass(frozen=True, slots=True)
 class Started:
     turn: Turn
     created: bool
     # What the start read, for the runner of a new turn (it need not read them again).
     session: AgentSession
     model: ModelEntry | None
+    first: FirstCall | None = None
 
 
 def busy(turn_id: str) -> Conflict:
@@ -126,11 +148,13 @@ async def start_turn(
     *,
     client_request_id: str,
     input_items: Sequence[dict[str, Any]],
+    first_call: FirstCallHook | None = None,
 ) -> Started:
     """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
     (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
     ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
-    the caller reaps it and starts again."""
+    the caller reaps it and starts again. ``first_call`` prepares the first model call in the
+    same transaction when it applies (the turn is then stored in phase ``running_model``)."""
     texts = _texts(input_items)
     async with unit_of_work(deps.db) as db:
         sessions = SessionRepository(db)
@@ -155,12 +179,14 @@ async def start_turn(
         model = await resolve_model(db, session.model_id)
         counter = deps.counter(model.capabilities.token_counter)
         skills = await _skill_messages(session, input_items, deps.settings.workspace_roots, counter)
+        merged = first_call is not None and first_call.applies(session)
         turn, _ = await turns.create_running(
             session_id=session_id,
             turn_id=f"turn-{uuid.uuid4().hex}",
             client_request_id=client_request_id,
             input=[dict(i) for i in input_items],
-            phase="starting",
+            phase="running_model" if merged else "starting",
+            model_call_index=1 if merged else 0,
             lease_owner=owner,
             lease_expires_at=lease_expiry(deps),
             checked=True,
@@ -181,11 +207,20 @@ async def start_turn(
                 for m in [*skills, user]
             ],
         )
-        await deps.events.emit(
+        events = deps.events.batch(session_id)
+        await events.emit(
             db,
             session_id,
             "turn_started",
             {"client_request_id": client_request_id, "input": turn.input},
             turn_id=turn.turn_id,
         )
-    return Started(turn, True, session, model)
+        first = None
+        if merged:
+            assert first_call is not None
+            await events.emit(
+                db, session_id, "phase_changed", {"phase": "running_model"}, turn_id=turn.turn_id
+            )
+            first = await first_call.prepare(db, session, turn.turn_id, model)
+        await events.flush(db)
+    return Started(turn, True, session, model, first)

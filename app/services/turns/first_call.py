@@ -1,0 +1,63 @@
+"""The first model call of a new turn, prepared in the transaction that starts the turn.
+
+A new turn's first step — phase ``running_model``, the mailbox drain, the Conversation read and
+the World State sample — would otherwise be a transaction of its own right after the start's.
+It joins the start when nothing in it reads files: the workspace of a filesystem session is read
+before a step's transaction opens (``sampling``), and the start has no session row to read it
+for before its own. If any of it fails (a World State render error, say), the start rolls back
+and runs again without it: the runner's own first step then fails the turn with that error, as
+it always did — a start never fails because of its first call.
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.errors import ServiceError
+from app.services.model_types import ModelEntry
+from app.services.turns.conversations import ConversationCache
+from app.services.turns.deps import TurnDeps, world_state_of
+from app.services.turns.loading import load_call, shared, turn_counter
+from app.services.turns.sampling import TwoPhaseSampling, capture
+from app.services.turns.start import FirstCall
+from app.storage.models import AgentSession
+
+__all__ = ["FirstCallFailed", "FirstCallPreparer"]
+
+
+class FirstCallFailed(Exception):
+    """Preparing the first call failed: the start's transaction rolls back (start again
+    without it)."""
+
+
+class FirstCallPreparer:
+    """The ``FirstCallHook`` of ``start_turn`` for the runners of this process."""
+
+    def __init__(self, deps: TurnDeps, conversations: ConversationCache) -> None:
+        self._deps = deps
+        self._conversations = conversations
+
+    def applies(self, session: AgentSession) -> bool:
+        sampler = world_state_of(self._deps)
+        return not isinstance(sampler, TwoPhaseSampling) or not sampler.capture_reads_files(session)
+
+    async def prepare(
+        self, db: AsyncSession, session: AgentSession, turn_id: str, model: ModelEntry
+    ) -> FirstCall:
+        try:
+            counter = await turn_counter(self._deps, db, model)
+            previous = self._conversations.get(session, counter.name) if shared(counter) else None
+            loaded = await load_call(
+                self._deps,
+                db,
+                session,
+                counter,
+                turn_id=turn_id,
+                index=1,
+                sample_index=1,
+                captured=await capture(self._deps, session),  # reads no file (``applies``)
+                previous=previous,
+            )
+        except ServiceError as exc:
+            raise FirstCallFailed from exc
+        return FirstCall(counter, loaded)

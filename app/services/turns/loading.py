@@ -1,0 +1,73 @@
+"""What a step does before a model call, inside its transaction: the mailbox drain, the
+Conversation read and the World State sample (shared by the runner's steps and the start of a
+turn, which prepares the first call in its own transaction: ``first_call``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core.counting import TokenCounter
+from app.services.calibration import base_counter, calibrated_counter
+from app.services.model_types import ModelEntry
+from app.services.tokens import CountedConversation, load_counted, store_counts
+from app.services.turns.deps import TurnDeps
+from app.services.turns.mailbox import drain_mailbox
+from app.services.turns.sampling import Captured, sample
+from app.storage.models import AgentSession
+
+__all__ = ["Loaded", "load_call", "shared", "turn_counter"]
+
+# The Conversation as read (and counted), and the items of the next request (with the sample).
+Loaded = tuple[CountedConversation, list[Any]]
+
+
+async def turn_counter(deps: TurnDeps, db: AsyncSession, entry: ModelEntry) -> TokenCounter:
+    """The counter of the model's requests: the same as inspection and session prepare
+    (calibrated when configured), read in ``db``'s transaction."""
+    base = deps.counter(entry.capabilities.token_counter)
+    if not deps.settings.apply_calibration:
+        return base
+    counter, _ = await calibrated_counter(db, entry.id, base, apply=deps.settings.apply_calibration)
+    return counter
+
+
+def shared(counter: TokenCounter) -> bool:
+    """Whether reads counted with ``counter`` may be kept for later turns: a calibrated
+    counter's figures follow a ratio that moves."""
+    return base_counter(counter) is counter
+
+
+async def load_call(
+    deps: TurnDeps,
+    db: AsyncSession,
+    session: AgentSession,
+    counter: TokenCounter,
+    *,
+    turn_id: str,
+    index: int,
+    sample_index: int | None,
+    captured: Captured | None,
+    previous: CountedConversation | None,
+) -> Loaded:
+    """Drain the mailbox (``sample_index`` 1), read the Conversation (extending ``previous``,
+    an earlier committed read of it) and write the World State sample (``sample_index`` 1 or
+    2; none for ``None``)."""
+    if sample_index == 1:
+        await drain_mailbox(db, session.id, turn_id, counter, pending=session.mailbox_pending)
+    counted = await load_counted(db, session, counter, previous)
+    await store_counts(db, session.id, counted)
+    items = counted.items
+    if sample_index is not None:
+        items = items + await sample(
+            deps,
+            db,
+            session,
+            items,
+            captured,
+            turn_id=turn_id,
+            model_call_index=index,
+            sample_index=sample_index,
+        )
+    return counted, items

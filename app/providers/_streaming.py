@@ -15,9 +15,10 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import contextlib
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import AsyncIterator, Mapping
 from typing import Any, Protocol
 
 import httpx
@@ -231,7 +232,9 @@ class StreamingClient(abc.ABC):
             while chunk is not None:
                 for event in decoder.feed(chunk):
                     if await assembler.feed(event):
-                        return assembler.finish()
+                        result = assembler.finish()
+                        await _read_to_end(chunks)
+                        return result
                 chunk = await anext(chunks, None)
             return assembler.finish()
         except httpx.TimeoutException as exc:
@@ -251,6 +254,26 @@ class StreamingClient(abc.ABC):
         finally:
             if response is not None:
                 await response.aclose()
+
+
+# After the terminal event: how long, and how many bytes, to wait for the end of the body.
+_END_OF_BODY_SECONDS = 0.05
+_END_OF_BODY_BYTES = 64 * 1024
+
+
+async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the terminal event (normally only the end of the chunked body, sent
+    with it). A response closed before its end cannot go back to the connection pool: every
+    model call would then open a new connection, TLS handshake included. A server that keeps
+    the stream open (or keeps sending) only costs this short wait: the response is then closed
+    and its connection dropped, as before."""
+    received = 0
+    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(_END_OF_BODY_SECONDS):
+            async for chunk in chunks:
+                received += len(chunk)
+                if received > _END_OF_BODY_BYTES:
+                    return
 
 
 def _scrub(error: ProviderError, api_key: str) -> ProviderError:

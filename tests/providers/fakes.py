@@ -90,6 +90,7 @@ class FakeProviderServer:
         self._ready = threading.Event()
         self._stopped: asyncio.Event | None = None
         self.port = 0
+        self._connections = 0
 
     # -- scripting --------------------------------------------------------------------------------
 
@@ -101,6 +102,12 @@ class FakeProviderServer:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    @property
+    def connections(self) -> int:
+        """How many TCP connections clients opened so far."""
+        with self._lock:
+            return self._connections
 
     @property
     def pending_replies(self) -> int:
@@ -165,6 +172,8 @@ class FakeProviderServer:
         task = asyncio.current_task()
         assert task is not None
         self._tasks.add(task)  # type: ignore[arg-type]
+        with self._lock:
+            self._connections += 1
         try:
             while True:
                 request = await _read_request(reader)

@@ -260,3 +260,14 @@ async def test_stream_without_stop_reason_is_a_protocol_error(
         await client(fake_server, http).complete(hello())
     assert caught.value.code == "protocol"
     assert caught.value.semantic_output_received is True
+
+
+async def test_consecutive_calls_reuse_one_connection(
+    fake_server: FakeProviderServer, http: httpx.AsyncClient
+) -> None:
+    fake_server.enqueue(*(StreamReply(anthropic_stream(text=[f"answer {i}"])) for i in range(3)))
+    adapter = client(fake_server, http)
+    for i in range(3):
+        assert (await adapter.complete(hello())).text == f"answer {i}"
+    # The body is read to its end after message_stop, so the connection goes back to the pool.
+    assert fake_server.connections == 1

@@ -353,3 +353,14 @@ async def test_a_key_quoted_in_any_error_is_redacted(
     assert caught.value.code == "bad_request"
     assert KEY not in str(caught.value)
     assert "[redacted]" in caught.value.detail
+
+
+async def test_consecutive_calls_reuse_one_connection(
+    fake_server: FakeProviderServer, http: httpx.AsyncClient
+) -> None:
+    fake_server.enqueue(*(StreamReply(openai_stream(text=[f"answer {i}"])) for i in range(3)))
+    adapter = client(fake_server, http)
+    for i in range(3):
+        assert (await adapter.complete(hello())).text == f"answer {i}"
+    # The body is read to its end after [DONE], so the connection goes back to the pool.
+    assert fake_server.connections == 1

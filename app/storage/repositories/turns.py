@@ -12,7 +12,7 @@ from datetime import datetime
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, select, update
+from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -46,6 +46,12 @@ def _progress(
 
 # Typed as Table (``__table__`` is declared as a FromClause) for Core updates.
 _TURNS = cast(Table, Turn.__table__)
+# Built once (see ``messages._INSERT_MESSAGES``).
+_INSERT_TURN = insert(_TURNS).returning(*_TURNS.c)
+_START_CANDIDATES = select(Turn).where(
+    Turn.session_id == bindparam("k_session_id"),
+    (Turn.client_request_id == bindparam("k_client_request_id")) | (Turn.status == "running"),
+)
 
 
 class TurnRepository(Repository):
@@ -86,9 +92,11 @@ class TurnRepository(Repository):
             lease_expires_at=lease_expires_at,
         )
         if checked:
-            self.session.add(turn)
-            await self.session.flush()
-            return turn, True
+            # A Core INSERT returning the row (the ORM's unit of work costs more than the
+            # statement); the turn comes back as a detached ``Turn``, like ``finish``'s.
+            values = {c.key: getattr(turn, c.key) for c in _TURNS.c if c.key in turn.__dict__}
+            row = (await self.session.execute(_INSERT_TURN, values)).one()
+            return Turn(**row._mapping), True
         existing = await self.get_by_client_request_id(session_id, client_request_id)
         if existing is not None:
             return existing, False
@@ -128,11 +136,8 @@ class TurnRepository(Repository):
     ) -> tuple[Turn | None, Turn | None]:
         """``(the turn accepted for client_request_id, the running turn)`` in one query (the
         two checks of a start; either may be ``None``, both may be the same turn)."""
-        stmt = select(Turn).where(
-            Turn.session_id == session_id,
-            (Turn.client_request_id == client_request_id) | (Turn.status == "running"),
-        )
-        rows = (await self.session.execute(stmt)).scalars().all()
+        params = {"k_session_id": session_id, "k_client_request_id": client_request_id}
+        rows = (await self.session.execute(_START_CANDIDATES, params)).scalars().all()
         existing = next((t for t in rows if t.client_request_id == client_request_id), None)
         running = next((t for t in rows if t.status == "running"), None)
         return existing, running

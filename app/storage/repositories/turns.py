@@ -198,11 +198,8 @@ class TurnRepository(Repository):
         if release_lease:
             values.update(lease_owner=None, lease_expires_at=None)
         values["updated_at"] = utc_now()
-        params = {f"v_{name}": value for name, value in values.items()}
-        params.update(k_session_id=session_id, k_turn_id=turn_id)
-        increments = tuple(usage or ())
-        params.update({f"i_{name}": (usage or {})[name] for name in increments})
-        stmt = _advance_statement(tuple(values), increments)
+        stmt = _running_update(tuple(values), tuple(usage or ()))
+        params = _running_params(session_id, turn_id, values, usage)
         row = (await self.session.execute(stmt, params)).first()
         return None if row is None else bool(row[0])
 
@@ -285,19 +282,12 @@ class TurnRepository(Repository):
         }
         if phase is not None:
             values["phase"] = phase
-        c = _TURNS.c
-        for name, added in (usage or {}).items():
-            values[name] = c[name] + added
         # A Core UPDATE returning the whole row (the ORM's UPDATE ... RETURNING entity costs a
         # millisecond more here); the terminal turn comes back as a detached ``Turn``, and a
         # ``Turn`` already loaded in this session is brought up to date.
-        stmt = (
-            update(_TURNS)
-            .where(c.session_id == session_id, c.turn_id == turn_id, c.status == "running")
-            .values(values)
-            .returning(*c)
-        )
-        row = (await self.session.execute(stmt)).first()
+        stmt = _running_update(tuple(values), tuple(usage or ()), whole_row=True)
+        params = _running_params(session_id, turn_id, values, usage)
+        row = (await self.session.execute(stmt, params)).first()
         if row is None:
             return None
         columns = dict(row._mapping)
@@ -370,15 +360,15 @@ class TurnRepository(Repository):
 
 
 @lru_cache(maxsize=64)
-def _advance_statement(
-    names: tuple[str, ...], increments: tuple[str, ...] = ()
-) -> ReturningUpdate[bool]:
-    """The UPDATE of ``advance_running`` for one set of columns, built once per process (its
-    values are bound parameters ``v_<column>``, increments ``i_<column>``; the key is
-    ``k_session_id``/``k_turn_id``)."""
+def _running_update(
+    names: tuple[str, ...], increments: tuple[str, ...] = (), *, whole_row: bool = False
+) -> ReturningUpdate[Any]:
+    """An UPDATE of a running turn for one set of columns, built once per process (its values
+    are bound parameters ``v_<column>``, increments ``i_<column>``; the key is
+    ``k_session_id``/``k_turn_id``), returning ``cancel_requested`` or the whole row."""
     c = _TURNS.c
     added = {name: c[name] + bindparam(f"i_{name}", type_=c[name].type) for name in increments}
-    return (
+    stmt = (
         update(_TURNS)
         .where(
             c.session_id == bindparam("k_session_id"),
@@ -386,8 +376,17 @@ def _advance_statement(
             c.status == "running",
         )
         .values({**{n: bindparam(f"v_{n}", type_=c[n].type) for n in names}, **added})
-        .returning(c.cancel_requested)
     )
+    return stmt.returning(*c) if whole_row else stmt.returning(c.cancel_requested)
+
+
+def _running_params(
+    session_id: str, turn_id: str, values: Mapping[str, Any], usage: Mapping[str, int] | None
+) -> dict[str, Any]:
+    params = {f"v_{name}": value for name, value in values.items()}
+    params.update(k_session_id=session_id, k_turn_id=turn_id)
+    params.update({f"i_{name}": added for name, added in (usage or {}).items()})
+    return params
 
 
 def _busy(running: Turn) -> Conflict:

@@ -1,10 +1,12 @@
 """Benchmark of the prepare pipeline (run: ``.venv/bin/python bench/prepare.py``).
 
 Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run:
-  (a) core ``prepare`` time (median of several runs), without and with cached per-message measures;
+  (a) core ``prepare`` time (median of several runs), without and with cached per-message measures,
+      and a first call with cached measures (nothing remembered: ``app/core/resume.py``);
   (b) its ratio to one compact ``json.dumps`` of the prepared request (target ≤ 3 at 1 000);
   (c) the growth factor 1 000 → 10 000 (target ≤ 12: the pipeline is linear);
-  (d) end-to-end ``POST /v1/prepare`` through the ASGI app (skipped if the app cannot be built).
+  (d) end-to-end ``POST /v1/prepare`` through the ASGI app (skipped if the app cannot be built);
+  (e) a turn loop: one prepare per model call of a conversation growing by 2 messages a call.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.core.prepare import prepare
 from app.core.prepared import PruningWatermark
+from app.core.resume import forget
 from bench.fixtures import (
     BENCH_CAPABILITIES,
     agent_conversation,
@@ -64,12 +67,13 @@ def core_figures() -> dict[int, dict[str, float]]:
         prepared = run()
         t_core = median_seconds(run, runs)
         t_cached = median_seconds(lambda c=cached: run(c), runs)
+        t_first = median_seconds(lambda c=cached: (forget(), run(c)), runs)
         t_json = median_seconds(lambda p=prepared: dumps(p.request), runs)
         figures[n] = {"core": t_core, "cached": t_cached, "json": t_json}
         p = prepared.projection
         print(
             f"{n:>6} msgs: prepare {t_core * 1e3:8.2f} ms"
-            f" | cached measures {t_cached * 1e3:8.2f} ms"
+            f" | cached measures {t_cached * 1e3:8.2f} ms (first call {t_first * 1e3:8.2f} ms)"
             f" | json.dumps {t_json * 1e3:8.2f} ms | ratio {t_core / t_json:5.2f}"
             f" (cached {t_cached / t_json:5.2f})"
             f" | {len(dumps(prepared.request).encode()) / 1e6:6.2f} MB,"
@@ -117,6 +121,21 @@ async def end_to_end() -> None:
             )
 
 
+def turn_loop(start: int = 150, calls: int = 20, runs: int = 50) -> None:
+    """Median per call of ``calls`` prepares of a conversation growing by 2 messages a call."""
+    system, tools = system_context(), tool_definitions()
+    items = with_cached_measures(agent_conversation(start + 2 * calls))
+
+    def loop() -> None:
+        for k in range(calls):
+            prepare(system, items[: start + 2 * k], tools, BENCH_CAPABILITIES)
+
+    forget()
+    per_call = median_seconds(loop, runs) / calls
+    span = f"{start} → {start + 2 * calls}"
+    print(f"(e) turn loop {span} msgs: prepare {per_call * 1e6:8.1f} µs per call")
+
+
 def main() -> None:
     print("(a)/(b) core prepare vs one compact json.dumps of the prepared request")
     figures = core_figures()
@@ -127,6 +146,7 @@ def main() -> None:
         f"(c) growth 1 000 → 10 000: {growth:.2f} (target ≤ 12) {'OK' if growth <= 12 else 'MISS'}"
     )
     asyncio.run(end_to_end())
+    turn_loop()
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from typing import Any
 from app.core.content import Block, Item, RealOrigin, content_without_artifacts
 from app.core.counting import TokenCounter
 from app.core.errors import InvalidInput
-from app.core.item_caps import check_system_part
+from app.core.item_caps import check_system_part_measure
 from app.core.prepared import (
     Provenance,
     RequestMessage,
@@ -22,14 +22,31 @@ from app.core.prepared import (
     ToolDefinition,
 )
 
-__all__ = ["assemble_request", "provenance_of", "validate_conversation", "validate_system_context"]
+__all__ = [
+    "CONVERSATION_ROLES",
+    "assemble_request",
+    "measure_system_context",
+    "provenance_of",
+    "system_message_in_conversation",
+    "validate_conversation",
+    "validate_system_context",
+]
 
-_CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
+CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
 
 
 def validate_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -> None:
     """Non-blank unique keys, non-empty content, each part under its cap (SPEC §3.3)."""
+    measure_system_context(parts, counter)
+
+
+def measure_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -> int:
+    """``validate_system_context``, returning Σ of the parts' ``measure_content`` figures.
+
+    Each part is measured once, and that figure serves both its cap and the budget.
+    """
     seen: set[str] = set()
+    total = 0
     for position, part in enumerate(parts):
         if not part.key.strip():
             raise InvalidInput(
@@ -50,7 +67,10 @@ def validate_system_context(parts: Sequence[SystemPart], counter: TokenCounter) 
                 f"system context part must not be empty: {part.key}; drop it or give it content",
                 key=part.key,
             )
-        check_system_part(part.key, part.content, counter)
+        measure = counter.measure_content(part.content)
+        check_system_part_measure(part.key, measure, counter)
+        total += measure
+    return total
 
 
 def _is_empty(part: SystemPart) -> bool:
@@ -61,13 +81,18 @@ def _is_empty(part: SystemPart) -> bool:
 def validate_conversation(items: Sequence[Item]) -> None:
     """The Conversation never carries a system message (SPEC §1)."""
     for index, item in enumerate(items):
-        if item.role not in _CONVERSATION_ROLES:
-            raise InvalidInput(
-                "system_message_in_conversation",
-                f"conversation item {index} has role {item.role!r}; system instructions belong "
-                "in system_context, the conversation holds only user, assistant and tool messages",
-                item_index=index,
-            )
+        if item.role not in CONVERSATION_ROLES:
+            raise system_message_in_conversation(index, item)
+
+
+def system_message_in_conversation(index: int, item: Item) -> InvalidInput:
+    """The error for ``item``, at ``index`` of the normalized Conversation, of another role."""
+    return InvalidInput(
+        "system_message_in_conversation",
+        f"conversation item {index} has role {item.role!r}; system instructions belong "
+        "in system_context, the conversation holds only user, assistant and tool messages",
+        item_index=index,
+    )
 
 
 def provenance_of(item: Item) -> Provenance:

@@ -16,7 +16,7 @@ from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.prepared import Budget, SystemPart, ToolDefinition
 
-__all__ = ["conversation_measure", "measure_budget"]
+__all__ = ["budget_of", "conversation_measure", "measure_budget"]
 
 
 def conversation_measure(
@@ -44,11 +44,26 @@ def measure_budget(
     original_items: Sequence[Item] = (),
 ) -> Budget:
     """The budget of the prepared copy; ``original_items`` are the caller's untouched items."""
-    system_tokens = counter.tokens(sum(counter.measure_content(p.content) for p in system_context))
-    conversation_tokens = (
-        counter.tokens(conversation_measure(items, counter, original_items))
-        + counter.request_overhead_tokens
+    system_measure = sum(counter.measure_content(p.content) for p in system_context)
+    return budget_of(
+        system_measure,
+        conversation_measure(items, counter, original_items),
+        tools,
+        limits,
+        counter,
     )
+
+
+def budget_of(
+    system_measure: int,
+    conversation_measure: int,
+    tools: Sequence[ToolDefinition],
+    limits: ModelLimits,
+    counter: TokenCounter,
+) -> Budget:
+    """The budget from the two regions' summed measures (the tool array is measured here)."""
+    system_tokens = counter.tokens(system_measure)
+    conversation_tokens = counter.tokens(conversation_measure) + counter.request_overhead_tokens
     tool_tokens = counter.tokens(counter.measure_tools(tools)) if tools else 0
     estimated = system_tokens + conversation_tokens + tool_tokens
     reserved = limits.max_output_tokens

@@ -176,9 +176,15 @@ def text_block(text: str) -> TextBlock:
     return {"type": "text", "text": text}
 
 
+# The very encoder ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on each
+# call, built once: the same bytes without ~3 µs of set-up per call (it keeps no state between
+# calls, so sharing it is safe). Every uncached message measure goes through it.
+_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def compact_json(value: object) -> str:
     """Compact JSON as SPEC §3.1 measures it: no whitespace, non-ASCII written as itself."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _COMPACT_ENCODER.encode(value)
 
 
 def content_without_artifacts(content: Sequence[Block]) -> list[Block]:
@@ -187,8 +193,13 @@ def content_without_artifacts(content: Sequence[Block]) -> list[Block]:
     Returns the input list itself when no block carries artifacts, so callers can cheaply
     tell whether anything was dropped.
     """
-    if not any(b["type"] == "tool_result" and "artifacts" in b for b in content):
-        return content if isinstance(content, list) else list(content)
+    for block in content:  # a plain loop (no generator): this runs once per measured message
+        if block["type"] == "tool_result" and "artifacts" in block:
+            return _stripped(content)
+    return content if isinstance(content, list) else list(content)
+
+
+def _stripped(content: Sequence[Block]) -> list[Block]:
     out: list[Block] = []
     for block in content:
         if block["type"] == "tool_result" and "artifacts" in block:

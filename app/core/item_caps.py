@@ -14,7 +14,13 @@ from app.core.content import Block
 from app.core.counting import TokenCounter
 from app.core.errors import InvalidInput
 
-__all__ = ["check_agent_message", "check_skill_body", "check_system_part", "content_tokens"]
+__all__ = [
+    "check_agent_message",
+    "check_skill_body",
+    "check_system_part",
+    "check_system_part_measure",
+    "content_tokens",
+]
 
 
 def content_tokens(content: Sequence[Block], counter: TokenCounter) -> int:
@@ -22,8 +28,7 @@ def content_tokens(content: Sequence[Block], counter: TokenCounter) -> int:
 
 
 def _refuse_at_cap(
-    content: Sequence[Block],
-    counter: TokenCounter,
+    tokens: int,
     *,
     cap: int,
     code: str,
@@ -32,7 +37,6 @@ def _refuse_at_cap(
     **extra: str,
 ) -> int:
     """The one rule of SPEC §3.3: the count must be strictly below the cap."""
-    tokens = content_tokens(content, counter)
     if tokens >= cap:
         raise InvalidInput(
             code,
@@ -46,9 +50,16 @@ def _refuse_at_cap(
 
 def check_system_part(key: str, content: Sequence[Block], counter: TokenCounter) -> int:
     """Refuse a system context part of ``SYSTEM_PART_CAP`` tokens or more; returns its count."""
+    return check_system_part_measure(key, counter.measure_content(content), counter)
+
+
+def check_system_part_measure(key: str, measure: int, counter: TokenCounter) -> int:
+    """``check_system_part`` from the part's ``measure_content`` figure, already taken.
+
+    The prepare measures each part once and uses the figure both here and in the budget.
+    """
     return _refuse_at_cap(
-        content,
-        counter,
+        counter.tokens(measure),
         cap=SYSTEM_PART_CAP,
         code="system_context_part_too_large",
         item=f"system context part {key}",
@@ -60,8 +71,7 @@ def check_system_part(key: str, content: Sequence[Block], counter: TokenCounter)
 def check_skill_body(name: str, content: Sequence[Block], counter: TokenCounter) -> int:
     """Refuse a skill body of ``SKILL_BODY_CAP`` tokens or more; returns its count."""
     return _refuse_at_cap(
-        content,
-        counter,
+        content_tokens(content, counter),
         cap=SKILL_BODY_CAP,
         code="skill_too_large",
         item=f"skill {name}",
@@ -73,8 +83,7 @@ def check_skill_body(name: str, content: Sequence[Block], counter: TokenCounter)
 def check_agent_message(task: str, content: Sequence[Block], counter: TokenCounter) -> int:
     """Refuse an agent message of ``AGENT_MESSAGE_CAP`` tokens or more; returns its count."""
     return _refuse_at_cap(
-        content,
-        counter,
+        content_tokens(content, counter),
         cap=AGENT_MESSAGE_CAP,
         code="agent_message_too_large",
         item=f"the message from {task}",

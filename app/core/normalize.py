@@ -22,7 +22,7 @@ from app.core.content import (
 from app.core.errors import InvalidInput
 from app.core.prune import with_output
 
-__all__ = ["INTERRUPTED_TEXT", "NormalizeResult", "normalize", "synthesized_result"]
+__all__ = ["INTERRUPTED_TEXT", "NormalizeResult", "Normalizer", "normalize", "synthesized_result"]
 
 INTERRUPTED_TEXT = (
     "Tool result unavailable: the previous turn ended before a durable result was recorded."
@@ -53,35 +53,48 @@ def synthesized_result(call_id: str, name: str) -> Item:
     return Item("tool", "normal", [block], RealOrigin())
 
 
-class _Normalizer:
+class Normalizer:
+    """The rules of this stage, one message or one assistant's result run at a time.
+
+    ``run`` applies them to a whole conversation; the single pass of ``prepare`` calls
+    ``filter_item``, ``pair`` and ``drop_orphan`` itself for the messages it does not take the
+    usual way. The counts add up over every call.
+    """
+
     def __init__(self, accepts_data_blocks: bool) -> None:
         self.accepts_data_blocks = accepts_data_blocks
-        self.out: list[Item] = []
         self.synthesized = 0
         self.dropped = 0
         self.filtered = 0
 
     def run(self, items: Sequence[Item]) -> NormalizeResult:
+        out: list[Item] = []
         n = len(items)
         i = 0
         while i < n:
             item = items[i]
             if item.role == "tool":
                 # Not consumed by a preceding assistant message: an orphan.
-                self.dropped += _result_count(item)
+                self.drop_orphan(item)
                 i += 1
                 continue
-            self.out.append(self._filter(item, i))
+            out.append(self.filter_item(item, i))
             i += 1
             if item.role != "assistant":
                 continue
             run_start = i
             while i < n and items[i].role == "tool":
                 i += 1
-            self._pair(item, items[run_start:i])
-        return NormalizeResult(self.out, self.synthesized, self.dropped, self.filtered)
+            out += self.pair(item, items[run_start:i])
+        return NormalizeResult(out, self.synthesized, self.dropped, self.filtered)
 
-    def _pair(self, assistant: Item, run: Sequence[Item]) -> None:
+    def drop_orphan(self, item: Item) -> None:
+        """Count the results of a tool message no assistant message consumed."""
+        self.dropped += _result_count(item)
+
+    def pair(self, assistant: Item, run: Sequence[Item]) -> list[Item]:
+        """The tool messages sent after ``assistant``, from the tool messages that follow it."""
+        out: list[Item] = []
         calls = [(b["id"], b["name"]) for b in assistant.content if b["type"] == "tool_call"]
         wanted = {call_id for call_id, _ in calls}
         # First result per call id, with the item it came from (to reuse it untouched).
@@ -98,7 +111,7 @@ class _Normalizer:
             match = found.pop(call_id, None)  # pop: a repeated call id cannot reuse a result
             if match is None:
                 self.synthesized += 1
-                self.out.append(synthesized_result(call_id, name))
+                out.append(synthesized_result(call_id, name))
                 continue
             tool_item, block = match
             new_block = self._filter_result(block)
@@ -106,11 +119,12 @@ class _Normalizer:
                 new_block = with_output(new_block, new_block["output"])
                 new_block["name"] = name
             if new_block is block and len(tool_item.content) == 1:
-                self.out.append(tool_item)
+                out.append(tool_item)
             else:
-                self.out.append(Item("tool", tool_item.kind, [new_block], tool_item.origin))
+                out.append(Item("tool", tool_item.kind, [new_block], tool_item.origin))
+        return out
 
-    def _filter(self, item: Item, index: int) -> Item:
+    def filter_item(self, item: Item, index: int) -> Item:
         """Remove data blocks the model cannot take; a real user request with one fails."""
         if self.accepts_data_blocks:
             return item
@@ -145,4 +159,4 @@ def normalize(items: Sequence[Item], *, accepts_data_blocks: bool) -> NormalizeR
     Raises ``InvalidInput`` (``data_blocks_not_accepted``, with ``item_index``) for a data block
     in a real user request when the model does not accept data blocks.
     """
-    return _Normalizer(accepts_data_blocks).run(items)
+    return Normalizer(accepts_data_blocks).run(items)

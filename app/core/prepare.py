@@ -3,27 +3,30 @@
 Order: capabilities → prune (§2.1) → project (§2.2) → normalize (§2.3) → validate (§2.4) →
 budget (§3.1, §3.2) → assemble (§2.4). Pure and deterministic: no I/O, no clock, the input is
 never mutated (stages copy on write), and the same input gives byte-identical output.
+
+A turn calls this once per model call, so the Conversation's stages run in one pass over it
+(``single_pass``) with the very result of running them one after another; errors keep the order
+above: data blocks (normalize), then the system context, then a system message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from app.core.assemble import assemble_request, validate_conversation, validate_system_context
-from app.core.budget import measure_budget
+from app.core.assemble import measure_system_context, system_message_in_conversation
+from app.core.budget import budget_of
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item
 from app.core.counting import ESTIMATE, TokenCounter
-from app.core.normalize import normalize
 from app.core.prepared import (
     PreparedModelCall,
-    ProjectionReport,
     PruningWatermark,
+    RequestMessage,
     SystemPart,
     ToolDefinition,
 )
-from app.core.project import project_tool_results
-from app.core.prune import prune_tool_results
+from app.core.single_pass import single_pass
 
 __all__ = ["prepare"]
 
@@ -43,24 +46,27 @@ def prepare(
     Raises ``InvalidInput`` with the codes of SPEC §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
-    pruned = prune_tool_results(conversation, pruning)
-    projected = project_tool_results(pruned.items)
-    normalized = normalize(projected.items, accepts_data_blocks=capabilities.accepts_data_blocks)
-    validate_system_context(system_context, counter)
-    validate_conversation(normalized.items)
-    budget = measure_budget(
-        system_context, normalized.items, tools, limits, counter, original_items=conversation
+    sent = single_pass(
+        conversation,
+        pruning,
+        accepts_data_blocks=capabilities.accepts_data_blocks,
+        counter_name=counter.name,
     )
-    request, provenance = assemble_request(
-        system_context, normalized.items, tools, capabilities.max_output_tokens
-    )
-    report = ProjectionReport(
-        pruned_tool_results=pruned.pruned_tool_results,
-        truncated_tool_results=projected.truncated_tool_results,
-        original_tokens=projected.original_tokens,
-        projected_tokens=projected.projected_tokens,
-        synthesized_tool_results=normalized.synthesized_tool_results,
-        dropped_orphan_results=normalized.dropped_orphan_results,
-        filtered_data_blocks=normalized.filtered_data_blocks,
-    )
-    return PreparedModelCall(request, budget, report, provenance, normalized.items)
+    system_measure = measure_system_context(system_context, counter)  # validates it too
+    if sent.system_message_at is not None:
+        index = sent.system_message_at
+        raise system_message_in_conversation(index, sent.items[index])
+    conversation_measure = sent.cached_measure
+    for item in sent.unmeasured:
+        conversation_measure += counter.measure_message(item.role, item.content)
+    budget = budget_of(system_measure, conversation_measure, tools, limits, counter)
+    messages: list[RequestMessage] = [
+        {"role": "system", "content": part.content} for part in system_context
+    ]
+    messages += sent.messages
+    request: dict[str, Any] = {
+        "messages": messages,
+        "tools": list(tools),
+        "max_output_tokens": capabilities.max_output_tokens,
+    }
+    return PreparedModelCall(request, budget, sent.report, sent.provenance, sent.items)

@@ -1,0 +1,77 @@
+"""Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (SPEC §2, §3.1).
+
+``walk_resuming`` prunes, projects and normalizes it (``walk.py``; the beginning of a growing
+conversation is not walked again, ``resume.py``); then the request messages, the provenance and
+the split of the budget's measure are built in one go over the normalized messages.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from app.core.content import Item, RealOrigin, content_without_artifacts
+from app.core.prepared import ProjectionReport, Provenance, PruningWatermark, RequestMessage
+from app.core.resume import walk_resuming
+
+__all__ = ["ConversationPass", "single_pass"]
+
+
+@dataclass(frozen=True, slots=True)
+class ConversationPass:
+    items: list[Item]  # the normalized Conversation
+    messages: list[RequestMessage]  # its request messages (artifacts removed)
+    provenance: list[Provenance]
+    cached_measure: int  # Σ of the cached figures the budget may reuse
+    unmeasured: list[Item]  # the other items, in order: the budget measures them
+    system_message_at: int | None  # index in ``items`` of the first message of another role
+    report: ProjectionReport
+
+
+def single_pass(
+    conversation: Sequence[Item],
+    pruning: PruningWatermark,
+    *,
+    accepts_data_blocks: bool,
+    counter_name: str,
+) -> ConversationPass:
+    """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
+
+    A message of another role is not raised here but reported (``system_message_at``): the
+    system context is validated before it (SPEC §2.4 order), and after normalize.
+
+    A cached figure of ``counter_name`` is reused for every item that carries one. That is what
+    the budget's rule (only the caller's own, untouched objects) gives, because no stage attaches
+    a cache to an item it builds: a cached item here is one of the caller's, unchanged.
+    """
+    walked = walk_resuming(conversation, pruning, accepts_data_blocks)
+    items = list(walked.items)
+    # Comprehensions, not one loop with appends: this is the per-message cost of every call.
+    messages: list[RequestMessage] = [
+        {"role": item.role, "content": item.content} for item in items
+    ]
+    for index in walked.artifacts:
+        messages[index]["content"] = content_without_artifacts(items[index].content)
+    provenance: list[Provenance] = [
+        {"type": "persisted", "message_id": origin.message_id}
+        if isinstance(origin := item.origin, RealOrigin) and origin.message_id is not None
+        else {"type": "synthesized"}
+        for item in items
+    ]
+    cached_measure = 0
+    unmeasured: list[Item] = []
+    for item in items:
+        cached = item.cached
+        if cached is not None and cached.counter == counter_name:
+            cached_measure += cached.measure
+        else:
+            unmeasured.append(item)
+    return ConversationPass(
+        items,
+        messages,
+        provenance,
+        cached_measure,
+        unmeasured,
+        walked.system_message_at,
+        walked.report(),
+    )

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import socket
@@ -173,25 +174,20 @@ class TurnService:
     async def _start(
         self, session_id: str, client_request_id: str, input_items: Sequence[dict[str, Any]]
     ) -> Started:
+        start = functools.partial(
+            start_turn,
+            self._deps,
+            self.owner,
+            session_id,
+            client_request_id=client_request_id,
+            input_items=input_items,
+        )
         try:
-            return await start_turn(
-                self._deps,
-                self.owner,
-                session_id,
-                client_request_id=client_request_id,
-                input_items=input_items,
-                first_call=self._first_call,
-            )
+            return await start(first_call=self._first_call)
         except FirstCallFailed:
             # Nothing was written: start without it, and the runner's first step fails the
             # turn with the error, as for any turn.
-            return await start_turn(
-                self._deps,
-                self.owner,
-                session_id,
-                client_request_id=client_request_id,
-                input_items=input_items,
-            )
+            return await start()
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))

@@ -131,7 +131,9 @@ class WorldStateSampler:
 
     def capture_reads_files(self, session: AgentSession) -> bool:
         workspace = session.workspace
-        return workspace is not None and bool(workspace) and workspace.get("provided") is None
+        if not workspace:
+            return False
+        return workspace.get("provided") is None
 
     async def capture(self, session: AgentSession) -> WorkspaceInputs:
         """The session's workspace inputs as they are now (see the module docstring)."""

@@ -22,9 +22,9 @@ from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
-from app.services.tokens import CountedConversation
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expired, lease_expiry
+from app.services.turns.loading import Loaded
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
@@ -49,7 +49,7 @@ class FirstCall:
     """The first model call of a turn as its start prepared it (``first_call``)."""
 
     counter: TokenCounter
-    loaded: tuple[CountedConversation, list[Any]]
+    loaded: Loaded
 
 
 class FirstCallHook(Protocol):

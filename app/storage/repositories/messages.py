@@ -63,11 +63,14 @@ _RESOLVE_TOOL_CALLS = (
     )
     .values(result_sequence=bindparam("r"))
 )
-_AFTER = select(*_COLUMNS).where(
-    _messages.c.session_id == bindparam("k_session_id"),
-    _messages.c.sequence > bindparam("k_after"),
+_LOAD_AFTER = (
+    select(*_COLUMNS)
+    .where(
+        _messages.c.session_id == bindparam("k_session_id"),
+        _messages.c.sequence > bindparam("k_after"),
+    )
+    .order_by(_messages.c.sequence)
 )
-_LOAD_AFTER = _AFTER.order_by(_messages.c.sequence)
 
 
 # Keys in ``Session.info``, kept for the current transaction (``Repository._per_transaction``):

@@ -53,15 +53,11 @@ async def test_a_start_that_reads_no_file_is_already_running_the_model(
     database_url: str, workspace: dict[str, Any] | None
 ) -> None:
     async with live(database_url) as api:
-        await _running_model_at_start(api, workspace)
-
-
-async def _running_model_at_start(api: httpx.AsyncClient, workspace: dict[str, Any] | None) -> None:
-    model_id = await scripted_model(api, [{"text": "done"}])
-    sid = await new_session(api, model_id=model_id, workspace=workspace)
-    turn = await start(api, sid)
-    assert (turn["phase"], turn["model_calls"]) == ("running_model", 1)
-    events = await read_events(api, f"/v1/sessions/{sid}/events")
+        model_id = await scripted_model(api, [{"text": "done"}])
+        sid = await new_session(api, model_id=model_id, workspace=workspace)
+        turn = await start(api, sid)
+        assert (turn["phase"], turn["model_calls"]) == ("running_model", 1)
+        events = await read_events(api, f"/v1/sessions/{sid}/events")
     assert [e.event for e in events][:2] == ["turn_started", "phase_changed"]
     assert events[1].data["payload"] == {"phase": "running_model"}
     assert events[-1].data["payload"]["outcome"] == {"final_text": "done"}
@@ -79,30 +75,26 @@ async def test_a_filesystem_workspace_is_read_by_the_first_step(
         turn = await start(api, sid)
         assert (turn["phase"], turn["model_calls"]) == ("starting", 0)
         events = await read_events(api, f"/v1/sessions/{sid}/events")
-        assert [e.event for e in events][:2] == ["turn_started", "phase_changed"]
-        assert events[-1].data["payload"]["outcome"] == {"final_text": "done"}
+    assert [e.event for e in events][:2] == ["turn_started", "phase_changed"]
+    assert events[-1].data["payload"]["outcome"] == {"final_text": "done"}
 
 
 async def test_a_failing_first_call_fails_the_turn_and_the_start_writes_once(
     database_url: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    async with live(database_url) as api:
-        await _failing_first_call(api, monkeypatch)
-
-
-async def _failing_first_call(api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch) -> None:
     async def refuse(*_args: Any, **_kwargs: Any) -> list[Any]:
         raise InvalidInput("user_project_context_error", "the project context cannot be shown")
 
     monkeypatch.setattr(WorldStateSampler, "write", refuse)
-    model_id = await scripted_model(api, [{"text": "never sent"}])
-    sid = await new_session(api, model_id=model_id, workspace={"provided": PROVIDED})
-    turn = await run_turn(api, sid)
-    assert turn["status"] == "failed"
-    assert turn["outcome"]["code"] == "user_project_context_error"
-    assert turn["model_calls"] == 0
-    # The rolled-back first attempt left nothing behind: one user message, one turn started.
-    messages = await stored(api, sid)
+    async with live(database_url) as api:
+        model_id = await scripted_model(api, [{"text": "never sent"}])
+        sid = await new_session(api, model_id=model_id, workspace={"provided": PROVIDED})
+        turn = await run_turn(api, sid)
+        assert turn["status"] == "failed"
+        assert turn["outcome"]["code"] == "user_project_context_error"
+        assert turn["model_calls"] == 0
+        # The rolled-back first attempt left nothing behind: one user message, one turn started.
+        messages = await stored(api, sid)
+        events = await read_events(api, f"/v1/sessions/{sid}/events")
     assert [(m["role"], m["kind"]) for m in messages] == [("user", "normal")]
-    events = await read_events(api, f"/v1/sessions/{sid}/events")
     assert [e.event for e in events].count("turn_started") == 1

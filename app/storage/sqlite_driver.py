@@ -61,6 +61,13 @@ async def _done() -> None:
     pass
 
 
+async def _acquire(lock: asyncio.Lock, seconds: float) -> None:
+    # ``asyncio.timeout``, not ``wait_for``: no task, and a free lock is taken without a turn
+    # of the event loop.
+    async with asyncio.timeout(seconds):
+        await lock.acquire()
+
+
 class _InlineCursor(AsyncAdapt_aiosqlite_cursor):
     __slots__ = ("_description", "_inline", "_lastrowid", "_rowcount")
 
@@ -173,8 +180,7 @@ class _InlineConnection(AsyncAdapt_aiosqlite_connection):
         timeout = busy_timeout_ms / 1000
         lock = _writer_lock(self.database)
         try:
-            # A free lock is taken at once; ``wait_for`` would cost a task and loop turns.
-            await_(asyncio.wait_for(lock.acquire(), timeout) if lock.locked() else lock.acquire())
+            await_(_acquire(lock, timeout))
         except TimeoutError:
             raise sqlite3.OperationalError("database is locked") from None
         self.held_lock = lock

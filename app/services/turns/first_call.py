@@ -11,18 +11,28 @@ it always did — a start never fails because of its first call.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
 from app.services.model_types import ModelEntry
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, world_state_of
-from app.services.turns.loading import load_call, shared, turn_counter
+from app.services.turns.loading import Loaded, load_call, shared, turn_counter
 from app.services.turns.sampling import TwoPhaseSampling, capture
-from app.services.turns.start import FirstCall
 from app.storage.models import AgentSession
 
-__all__ = ["FirstCallFailed", "FirstCallPreparer"]
+__all__ = ["FirstCall", "FirstCallFailed", "FirstCallPreparer"]
+
+
+@dataclass(frozen=True, slots=True)
+class FirstCall:
+    """The first model call of a turn as its start prepared it."""
+
+    counter: TokenCounter
+    loaded: Loaded
 
 
 class FirstCallFailed(Exception):
@@ -31,13 +41,15 @@ class FirstCallFailed(Exception):
 
 
 class FirstCallPreparer:
-    """The ``FirstCallHook`` of ``start_turn`` for the runners of this process."""
+    """What ``start_turn`` asks to prepare a new turn's first call (for this process's
+    runners, which keep the Conversations they read in ``conversations``)."""
 
     def __init__(self, deps: TurnDeps, conversations: ConversationCache) -> None:
         self._deps = deps
         self._conversations = conversations
 
     def applies(self, session: AgentSession) -> bool:
+        """Whether the first call can be prepared in the start's transaction (no file read)."""
         sampler = world_state_of(self._deps)
         return not isinstance(sampler, TwoPhaseSampling) or not sampler.capture_reads_files(session)
 

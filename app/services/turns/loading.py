@@ -29,7 +29,7 @@ async def turn_counter(deps: TurnDeps, db: AsyncSession, entry: ModelEntry) -> T
     base = deps.counter(entry.capabilities.token_counter)
     if not deps.settings.apply_calibration:
         return base
-    counter, _ = await calibrated_counter(db, entry.id, base, apply=deps.settings.apply_calibration)
+    counter, _ = await calibrated_counter(db, entry.id, base, apply=True)
     return counter
 
 

@@ -7,10 +7,9 @@ from __future__ import annotations
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any
 
 import anyio
-from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block, text_block
 from app.core.counting import TokenCounter
@@ -23,8 +22,8 @@ from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.turns.deps import TurnDeps
+from app.services.turns.first_call import FirstCall, FirstCallPreparer
 from app.services.turns.lease import lease_expired, lease_expiry
-from app.services.turns.loading import Loaded
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
@@ -33,7 +32,7 @@ from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 from app.workspace import read_skill_snapshot
 
-__all__ = ["FirstCall", "FirstCallHook", "RunningTurnExpired", "Started", "busy", "start_turn"]
+__all__ = ["RunningTurnExpired", "Started", "busy", "start_turn"]
 
 
 class RunningTurnExpired(Exception):
@@ -42,24 +41,6 @@ class RunningTurnExpired(Exception):
     def __init__(self, turn_id: str) -> None:
         super().__init__(turn_id)
         self.turn_id = turn_id
-
-
-@dataclass(frozen=True, slots=True)
-class FirstCall:
-    """The first model call of a turn as its start prepared it (``first_call``)."""
-
-    counter: TokenCounter
-    loaded: Loaded
-
-
-class FirstCallHook(Protocol):
-    def applies(self, session: AgentSession) -> bool:
-        """Whether the first call can be prepared in the start's transaction."""
-        ...
-
-    async def prepare(
-        self, db: AsyncSession, session: AgentSession, turn_id: str, model: ModelEntry
-    ) -> FirstCall: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,7 +129,7 @@ async def start_turn(
     *,
     client_request_id: str,
     input_items: Sequence[dict[str, Any]],
-    first_call: FirstCallHook | None = None,
+    first_call: FirstCallPreparer | None = None,
 ) -> Started:
     """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
     (the accepted turn, ``created=False``) → ``busy``; then skills. Raises

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -11,7 +10,6 @@ import pytest
 from prometheus_client.parser import text_string_to_metric_families
 from prometheus_client.samples import Sample
 
-from app.main import GC_THRESHOLDS
 from app.storage.migrate import upgrade_to_head
 from tests.api.helpers import append, new_session, user
 from tests.conftest import client_for, make_settings
@@ -124,18 +122,3 @@ async def test_errors_carry_the_request_id_too(sqlite_api: httpx.AsyncClient) ->
     response = await sqlite_api.get("/v1/sessions/missing", headers={"X-Request-ID": "abc-1"})
     assert response.status_code == 404
     assert response.headers["x-request-id"] == "abc-1"
-
-
-async def test_a_started_server_collects_garbage_less_often(tmp_path: Path) -> None:
-    """The collector's default rate dominated model calls on long Conversations (see
-    ``app.main.GC_THRESHOLDS``); a started app sets the server thresholds."""
-    default = gc.get_threshold()
-    gc.set_threshold(700, 10, 10)
-    try:
-        url = f"sqlite+aiosqlite:///{tmp_path / 'gc.db'}"
-        async for client in client_for(make_settings(url)):
-            assert (await client.get("/healthz")).status_code == 200
-            assert gc.get_threshold() == GC_THRESHOLDS
-            assert GC_THRESHOLDS[0] > 700
-    finally:
-        gc.set_threshold(*default)

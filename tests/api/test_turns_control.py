@@ -175,6 +175,47 @@ async def test_cancel_abandons_a_pending_model_call(
     assert [m["role"] for m in await history(api, sid)] == ["user"]
 
 
+class CancelledAsItAnswers:
+    """A model client whose answer arrives together with a cancel of every local turn."""
+
+    def __init__(self, inner: Any, app: FastAPI) -> None:
+        self._inner = inner
+        self._app = app
+
+    async def complete(self, request: dict[str, Any], *, sink: Any = None) -> Any:
+        response = await self._inner.complete(request, sink=sink)
+        # Set in the same step of the event loop as the answer: the call is not abandoned,
+        # the runner sees the cancel right after it (the flag ``POST .../cancel`` sets).
+        for runner, _ in self._app.state.container.turns._runners.values():
+            runner.cancel.set()
+        return response
+
+
+async def test_cancel_as_the_model_answers_with_calls_stores_the_answer_and_their_results(
+    app_client: Client,
+) -> None:
+    app, api = app_client
+    clients = app.state.container.model_clients
+    for_model = clients.for_model
+    clients.for_model = lambda entry: CancelledAsItAnswers(for_model(entry), app)
+    sid = await session_with(
+        api, [{"text": "Reading.", "tool_calls": [call("read", path="a"), call("read", path="b")]}]
+    )
+    turn = await run_turn(api, sid)
+    assert turn["status"] == "cancelled", turn
+    messages = await history(api, sid)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "tool"]
+    calls = [b["id"] for b in messages[1]["content"] if b["type"] == "tool_call"]
+    results = [m["content"][0] for m in messages[2:]]
+    assert [r["id"] for r in results] == calls
+    assert {r["state"] for r in results} == {"interrupted"}
+    assert {r["output"][0]["text"] for r in results} == {
+        "tool was not executed because the turn already terminated"
+    }
+    sequences = [m["sequence"] for m in messages[1:]]
+    assert sequences == list(range(sequences[0], sequences[0] + 3))
+
+
 async def test_provider_turn_sends_tool_results_in_the_next_request(
     api: httpx.AsyncClient, provider: FakeProviderServer
 ) -> None:

@@ -147,8 +147,17 @@ class TurnRunner:
             if end.response is not None:
                 await self._hold(db)
                 await self._draft_stored(db, events)
-                usage = await self._store_response(db, *end.response)
-            if end.entries:
+                # The response and the results of its calls: one batch, as in a tool step.
+                results = await result_messages(
+                    db,
+                    events,
+                    self.counter,
+                    session_id=self.session_id,
+                    turn_id=self.turn_id,
+                    entries=end.entries,
+                )
+                usage = await self._store_response(db, *end.response, results)
+            elif end.entries:
                 await write_results(
                     db,
                     events,

@@ -9,7 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI
 
 from app.api.auth import require_api_key
-from app.api.limits import BodySizeLimit
+from app.api.limits import RequestGuard
 from app.api.observability import RequestContext, configure_logging
 from app.api.problems import install_error_handlers
 from app.api.routes import (
@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
     app.state.container = container
     install_error_handlers(app)
-    app.add_middleware(BodySizeLimit, max_bytes=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
     secured = [Depends(require_api_key)]  # every /v1 route; health, metrics and docs stay open

@@ -1,50 +1,106 @@
-"""Request body size limit (413 ``request_too_large``), enforced while the body streams in."""
+"""Checks of the raw request before the app reads it: body size (413 ``request_too_large``) and
+text that no store can keep (422 ``invalid_request``)."""
 
 from __future__ import annotations
 
-from starlette.exceptions import HTTPException
+import re
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.problems import problem_response
 
-__all__ = ["BodySizeLimit"]
+__all__ = ["RequestGuard", "unstorable_text"]
+
+# U+0000 and unpaired UTF-16 surrogates are valid JSON (``"\u0000"``, ``"\ud800"``) and valid
+# Python strings, so schemas let them through; then PostgreSQL refuses NUL in ``text`` and
+# ``jsonb`` columns, and a lone surrogate cannot be encoded as UTF-8 (token counting, SQLite,
+# every response). In a JSON body they can only arrive as ``\u`` escapes (a raw control
+# character or invalid UTF-8 fails JSON decoding anyway), so scanning the escapes is enough.
+#
+# An escape starts a run of backslashes of even length (so its ``\u`` is an escape, not an
+# escaped backslash followed by "u") and names NUL, a high surrogate (with the low one that
+# pairs it, if any) or a low surrogate.
+_ESCAPE = re.compile(
+    rb"(?<!\\)(?:\\\\)*\\u(0000|d[89ab][0-9a-f]{2}(?:\\ud[c-f][0-9a-f]{2})?|d[c-f][0-9a-f]{2})",
+    re.IGNORECASE,
+)
+_PAIR_LENGTH = len(b"d800\\udc00")
 
 
-class BodySizeLimit:
-    """Pure ASGI middleware: refuses by ``Content-Length`` up front, or once the stream passes it.
+def unstorable_text(body: bytes) -> str | None:
+    """What makes a JSON ``body`` unstorable (``None``: nothing)."""
+    if b"\\u" not in body:  # the usual case, at memchr speed
+        return None
+    for match in _ESCAPE.finditer(body):
+        escape = match.group(1)
+        if escape == b"0000":
+            return "U+0000 (NUL)"
+        if len(escape) != _PAIR_LENGTH:
+            return f"an unpaired UTF-16 surrogate (\\u{escape.decode()})"
+    return None
 
-    The streaming case raises ``HTTPException(413)`` from ``receive``: FastAPI re-raises HTTP
-    exceptions met while reading a body, so the one error handler renders it.
-    """
+
+def _nul_in_target(scope: Scope) -> bool:
+    # ``path`` is already percent-decoded; the query string is raw.
+    return "\x00" in scope.get("path", "") or b"%00" in scope.get("query_string", b"")
+
+
+class RequestGuard:
+    """Pure ASGI middleware: reads the body whole before the app runs (every endpoint reads its
+    JSON body whole anyway), refusing it by ``Content-Length`` up front or once the stream
+    passes ``max_bytes``, and refusing unstorable text in it, the path or the query. The app
+    then receives the body in one message."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
         self.max_bytes = max_bytes
 
-    def _detail(self) -> str:
-        return (
-            f"The request body exceeds {self.max_bytes} bytes (CTXSVC_MAX_BODY_BYTES); "
-            "send less content per request."
-        )
-
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
+        if _nul_in_target(scope):
+            await _unstorable(scope, receive, send, "U+0000 (NUL) in the path or query")
+            return
         for name, value in scope.get("headers", []):
             if name == b"content-length" and value.isdigit() and int(value) > self.max_bytes:
-                response = problem_response(413, "request_too_large", self._detail())
-                await response(scope, receive, send)
+                await self._too_large(scope, receive, send)
                 return
+        chunks: list[bytes] = []
         seen = 0
-
-        async def limited_receive() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise HTTPException(413, self._detail())
-            return message
+            if message["type"] != "http.request":  # the client went away: the app sees that
+                pending = [message]
+                break
+            chunk = message.get("body", b"")
+            seen += len(chunk)
+            if seen > self.max_bytes:
+                await self._too_large(scope, receive, send)
+                return
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                body = b"".join(chunks)
+                found = unstorable_text(body)
+                if found is not None:
+                    await _unstorable(scope, receive, send, f"{found} in the request body")
+                    return
+                pending = [{"type": "http.request", "body": body, "more_body": False}]
+                break
 
-        await self.app(scope, limited_receive, send)
+        async def replay() -> Message:
+            return pending.pop() if pending else await receive()
+
+        await self.app(scope, replay, send)
+
+    async def _too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = (
+            f"The request body exceeds {self.max_bytes} bytes (CTXSVC_MAX_BODY_BYTES); "
+            "send less content per request."
+        )
+        await problem_response(413, "request_too_large", detail)(scope, receive, send)
+
+
+async def _unstorable(scope: Scope, receive: Receive, send: Send, what: str) -> None:
+    detail = f"The request holds {what}, which cannot be stored; remove or replace it."
+    await problem_response(422, "invalid_request", detail)(scope, receive, send)

@@ -79,14 +79,18 @@ def _is_empty(part: SystemPart) -> bool:
 
 
 def validate_conversation(items: Sequence[Item]) -> None:
-    """The Conversation never carries a system message (SPEC §1)."""
+    """The Conversation never carries a system message (SPEC §1).
+
+    ``items`` is the caller's Conversation (the stages keep every message that is not a tool
+    message, in order and with its role), so the error names the caller's item.
+    """
     for index, item in enumerate(items):
         if item.role not in CONVERSATION_ROLES:
             raise system_message_in_conversation(index, item)
 
 
 def system_message_in_conversation(index: int, item: Item) -> InvalidInput:
-    """The error for ``item``, at ``index`` of the normalized Conversation, of another role."""
+    """The error for ``item``, at ``index`` of the caller's Conversation, of another role."""
     return InvalidInput(
         "system_message_in_conversation",
         f"conversation item {index} has role {item.role!r}; system instructions belong "

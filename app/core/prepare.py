@@ -55,7 +55,7 @@ def prepare(
     system_measure = measure_system_context(system_context, counter)  # validates it too
     if sent.system_message_at is not None:
         index = sent.system_message_at
-        raise system_message_in_conversation(index, sent.items[index])
+        raise system_message_in_conversation(index, conversation[index])
     conversation_measure = sent.cached_measure
     for item in sent.unmeasured:
         conversation_measure += counter.measure_message(item.role, item.content)

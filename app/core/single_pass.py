@@ -24,7 +24,7 @@ class ConversationPass:
     provenance: list[Provenance]
     cached_measure: int  # Σ of the cached figures the budget may reuse
     unmeasured: list[Item]  # the other items, in order: the budget measures them
-    system_message_at: int | None  # index in ``items`` of the first message of another role
+    system_message_at: int | None  # index in the caller's conversation: ``Walked``
     report: ProjectionReport
 
 

@@ -35,19 +35,19 @@ class Walked:
     artifacts: tuple[int, ...]  # indexes in ``items`` of the messages that carry artifacts
     # The counts of ``ProjectionReport``, in its field order (a tuple: a walk may be remembered).
     counts: tuple[int, ...]
-    system_message_at: int | None  # index in ``items`` of the first message of another role
+    # Index in the caller's conversation (not in ``items``: dropped orphans would shift it) of
+    # the first message of another role, as errors name items (``data_blocks_not_accepted``).
+    system_message_at: int | None
 
     def then(self, later: Walked) -> Walked:
         """This walk followed by ``later``, the walk of the segments right after it."""
         offset = len(self.items)
-        system_message_at = self.system_message_at
-        if system_message_at is None and later.system_message_at is not None:
-            system_message_at = later.system_message_at + offset
+        earlier = self.system_message_at
         return Walked(
             self.items + later.items,
             self.artifacts + tuple(index + offset for index in later.artifacts),
             tuple(map(add, self.counts, later.counts)),
-            system_message_at,
+            later.system_message_at if earlier is None else earlier,
         )
 
     def report(self) -> ProjectionReport:
@@ -92,7 +92,7 @@ def walk(
             normalizer.drop_orphan(rewriter.rewrite(head))
             continue
         if role not in CONVERSATION_ROLES and system_message_at is None:
-            system_message_at = len(items)
+            system_message_at = i - 1
         kept = head if accepts_data_blocks else normalizer.filter_item(head, i - 1)
         end = _usual_run_end(head, conversation, i, stop) if role == "assistant" else -1
         if end >= 0:

@@ -27,10 +27,15 @@ __all__ = ["InspectionService", "auto_compact_percent"]
 
 
 def auto_compact_percent(budget: dict[str, Any]) -> float:
-    """Estimated input + reserved output as a percentage of the trigger line (100 = compacts)."""
+    """Estimated input + reserved output as a percentage of the trigger line (100 = compacts).
+
+    Rounded down to 2 decimals, in integers: rounding to nearest showed 100.0 one token below a
+    line of 20 000 or more, where nothing compacts yet. So it is ≥ 100 exactly when
+    ``reaches_auto_compact_limit`` is true.
+    """
     line = int(min(budget["auto_compact_token_limit"], budget["effective_input_tokens"]))
     used = int(budget["estimated_input_tokens"] + budget["reserved_output_tokens"])
-    return round(used * 100 / line, 2)
+    return used * 10_000 // line / 100
 
 
 class InspectionService:

@@ -109,7 +109,9 @@ class SessionPrepareService:
         """Sample (unless ``sample_index`` is ``None``) and prepare the active Conversation.
 
         The filesystem is read before the write transaction opens, so no lock is held while it
-        is; a capture failure raises before anything is written.
+        is; a capture failure raises before anything is written. The prepare runs before the
+        commit: a refused one rolls back the World State just written and its baselines (SPEC
+        §8, bad input never changes stored state).
         """
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
@@ -140,13 +142,13 @@ class SessionPrepareService:
                     sample_index=sample_index,
                     record_turn=False,
                 )
-        prepared = prepare(
-            system_context_of(session),
-            [*counted.items, *written],
-            tool_surface_of(session),
-            model.capabilities,
-            watermark_of(session),
-            counter,
-        )
+            prepared = prepare(
+                system_context_of(session),
+                [*counted.items, *written],
+                tool_surface_of(session),
+                model.capabilities,
+                watermark_of(session),
+                counter,
+            )
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
         return _Sampled(prepared, [i for i in ids if i is not None])

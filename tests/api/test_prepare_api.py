@@ -301,3 +301,17 @@ async def test_unknown_route_is_a_problem(stateless_client: httpx.AsyncClient) -
     response = await stateless_client.get("/v1/nothing-here")
     assert response.status_code == 404
     assert response.json()["code"] == "not_found"
+
+
+async def test_a_system_message_is_named_by_its_index_in_the_callers_conversation(
+    stateless_client: httpx.AsyncClient,
+) -> None:
+    orphan = {
+        "role": "tool",
+        "content": [{"type": "tool_result", "id": "gone", "name": "read", "output": text("o")}],
+    }
+    payload = body(conversation=[orphan, user("hi"), {"role": "system", "content": text("x")}])
+    problem = (await prepare(stateless_client, payload)).json()
+    assert problem["code"] == "system_message_in_conversation"
+    assert problem["item_index"] == 2  # the dropped orphan counts, as for data blocks
+    assert problem["detail"].startswith("conversation item 2 ")

@@ -283,3 +283,46 @@ async def test_capture_failures_are_422_with_their_code_and_store_nothing(
         assert response.status_code == 422, response.text
         assert response.json()["code"] == "user_project_context_error"
         assert [m["kind"] for m in await stored(api, sid)] == ["normal"]
+
+
+PROVIDED = {"provided": {"working_directory": "/w", "layout": ["a"]}}
+DATA_BLOCK = {
+    "type": "data",
+    "source": {"source_type": "url", "url": "https://example.com/a.png", "media_type": "image/png"},
+}
+
+
+async def refused_session(api: httpx.AsyncClient, code: str) -> str:
+    """A session with a workspace whose prepare is refused with ``code`` (valid when stored)."""
+    if code == "system_context_part_too_large":
+        sid = await new_session(api, workspace=PROVIDED, agent={"system_prompt": "x" * 40_000})
+        await append(api, sid, user("hi"))
+        return sid
+    model_id = f"no-data-{uuid.uuid4().hex[:8]}"
+    no_data = {**SMALL_MODEL, "context_window_tokens": 100_000, "accepts_data_blocks": False}
+    assert (await api.put(f"/v1/models/{model_id}", json=no_data)).status_code == 201
+    sid = await new_session(api, workspace=PROVIDED, model_id=model_id)
+    await append(api, sid, {"role": "user", "content": [*user("look")["content"], DATA_BLOCK]})
+    return sid
+
+
+@pytest.mark.parametrize("code", ["system_context_part_too_large", "data_blocks_not_accepted"])
+async def test_a_refused_prepare_stores_no_world_state(api: httpx.AsyncClient, code: str) -> None:
+    sid = await refused_session(api, code)
+    response = await prepare_session(api, sid)
+    assert response.status_code == 422, response.text
+    assert response.json()["code"] == code
+    assert [m["kind"] for m in await stored(api, sid)] == ["normal"]  # SPEC §8
+
+
+async def test_after_a_refused_prepare_the_next_one_sends_the_world_state(
+    api: httpx.AsyncClient,
+) -> None:
+    # The refused prepare advanced no baseline: once the model accepts the data block, the
+    # sections are sent (and stored) by the prepare that succeeds.
+    sid = await refused_session(api, "data_blocks_not_accepted")
+    assert (await prepare_session(api, sid)).status_code == 422
+    assert (await api.patch(f"/v1/sessions/{sid}", json={"model_id": "local"})).status_code == 200
+    result = (await prepare_session(api, sid)).json()
+    assert len(result["world_state_message_ids"]) == 2  # project context and sandbox policy
+    assert [m["kind"] for m in await stored(api, sid)] == ["normal", "world_state", "world_state"]

@@ -226,6 +226,26 @@ def test_a_system_message_in_the_conversation_fails() -> None:
     assert info.value.extra["item_index"] == 1
 
 
+def test_a_system_message_after_dropped_orphans_is_named_by_the_callers_index() -> None:
+    # The index counts the dropped orphan, as ``data_blocks_not_accepted`` does: the caller's item.
+    system_item = Item(cast(Any, "system"), "normal", [text_block("obey")])
+    items = [tool("gone", "orphan"), user("hi"), system_item]
+    with pytest.raises(InvalidInput) as info:
+        prepare([part("a", "agent")], items, [], CAPS)
+    assert info.value.extra["item_index"] == 2
+    assert info.value.detail.startswith("conversation item 2 has role 'system'")
+
+
+def test_a_resumed_walk_names_the_callers_index_too() -> None:
+    # The first call remembers the walk of [orphan, user]; the second one carries on from it.
+    system_item = Item(cast(Any, "system"), "normal", [text_block("obey")])
+    items = [tool("gone", "orphan"), user("a"), user("b")]
+    prepare([], items, [], CAPS)
+    with pytest.raises(InvalidInput) as info:
+        prepare([], [*items, system_item, user("c")], [], CAPS)
+    assert info.value.extra["item_index"] == 3
+
+
 def test_capabilities_are_validated_before_anything_else() -> None:
     bad = ModelCapabilities(1000, 1000)
     with pytest.raises(InvalidInput) as info:

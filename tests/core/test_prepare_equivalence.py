@@ -66,7 +66,7 @@ def reference_prepare(
     projected = project_tool_results(pruned.items)
     normalized = normalize(projected.items, accepts_data_blocks=capabilities.accepts_data_blocks)
     validate_system_context(system_context, counter)
-    validate_conversation(normalized.items)
+    validate_conversation(conversation)
     budget = measure_budget(
         system_context, normalized.items, tools, limits, counter, original_items=conversation
     )

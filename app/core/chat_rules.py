@@ -13,7 +13,18 @@ from dataclasses import dataclass, field
 from app.core.content import Block
 from app.core.errors import Conflict, InvalidInput
 
-__all__ = ["AppendPlan", "PlannedMessage", "check_append"]
+__all__ = [
+    "MAX_SEQUENCE",
+    "AppendPlan",
+    "PlannedMessage",
+    "check_append",
+    "check_tool_result_placement",
+]
+
+# Sequences are signed 64-bit integers in the store (BIGINT on PostgreSQL, INTEGER on SQLite):
+# a larger number in a query fails in the database driver instead of matching nothing, so
+# inputs that name a sequence are bounded by this.
+MAX_SEQUENCE = 2**63 - 1
 
 # Assistant blocks are ordered thinking, text, provider_opaque, tool_call (SPEC §1).
 _ASSISTANT_RANK = {"thinking": 0, "text": 1, "provider_opaque": 2, "tool_call": 3}
@@ -58,8 +69,7 @@ def check_append(
         for block in content:
             if block["type"] == "tool_call" and role != "assistant":
                 raise _invalid("invalid_block", index, "tool_call blocks belong to assistants")
-            if block["type"] == "tool_result" and role != "tool":
-                raise _invalid("invalid_block", index, "tool_result blocks belong to tool messages")
+        check_tool_result_placement(index, role, [block["type"] for block in content])
         if role == "assistant":
             planned.append(_assistant(index, kind, content, open_calls))
         elif role == "tool":
@@ -67,6 +77,21 @@ def check_append(
         else:
             planned.append(PlannedMessage(role, kind, content))
     return AppendPlan(planned)
+
+
+def check_tool_result_placement(index: int, role: str, block_types: Sequence[str]) -> None:
+    """A tool message holds exactly one tool_result block, and only tool messages hold one.
+
+    SPEC §1. Shared with the API's content schema, so a stateless prepare refuses what an append
+    refuses, with the same code; ``block_types`` are the message's block ``type`` values.
+    """
+    if role == "tool":
+        if list(block_types) != ["tool_result"]:
+            raise _invalid(
+                "invalid_tool_message", index, "a tool message holds exactly one tool_result block"
+            )
+    elif "tool_result" in block_types:
+        raise _invalid("invalid_block", index, "tool_result blocks belong to tool messages")
 
 
 def _assistant(
@@ -105,11 +130,8 @@ def _assistant(
 def _tool(
     index: int, kind: str, content: list[Block], open_calls: dict[str, str]
 ) -> PlannedMessage:
-    if len(content) != 1 or content[0]["type"] != "tool_result":
-        raise _invalid(
-            "invalid_tool_message", index, "a tool message holds exactly one tool_result block"
-        )
     result = content[0]
+    assert result["type"] == "tool_result"  # the only block: check_tool_result_placement ran
     call_id = result["id"]
     name = open_calls.pop(call_id, None)
     if name is None:

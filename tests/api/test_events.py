@@ -93,3 +93,16 @@ async def test_unknown_session_and_bad_last_event_id(live: httpx.AsyncClient) ->
     bad = await live.get(f"/v1/sessions/{sid}/events", headers={"Last-Event-ID": "x"})
     assert bad.status_code == 422
     assert bad.json()["code"] == "invalid_last_event_id"
+
+
+async def test_an_id_past_the_64_bit_range_is_refused_before_the_stream_starts(
+    live: httpx.AsyncClient,
+) -> None:
+    sid = await session_with(live, [])
+    url = f"/v1/sessions/{sid}/events"
+    for big in (2**63, 10**20):
+        header = await live.get(url, headers={"Last-Event-ID": str(big)})
+        assert (header.status_code, header.json()["code"]) == (422, "invalid_last_event_id")
+        query = await live.get(url, params={"after": big})
+        assert (query.status_code, query.json()["code"]) == (422, "invalid_request")
+        assert query.headers["content-type"] == "application/problem+json"

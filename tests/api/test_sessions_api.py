@@ -21,6 +21,8 @@ from tests.api.helpers import (
 
 pytestmark = pytest.mark.anyio
 
+BIGINT_MAX = 2**63 - 1  # the largest sequence the store can hold (BIGINT, SQLite INTEGER)
+
 
 async def test_create_read_patch_and_list(api: httpx.AsyncClient) -> None:
     created = await api.post("/v1/sessions", json=session_body(title="first"))
@@ -110,6 +112,18 @@ async def test_append_allocates_sequences_and_pages(api: httpx.AsyncClient) -> N
     )
     assert [m["content"][0]["text"] for m in rest.json()["messages"]] == ["three"]
     assert rest.json()["has_more"] is False
+
+
+async def test_after_sequence_past_the_store_range_is_422_not_500(api: httpx.AsyncClient) -> None:
+    sid = await new_session(api)
+    await append(api, sid, user("one"))
+    url = f"/v1/sessions/{sid}/messages"
+    top = await api.get(url, params={"after_sequence": BIGINT_MAX})
+    assert top.status_code == 200, top.text
+    assert top.json() == {"messages": [], "has_more": False, "next_after_sequence": None}
+    over = await api.get(url, params={"after_sequence": BIGINT_MAX + 1})
+    assert over.status_code == 422, over.text
+    assert over.json()["code"] == "invalid_request"
 
 
 @pytest.mark.parametrize(

@@ -216,6 +216,54 @@ async def test_cancel_as_the_model_answers_with_calls_stores_the_answer_and_thei
     assert sequences == list(range(sequences[0], sequences[0] + 3))
 
 
+class CancelledElsewhereAsItAnswers:
+    """A model client whose answer arrives with a cancel recorded only in the database, as
+    ``POST .../cancel`` on another replica records it: this runner learns of it in its tool step
+    (the watcher is too slow to tell it first)."""
+
+    def __init__(self, inner: Any, app: FastAPI, session_id: str) -> None:
+        self._inner = inner
+        self._app = app
+        self._session_id = session_id
+
+    async def complete(self, request: dict[str, Any], *, sink: Any = None) -> Any:
+        response = await self._inner.complete(request, sink=sink)
+        async with unit_of_work(self._app.state.container.db) as db:
+            turns = TurnRepository(db)
+            running = await turns.get_running(self._session_id)
+            assert running is not None
+            assert await turns.request_cancel(self._session_id, running.turn_id)
+        return response
+
+
+async def test_a_cancel_seen_by_the_step_that_would_wait_for_tools_ends_the_turn(
+    database_url: str,
+) -> None:
+    app = create_app(make_settings(database_url, turn_watch_interval_seconds=30))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as api:
+            sid = await session_with(api, [{"tool_calls": [call("read", path="a")]}])
+            clients = app.state.container.model_clients
+            for_model = clients.for_model
+            clients.for_model = lambda entry: CancelledElsewhereAsItAnswers(
+                for_model(entry), app, sid
+            )
+            turn = await run_turn(api, sid)
+            assert (turn["status"], turn["phase"]) == ("cancelled", "terminal"), turn
+            assert turn["pending_tool_calls"] == []
+            messages = await history(api, sid)
+            assert [m["role"] for m in messages] == ["user", "assistant", "tool"]
+            result = messages[2]["content"][0]
+            assert (result["state"], result["output"][0]["text"]) == (
+                "interrupted",
+                "tool was not executed because the turn already terminated",
+            )
+            clients.for_model = for_model
+            started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
+            assert started.status_code == 202, started.text  # the session is free again
+
+
 async def test_provider_turn_sends_tool_results_in_the_next_request(
     api: httpx.AsyncClient, provider: FakeProviderServer
 ) -> None:

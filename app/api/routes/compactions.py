@@ -21,6 +21,7 @@ from app.api.schemas.compactions import (
     TranscriptOut,
 )
 from app.api.schemas.prepare import EncodeName
+from app.core.chat_rules import MAX_SEQUENCE
 
 router = APIRouter(prefix="/v1/sessions", tags=["compaction"], responses=PROBLEM_RESPONSES)
 
@@ -56,7 +57,8 @@ async def list_compactions(
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     before_sequence: Annotated[
-        int | None, Query(ge=1, description="`next_before_sequence` of the previous page")
+        int | None,
+        Query(ge=1, le=MAX_SEQUENCE, description="`next_before_sequence` of the previous page"),
     ] = None,
 ) -> Response:
     """Checkpoints, newest first."""
@@ -101,7 +103,10 @@ async def transcript(
     session_id: SessionId,
     container: ContainerDep,
     compaction_id: Annotated[str | None, Query(max_length=200)] = None,
-    after_sequence: Annotated[int, Query(description="Messages after this sequence (≥ 0).")] = 0,
+    # Only the upper bound here: the transcript query refuses a negative value with its own code.
+    after_sequence: Annotated[
+        int, Query(le=MAX_SEQUENCE, description="Messages after this sequence (≥ 0).")
+    ] = 0,
     limit: Annotated[int, Query(description="Messages per page, 1 to 50.")] = 20,
 ) -> Response:
     """Raw messages a checkpoint covers, paginated (never synthetic items)."""

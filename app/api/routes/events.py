@@ -9,6 +9,7 @@ from fastapi.responses import StreamingResponse
 
 from app.api.deps import ContainerDep
 from app.api.problems import PROBLEM_RESPONSES
+from app.core.chat_rules import MAX_SEQUENCE
 from app.core.errors import InvalidInput
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"], responses=PROBLEM_RESPONSES)
@@ -27,8 +28,12 @@ def _after(last_event_id: str | None, after: int | None) -> int:
             f"Last-Event-ID {last_event_id!r} is not an update sequence; send the id: of the "
             "last event received",
         ) from None
-    if value < 0:
-        raise InvalidInput("invalid_last_event_id", "Last-Event-ID must not be negative")
+    if not 0 <= value <= MAX_SEQUENCE:
+        # Checked before the stream starts: past this, the first read fails after the 200.
+        raise InvalidInput(
+            "invalid_last_event_id",
+            f"Last-Event-ID must be an update sequence between 0 and {MAX_SEQUENCE}",
+        )
     return value
 
 
@@ -41,7 +46,9 @@ async def stream_events(
     session_id: SessionId,
     container: ContainerDep,
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
-    after: Annotated[int | None, Query(ge=0, description="Replay updates after this id")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_SEQUENCE, description="Replay updates after this id")
+    ] = None,
 ) -> StreamingResponse:
     """Server-Sent Events: every update after Last-Event-ID (or ?after=), then live ones."""
     stream = await container.turns.events(session_id, _after(last_event_id, after))

@@ -21,6 +21,7 @@ from app.api.schemas.sessions import (
     SessionPage,
     SessionPatch,
 )
+from app.core.chat_rules import MAX_SEQUENCE
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=PROBLEM_RESPONSES)
 
@@ -82,7 +83,7 @@ async def append_messages(
 async def list_messages(
     session_id: SessionId,
     container: ContainerDep,
-    after_sequence: Annotated[int, Query(ge=0)] = 0,
+    after_sequence: Annotated[int, Query(ge=0, le=MAX_SEQUENCE)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> Response:
     """Raw stored messages in sequence order (never synthetic items)."""

@@ -8,15 +8,21 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from app.core.chat_rules import check_tool_result_placement
+from app.core.compaction.runtime_state import file_change_path
 from app.core.content import Block, Item, Origin, RealOrigin, SyntheticOrigin
 
 __all__ = [
+    "AnyArtifactIn",
+    "ArtifactIn",
     "BlockIn",
+    "ConversationIn",
     "MessageIn",
     "OriginIn",
     "OutputBlockIn",
+    "StoredContentIn",
     "blocks_to_core",
     "message_to_item",
 ]
@@ -71,9 +77,30 @@ class ToolCallBlockIn(_Strict):
     input: str = Field(description="The raw JSON text of the arguments, as the model produced it.")
 
 
-class ArtifactIn(_Strict):
+class AnyArtifactIn(_Strict):
+    """An artifact in a body the service does not store: never sent nor counted, any payload."""
+
     kind: str = Field(min_length=1)
     payload: Any = None
+
+
+def _decodable(artifact: AnyArtifactIn) -> None:
+    # Compaction's own rule (SPEC §7.5); its ``ValueError`` becomes a field error (422).
+    file_change_path({"kind": artifact.kind, "payload": artifact.payload})
+
+
+class ArtifactIn(AnyArtifactIn):
+    """An artifact the service stores: one that compaction can decode.
+
+    Compaction decodes every stored artifact and stored messages are never deleted, so an
+    undecodable one would fail every later compaction of its session: it is refused on the way
+    in (SPEC §8: bad input never changes stored state).
+    """
+
+    @model_validator(mode="after")
+    def _check(self) -> ArtifactIn:
+        _decodable(self)
+        return self
 
 
 OutputBlockIn = Annotated[TextBlockIn | DataBlockIn, Field(discriminator="type")]
@@ -85,7 +112,7 @@ class ToolResultBlockIn(_Strict):
     name: str = ""
     output: list[OutputBlockIn]
     state: Literal["success", "error", "interrupted", "denied"] = "success"
-    artifacts: list[ArtifactIn] = Field(
+    artifacts: list[AnyArtifactIn] = Field(
         default_factory=list, description="For the caller only: never sent, never counted."
     )
 
@@ -132,6 +159,30 @@ class MessageIn(_Strict):
     kind: Literal["normal", "skill_instruction", "agent_message", "world_state"] = "normal"
     content: list[BlockIn]
     origin: OriginIn = Field(default_factory=RealOriginIn)
+
+
+def _stored_artifacts_decodable(blocks: list[BlockIn]) -> list[BlockIn]:
+    # ``ArtifactIn``'s rule for content that is appended: only stored artifacts are ever read.
+    for block in blocks:
+        if isinstance(block, ToolResultBlockIn):
+            for artifact in block.artifacts:
+                _decodable(artifact)
+    return blocks
+
+
+StoredContentIn = Annotated[list[BlockIn], AfterValidator(_stored_artifacts_decodable)]
+
+
+def _tool_results_in_place(messages: list[MessageIn]) -> list[MessageIn]:
+    # The store's own rule and error (``invalid_tool_message`` / ``invalid_block`` with the
+    # message index), raised as is rather than as a generic validation error, so a prepare
+    # refuses such a message exactly as an append of it is refused.
+    for index, message in enumerate(messages):
+        check_tool_result_placement(index, message.role, [b.type for b in message.content])
+    return messages
+
+
+ConversationIn = Annotated[list[MessageIn], AfterValidator(_tool_results_in_place)]
 
 
 def blocks_to_core(blocks: list[Any]) -> list[Block]:

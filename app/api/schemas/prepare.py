@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.schemas.content import BlockIn, MessageIn
+from app.api.schemas.content import BlockIn, ConversationIn
 from app.api.schemas.models import CapabilitiesIn
 
 __all__ = [
@@ -49,7 +49,7 @@ class PrepareBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     system_context: list[SystemPartIn] = Field(default_factory=list)
-    conversation: list[MessageIn] = Field(default_factory=list)
+    conversation: ConversationIn = Field(default_factory=list)
     tools: list[ToolDefinitionIn] = Field(default_factory=list)
     model: CapabilitiesIn | None = None
     model_id: str | None = Field(default=None, description="A registered or built-in model id.")

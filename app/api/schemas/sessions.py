@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.schemas.content import BlockIn
+from app.api.schemas.content import StoredContentIn
 from app.api.schemas.prepare import ToolDefinitionIn
 
 __all__ = [
@@ -119,7 +119,7 @@ class SessionPage(BaseModel):
 class AppendMessageIn(_Strict):
     role: Literal["user", "assistant", "tool", "system"]
     kind: Literal["normal", "skill_instruction", "agent_message", "world_state"] = "normal"
-    content: list[BlockIn]
+    content: StoredContentIn
 
 
 class AppendBody(_Strict):

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TypeAlias
 
+from app.core.chat_rules import MAX_SEQUENCE
 from app.core.compaction.checkpoint import Checkpoint, compacted_projection
 from app.core.content import Item
 from app.core.errors import InvalidInput
@@ -51,7 +52,7 @@ def _invalid(selector: str) -> InvalidInput:
     return InvalidInput(
         "invalid_selector",
         f"replay selector {selector!r} is not one of latest, compaction:{{id}} or "
-        "through_message:{n} (n a non-negative integer)",
+        f"through_message:{{n}} (n an integer from 0 to {MAX_SEQUENCE})",
         selector=selector,
     )
 
@@ -66,7 +67,8 @@ def parse_replay_selector(selector: str) -> ReplaySelector:
     if prefix == "compaction" and rest and rest == rest.strip():
         return CompactionSelector(rest)
     # Digits only: no sign, no spaces, no underscores (``int()`` would accept all three).
-    if prefix == "through_message" and _DIGITS.fullmatch(rest):
+    # Bounded because the sequence reaches the database, whose integers stop at MAX_SEQUENCE.
+    if prefix == "through_message" and _DIGITS.fullmatch(rest) and int(rest) <= MAX_SEQUENCE:
         return ThroughMessageSelector(int(rest))
     raise _invalid(selector)
 

@@ -24,8 +24,10 @@ __all__ = [
     "Extension",
     "RuntimeState",
     "RuntimeStateError",
+    "UndecodableArtifact",
     "derive_runtime_state",
     "edited_paths",
+    "file_change_path",
     "runtime_state_from_json",
     "runtime_state_to_json",
     "turn_plan_of",
@@ -43,6 +45,13 @@ class RuntimeStateError(InvalidInput):
 
     def __init__(self, detail: str) -> None:
         super().__init__("compaction_error", detail)
+
+
+class UndecodableArtifact(ValueError):
+    """An artifact ``file_change_path`` cannot read; its message says which field is wrong.
+
+    A ``ValueError`` so that the API's content schema reports it as a field error as is.
+    """
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,29 +88,35 @@ def edited_paths(messages: Iterable[Item], *, strict: bool = True) -> tuple[str,
                 continue
             for artifact in artifacts:
                 try:
-                    path = _file_change_path(artifact)
-                except RuntimeStateError:
+                    path = file_change_path(artifact)
+                except UndecodableArtifact as exc:
                     if strict:
-                        raise
+                        raise RuntimeStateError(str(exc)) from exc
                     continue
                 if path is not None:
                     found.add(path)
     return tuple(sorted(found)[:MAX_EDITED_PATHS])
 
 
-def _file_change_path(artifact: object) -> str | None:
+def file_change_path(artifact: object) -> str | None:
+    """The edited path ``artifact`` records, cut; ``None`` for another kind, undone or blank.
+
+    The one definition of a decodable artifact (SPEC §7.5): the API refuses at append time what
+    this refuses, because a stored message that fails it would fail every later compaction of
+    the session. Raises ``UndecodableArtifact``.
+    """
     if not isinstance(artifact, Mapping) or not isinstance(artifact.get("kind"), str):
-        raise RuntimeStateError("invalid artifact: expected an object with a string kind")
+        raise UndecodableArtifact("invalid artifact: expected an object with a string kind")
     if artifact["kind"] != "file_change":
         return None
     payload = artifact.get("payload")
     if not isinstance(payload, Mapping):
-        raise RuntimeStateError("invalid file_change artifact: payload must be an object")
+        raise UndecodableArtifact("invalid file_change artifact: payload must be an object")
     path, undone = payload.get("path"), payload.get("undone", False)
     if not isinstance(path, str):
-        raise RuntimeStateError("invalid file_change artifact: payload.path must be a string")
+        raise UndecodableArtifact("invalid file_change artifact: payload.path must be a string")
     if not isinstance(undone, bool):
-        raise RuntimeStateError("invalid file_change artifact: payload.undone must be a boolean")
+        raise UndecodableArtifact("invalid file_change artifact: payload.undone must be a boolean")
     if undone or not path.strip():
         return None
     return path[:MAX_PATH_CHARS]

@@ -17,6 +17,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.chat_rules import MAX_SEQUENCE
 from app.core.compaction.checkpoint import Checkpoint
 from app.core.content import Item, RealOrigin, compact_json, content_without_artifacts
 from app.core.errors import InvalidInput, NotFound
@@ -43,19 +44,31 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def _unstorable(text: str) -> bool:
+    """NUL (PostgreSQL text refuses it) or an unpaired surrogate (not UTF-8): no id holds one,
+    and neither database takes one even as a query parameter."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return "\0" in text
+
+
 @dataclass(frozen=True, slots=True)
 class TranscriptQuery:
-    """Validated on construction (``InvalidInput`` ``invalid_after_sequence``/``invalid_limit``)."""
+    """Validated on construction (``InvalidInput`` ``invalid_after_sequence``, ``invalid_limit``,
+    ``invalid_compaction_id``)."""
 
     compaction_id: str | None = None
     after_sequence: int = 0
     limit: int = DEFAULT_TRANSCRIPT_LIMIT
 
     def __post_init__(self) -> None:
-        if not _is_int(self.after_sequence) or self.after_sequence < 0:
+        if not _is_int(self.after_sequence) or not 0 <= self.after_sequence <= MAX_SEQUENCE:
             raise InvalidInput(
                 "invalid_after_sequence",
-                f"after_sequence must be a non-negative integer, got {self.after_sequence!r}",
+                f"after_sequence must be an integer between 0 and {MAX_SEQUENCE}, got "
+                f"{self.after_sequence!r}",
             )
         if not _is_int(self.limit) or not 1 <= self.limit <= MAX_TRANSCRIPT_LIMIT:
             raise InvalidInput(
@@ -64,6 +77,11 @@ class TranscriptQuery:
             )
         if self.compaction_id is not None and not self.compaction_id.strip():
             raise InvalidInput("invalid_compaction_id", "compaction_id must not be blank")
+        if self.compaction_id is not None and _unstorable(self.compaction_id):
+            raise InvalidInput(
+                "invalid_compaction_id",
+                "compaction_id must not contain NUL or an unpaired surrogate",
+            )
 
 
 @dataclass(frozen=True, slots=True)

@@ -19,7 +19,7 @@ from typing import Any, Literal
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.counting import TokenCounter
-from app.core.errors import ServiceError
+from app.core.errors import Conflict, ServiceError
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
@@ -31,6 +31,7 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, entries_of, result_messages, write_results
+from app.services.turns.control import cancel_waiting_or_flag
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
@@ -252,10 +253,22 @@ class TurnRunner:
             following = index + 1 if index < max_calls else None
             outcome = await self._run_tools(session, entries, threshold, following, stored)
             if outcome == "wait":
+                await self._cancel_if_requested()
                 return
             ready = outcome
             if ready is not None:
                 index += 1
+
+    async def _cancel_if_requested(self) -> None:
+        """After the step that parked the turn: a cancel that step saw (posted meanwhile, maybe
+        to another replica, which only flagged it for this runner) ends the turn here, as a
+        cancel of a waiting turn does; no runner would look at the flag again."""
+        if not self.cancel.is_set():
+            return
+        try:
+            await cancel_waiting_or_flag(self.deps, self.session_id, self.turn_id)
+        except Conflict:  # ended elsewhere meanwhile
+            logger.info("turn %s was already terminal", self.turn_id)
 
     def _check_cancel(self, entries: list[CallEntry] | None = None) -> None:
         if self.cancel.is_set():

@@ -1,11 +1,11 @@
 """Handling one response's tool calls in provider order (SPEC §6, reference §7.3).
 
-Each call is checked before anything runs: arguments that are not JSON, an unknown tool, and a
-schema violation become error results the model sees (the turn continues) and never count for
-the doom loop. A checked call updates the doom-loop record (same name and canonical arguments as
-the previous checked call → count + 1, anything else → 1); at the threshold the call is not
-executed and the turn fails ``doom_loop``. Server-side tools run here, in the caller's
-transaction; every other tool is marked for the caller.
+Each call is checked before anything runs: arguments that are not JSON, an unknown tool, a
+schema violation and a schema that cannot be applied become error results the model sees (the
+turn continues) and never count for the doom loop. A checked call updates the doom-loop record
+(same name and canonical arguments as the previous checked call → count + 1, anything else →
+1); at the threshold the call is not executed and the turn fails ``doom_loop``. Server-side
+tools run here, in the caller's transaction; every other tool is marked for the caller.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any, Literal
 from jsonschema import SchemaError
 from jsonschema.protocols import Validator
 from jsonschema.validators import validator_for
+from referencing import Registry
+from referencing.exceptions import Unresolvable
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
@@ -77,27 +79,39 @@ def _validator(schema_json: str) -> Validator | None:
         schema = json.loads(schema_json)
         validator_class = validator_for(schema)
         validator_class.check_schema(schema)
-        return validator_class(schema)
+        # An empty registry: a ``$ref`` to another document is never fetched (jsonschema's
+        # default registry would GET any URL the agent's schema names, blocking the loop).
+        return validator_class(schema, registry=Registry())
     except (SchemaError, TypeError, ValueError, LookupError):
         return None
 
 
-def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
+def _schema_error(name: str, schema: dict[str, Any], value: Any) -> str | None:
+    """Why ``value`` is refused for tool ``name`` (the result text), or ``None``."""
     if not schema:
         return None
     try:
         validator = _validator(json.dumps(schema, sort_keys=True, separators=(",", ":")))
-        if validator is None:
-            # The agent's own schema is broken: there is nothing to hold the model to.
-            return None
-        errors = list(validator.iter_errors(value))
+        # ``None``: the agent's own schema is broken; there is nothing to hold the model to.
+        errors = list(validator.iter_errors(value)) if validator is not None else []
+    except (Unresolvable, RecursionError) as exc:
+        # A valid schema that cannot be applied: a $ref to nothing or to another document, or
+        # one that recurses without end. Nothing checks the call, so it does not run (SPEC §6).
+        reason = "it recurses without end" if isinstance(exc, RecursionError) else str(exc)
+        return f"tool '{name}' was not run: its input schema cannot be applied ({reason})"
     except (SchemaError, TypeError, ValueError, LookupError):
         return None
     if not errors:
         return None
     error = min(errors, key=lambda e: [str(p) for p in e.absolute_path])
     where = "/".join(str(p) for p in error.absolute_path)
-    return f"{error.message} (at {'/' + where if where else 'the top level'})"
+    at = "/" + where if where else "the top level"
+    return f"invalid arguments for tool '{name}': {error.message} (at {at})"
+
+
+def _not_json(constant: str) -> Any:
+    # json.loads accepts NaN and ±Infinity, which are not JSON (RFC 8259 §6).
+    raise ValueError(f"{constant} is not valid JSON")
 
 
 def check_call(
@@ -105,17 +119,17 @@ def check_call(
 ) -> tuple[str | None, dict[str, Any] | None]:
     """``(canonical arguments, None)`` for a call that may run, else ``(None, error result)``."""
     try:
-        value = json.loads(raw_input)
-    except (json.JSONDecodeError, TypeError) as exc:
+        value = json.loads(raw_input, parse_constant=_not_json)
+    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: nested too deep
         return None, error_result(f"invalid tool input: {exc}")
     tool = tools.get(name)
     if tool is None:
         names = ", ".join(sorted(tools)) or "none"
         return None, error_result(f"tool not found: '{name}' (available tools: {names})")
     if name not in (UPDATE_PLAN, CONVERSATION_HISTORY):  # control tools parse their own
-        problem = _schema_error(tool["input_schema"], value)
+        problem = _schema_error(name, tool["input_schema"], value)
         if problem is not None:
-            return None, error_result(f"invalid arguments for tool '{name}': {problem}")
+            return None, error_result(problem)
     return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")), None
 
 

@@ -1,0 +1,106 @@
+"""Tool calls the runner must refuse with a result the model sees, never by failing the turn
+(SPEC §6): arguments that are not JSON, a schema that cannot be applied, and
+``conversation_history`` arguments no database can take."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.api.helpers import run_turn
+from tests.api.test_turns import history, result_text, results_of, session_with
+from tests.providers.fakes import FakeProviderServer
+
+pytestmark = pytest.mark.anyio
+
+
+async def only_result(api: httpx.AsyncClient, sid: str) -> dict[str, Any]:
+    """The one tool result of a completed turn whose model went on after it."""
+    turn = await run_turn(api, sid)
+    assert (turn["status"], turn["outcome"]) == ("completed", {"final_text": "continued"}), turn
+    messages = await history(api, sid)
+    assert [m["role"] for m in messages] == ["user", "assistant", "tool", "assistant"]
+    (result,) = results_of(messages)
+    assert result["state"] == "error"
+    return result
+
+
+@pytest.mark.parametrize("raw", ['{"path": NaN}', '{"path": -Infinity}', "Infinity"])
+async def test_nan_and_infinity_are_not_json(api: httpx.AsyncClient, raw: str) -> None:
+    sid = await session_with(
+        api,
+        [{"tool_calls": [{"name": "anything", "input": raw}]}, {"text": "continued"}],
+        tools=[{"name": "anything", "description": "d", "input_schema": {}}],
+    )
+    text = result_text(await only_result(api, sid))
+    assert text.startswith("invalid tool input: ")
+    assert "is not valid JSON" in text
+
+
+@pytest.mark.parametrize(
+    ("schema", "reason"),
+    [
+        ({"$ref": "#/definitions/missing"}, "/definitions/missing"),
+        ({"$ref": "#"}, "recurses without end"),
+    ],
+)
+async def test_a_schema_that_cannot_be_applied_is_a_result(
+    api: httpx.AsyncClient, schema: dict[str, Any], reason: str
+) -> None:
+    sid = await session_with(
+        api,
+        [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
+        tools=[{"name": "t", "description": "d", "input_schema": schema}],
+    )
+    text = result_text(await only_result(api, sid))
+    assert text.startswith("tool 't' was not run: its input schema cannot be applied (")
+    assert reason in text
+
+
+async def test_a_ref_to_another_document_is_a_result_and_never_fetched(
+    api: httpx.AsyncClient,
+) -> None:
+    with FakeProviderServer() as server:
+        schema = {"properties": {"p": {"$ref": f"{server.base_url}/schema.json"}}}
+        sid = await session_with(
+            api,
+            [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
+            tools=[{"name": "t", "description": "d", "input_schema": schema}],
+        )
+        text = result_text(await only_result(api, sid))
+        # The agent's schema makes the service send no request anywhere.
+        assert server.connections == 0
+    assert text.startswith("tool 't' was not run: its input schema cannot be applied (")
+    assert f"{server.base_url}/schema.json" in text
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        ('{"afterSequence": 9223372036854775808}', "after_sequence must be an integer between"),
+        ('{"afterSequence": 1000000000000000000000000000000}', "after_sequence must be"),
+        # Escapes in the model's raw arguments: JSON allows them, the databases do not.
+        ('{"compactionId": "x\\u0000y"}', "compaction_id must not contain NUL"),
+        ('{"compactionId": "\\ud800"}', "compaction_id must not contain NUL or an unpaired"),
+    ],
+)
+async def test_history_arguments_no_database_takes_are_a_result(
+    api: httpx.AsyncClient, raw: str, expected: str
+) -> None:
+    sid = await session_with(
+        api,
+        [
+            {"text": "first"},
+            {"tool_calls": [{"name": "conversation_history", "input": raw}]},
+            {"text": "continued"},
+        ],
+    )
+    await run_turn(api, sid, "hello")
+    assert (await api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    turn = await run_turn(api, sid)
+    assert (turn["status"], turn["outcome"]) == ("completed", {"final_text": "continued"}), turn
+    (result,) = results_of(await history(api, sid))
+    assert result["state"] == "error"
+    assert result_text(result).startswith(expected)

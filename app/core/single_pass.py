@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.core.content import Item, RealOrigin, content_without_artifacts
+from app.core.content import Item, RealOrigin
 from app.core.prepared import ProjectionReport, Provenance, PruningWatermark, RequestMessage
 from app.core.resume import walk_resuming
 
@@ -50,8 +50,8 @@ def single_pass(
     messages: list[RequestMessage] = [
         {"role": item.role, "content": item.content} for item in items
     ]
-    for index in walked.artifacts:
-        messages[index]["content"] = content_without_artifacts(items[index].content)
+    for index, content in zip(walked.artifacts, walked.stripped, strict=True):
+        messages[index]["content"] = content
     provenance: list[Provenance] = [
         {"type": "persisted", "message_id": origin.message_id}
         if isinstance(origin := item.origin, RealOrigin) and origin.message_id is not None

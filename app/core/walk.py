@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from operator import add
 
 from app.core.assemble import CONVERSATION_ROLES
-from app.core.content import Item
+from app.core.content import Block, Item, content_without_artifacts
 from app.core.normalize import Normalizer
 from app.core.prepared import ProjectionReport, PruningWatermark
 from app.core.rewrite import UNCHANGED_CHARS, ToolResultRewriter
@@ -33,6 +33,10 @@ class Walked:
 
     items: tuple[Item, ...]
     artifacts: tuple[int, ...]  # indexes in ``items`` of the messages that carry artifacts
+    # Their content as sent (artifacts removed), built once per walk: a remembered walk hands
+    # out the very same lists again, so the adapter's memo of encoded messages
+    # (``app/providers/encoding/wire.py``) knows them.
+    stripped: tuple[list[Block], ...]
     # The counts of ``ProjectionReport``, in its field order (a tuple: a walk may be remembered).
     counts: tuple[int, ...]
     # Index in the caller's conversation (not in ``items``: dropped orphans would shift it) of
@@ -46,6 +50,7 @@ class Walked:
         return Walked(
             self.items + later.items,
             self.artifacts + tuple(index + offset for index in later.artifacts),
+            self.stripped + later.stripped,
             tuple(map(add, self.counts, later.counts)),
             later.system_message_at if earlier is None else earlier,
         )
@@ -126,6 +131,7 @@ def walk(
     return Walked(
         tuple(items),
         tuple(artifacts),
+        tuple(content_without_artifacts(items[index].content) for index in artifacts),
         (
             rewriter.pruned,
             rewriter.truncated,

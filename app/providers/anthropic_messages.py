@@ -38,6 +38,7 @@ from app.providers._streaming import (
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
 from app.providers.encoding import ANTHROPIC_DRIVER, encode_anthropic_messages
+from app.providers.encoding.wire import anthropic_messages_body
 from app.providers.sse import ServerSentEvent
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesClient"]
@@ -60,6 +61,9 @@ class AnthropicMessagesClient(StreamingClient):
 
     def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return encode_anthropic_messages(request, model=self._config.model_name, stream=True)
+
+    def body(self, request: Mapping[str, Any]) -> bytes:
+        return anthropic_messages_body(request, model=self._config.model_name, stream=True)
 
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/v1/messages"

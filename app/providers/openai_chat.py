@@ -31,6 +31,7 @@ from app.providers._streaming import (
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
 from app.providers.encoding import encode_openai_chat
+from app.providers.encoding.wire import openai_chat_body
 from app.providers.sse import ServerSentEvent
 
 __all__ = ["OpenAIChatClient"]
@@ -49,6 +50,9 @@ class OpenAIChatClient(StreamingClient):
 
     def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
         return encode_openai_chat(request, model=self._config.model_name, stream=True)
+
+    def body(self, request: Mapping[str, Any]) -> bytes:
+        return openai_chat_body(request, model=self._config.model_name, stream=True)
 
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/chat/completions"

@@ -9,7 +9,9 @@ Script it with a queue of replies, served in order, one per request:
   ``n`` events (no chunked terminator: the client sees a broken stream);
 - ``ErrorReply(status, body, headers)``: a JSON error answer, e.g. 429 with ``Retry-After``.
 
-Every request is recorded (method, path, headers, raw body) in ``server.requests``. A fixed
+Every request is recorded (method, path, headers, raw body) in ``server.requests``, and the
+time the server spent on it (from its first byte to the reply's last) adds to
+``server.serving_seconds``: what a benchmark subtracts as the provider's time. A fixed
 ``latency`` delays every reply. When the queue is empty the server answers 500 with the error
 type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly.
 
@@ -23,6 +25,7 @@ import asyncio
 import contextlib
 import json
 import threading
+import time
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -72,6 +75,7 @@ class RecordedRequest:
     path: str
     headers: dict[str, str]  # names lower-cased
     body: bytes
+    arrived_at: float = 0.0  # ``time.perf_counter()`` when its first line had arrived
 
     def json(self) -> Any:
         return json.loads(self.body)
@@ -91,6 +95,7 @@ class FakeProviderServer:
         self._stopped: asyncio.Event | None = None
         self.port = 0
         self._connections = 0
+        self._serving_seconds = 0.0
 
     # -- scripting --------------------------------------------------------------------------------
 
@@ -108,6 +113,12 @@ class FakeProviderServer:
         """How many TCP connections clients opened so far."""
         with self._lock:
             return self._connections
+
+    @property
+    def serving_seconds(self) -> float:
+        """Time spent on requests so far, each from its first line to the reply's last byte."""
+        with self._lock:
+            return self._serving_seconds
 
     @property
     def pending_replies(self) -> int:
@@ -182,7 +193,10 @@ class FakeProviderServer:
                 with self._lock:
                     self._requests.append(request)
                     reply = self._replies.popleft() if self._replies else _EXHAUSTED
-                if not await self._serve(reply, writer):
+                served = await self._serve(reply, writer)
+                with self._lock:
+                    self._serving_seconds += time.perf_counter() - request.arrived_at
+                if not served:
                     return
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.CancelledError):
             pass
@@ -268,7 +282,9 @@ def _reason(status: int) -> str:
 
 async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
     try:
-        head = await reader.readuntil(b"\r\n\r\n")
+        first = await reader.readline()
+        arrived_at = time.perf_counter()
+        head = first + await reader.readuntil(b"\r\n\r\n")
     except asyncio.IncompleteReadError:
         return None  # the client closed the (idle) connection
     lines = head.decode("latin-1").split("\r\n")
@@ -276,7 +292,7 @@ async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
     headers = _header_map(line for line in lines[1:] if line)
     length = int(headers.get("content-length", "0"))
     body = await reader.readexactly(length) if length else b""
-    return RecordedRequest(method=method, path=path, headers=headers, body=body)
+    return RecordedRequest(method, path, headers, body, arrived_at)
 
 
 def _header_map(lines: Iterable[str]) -> dict[str, str]:

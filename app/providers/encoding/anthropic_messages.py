@@ -37,7 +37,7 @@ from app.providers.encoding._common import (
     parse_tool_input,
 )
 
-__all__ = ["ANTHROPIC_DRIVER", "encode_anthropic_messages"]
+__all__ = ["ANTHROPIC_DRIVER", "encode_anthropic_messages", "message_blocks"]
 
 # The ``driver`` of the provider_opaque blocks this encoding echoes back.
 ANTHROPIC_DRIVER = "anthropic"
@@ -50,22 +50,12 @@ def encode_anthropic_messages(
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
     for message in request["messages"]:
-        role = message["role"]
-        content: Sequence[Block] = message["content"]
-        if role == "system":
-            system.extend(_plain_blocks(content))
+        role_out, blocks = message_blocks(message)
+        if role_out == "system":
+            system.extend(blocks)
+        elif not blocks:
             continue
-        if role == "assistant":
-            role_out, blocks = "assistant", _assistant_blocks(content)
-        elif role == "tool":
-            role_out, blocks = "user", _tool_result_blocks(content)
-        elif role == "user":
-            role_out, blocks = "user", _plain_blocks(content)
-        else:
-            raise ValueError(f"unknown message role {role!r}")
-        if not blocks:
-            continue
-        if turns and turns[-1]["role"] == role_out:
+        elif turns and turns[-1]["role"] == role_out:
             turns[-1]["content"].extend(blocks)
         else:
             turns.append({"role": role_out, "content": blocks})
@@ -87,6 +77,23 @@ def encode_anthropic_messages(
     if stream:
         body["stream"] = True
     return body
+
+
+def message_blocks(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:
+    """One prepared message on the wire: ``system`` (its blocks go to the top-level ``system``),
+    ``user`` or ``assistant``, and its blocks (none: the message is omitted). Consecutive
+    messages of the same wire role form one turn."""
+    role = message["role"]
+    content: Sequence[Block] = message["content"]
+    if role == "system":
+        return "system", _plain_blocks(content)
+    if role == "assistant":
+        return "assistant", _assistant_blocks(content)
+    if role == "tool":
+        return "user", _tool_result_blocks(content)
+    if role == "user":
+        return "user", _plain_blocks(content)
+    raise ValueError(f"unknown message role {role!r}")
 
 
 def _plain_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:

@@ -29,7 +29,7 @@ from typing import Any
 from app.core.content import Block, DataBlock, ToolResultBlock
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image
 
-__all__ = ["encode_openai_chat"]
+__all__ = ["chat_message", "encode_openai_chat"]
 
 
 def encode_openai_chat(
@@ -39,7 +39,7 @@ def encode_openai_chat(
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
-    body["messages"] = [_message(m) for m in request["messages"]]
+    body["messages"] = [chat_message(m) for m in request["messages"]]
     tools = request.get("tools") or []
     if tools:
         body["tools"] = [
@@ -61,7 +61,8 @@ def encode_openai_chat(
     return body
 
 
-def _message(message: Mapping[str, Any]) -> dict[str, Any]:
+def chat_message(message: Mapping[str, Any]) -> dict[str, Any]:
+    """One prepared message as a Chat Completions message."""
     role = message["role"]
     content: Sequence[Block] = message["content"]
     if role == "tool":

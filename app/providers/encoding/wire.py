@@ -1,0 +1,151 @@
+"""A prepared request as the bytes of its body, each message's JSON remembered across calls.
+
+A turn sends the same conversation again and again, a few messages longer each time; encoding
+and serializing all of it for every model call cost 0.4 ms at 200 messages and 13 ms at 5 000.
+The JSON of a message depends only on its role and its content, and content is never changed in
+place (``app.core.content``, the rule the prepare memo relies on too), so it is remembered by the
+identity of the content object (kept alive by the entry, so the identity cannot be reused) and
+the body is joined from the pieces. The bytes are exactly ``json.dumps`` of the protocol's
+``encode`` (tests compare them); only the messages go through the memo, the rest of the body is
+serialized each time.
+
+Bounded: at most ``MEMO_BYTES`` of JSON; the least recently used messages are dropped first.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from app.providers.encoding.anthropic_messages import encode_anthropic_messages, message_blocks
+from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
+
+__all__ = ["MEMO_BYTES", "anthropic_messages_body", "dumps", "forget", "openai_chat_body"]
+
+MEMO_BYTES = 64 * 1024 * 1024
+
+# Stands for the messages in the serialized rest of a body. It holds U+0000, which no stored or
+# posted text can (``app.api.limits``), so its JSON form occurs nowhere else in a body.
+_SENTINEL = "\x00messages\x00"
+
+T = TypeVar("T")
+Turn = tuple[str, tuple[bytes, ...]]  # a wire role and the JSON of its blocks
+
+
+def dumps(value: Any) -> bytes:
+    """The compact JSON every adapter sends."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+_DUMPED_SENTINEL = dumps(_SENTINEL)
+
+
+class _Memo:
+    """What messages encode to, by the identity of their content, for one protocol.
+
+    Dropped oldest first once over ``max_bytes`` (a message still in use is encoded again at
+    its next call). Reads take no lock: a lookup is one dict access, and a racing insert can
+    only encode a message twice."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        # id(content) → (content, role, what it encodes to, its size); the entry keeps the
+        # content alive, so its id cannot stand for another object meanwhile.
+        self._entries: dict[int, tuple[Any, str, Any, int]] = {}
+        self._lock = threading.Lock()
+
+    def get(
+        self,
+        message: Mapping[str, Any],
+        build: Callable[[Mapping[str, Any]], T],
+        size: Callable[[T], int],
+    ) -> T:
+        content = message["content"]
+        role = message["role"]
+        entry = self._entries.get(id(content))
+        if entry is not None and entry[1] == role:
+            value: T = entry[2]
+            return value
+        value = build(message)
+        weight = size(value)
+        with self._lock:
+            replaced = self._entries.pop(id(content), None)
+            if replaced is not None:
+                self._bytes -= replaced[3]
+            self._entries[id(content)] = (content, role, value, weight)
+            self._bytes += weight
+            while self._bytes > self._max_bytes:
+                oldest = next(iter(self._entries))
+                self._bytes -= self._entries.pop(oldest)[3]
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
+_openai_memo = _Memo(MEMO_BYTES // 2)
+_anthropic_memo = _Memo(MEMO_BYTES // 2)
+
+
+def forget() -> None:
+    """Drop every remembered message (benchmarks measure a first call with it)."""
+    _openai_memo.clear()
+    _anthropic_memo.clear()
+
+
+def openai_chat_body(request: Mapping[str, Any], *, model: str | None, stream: bool) -> bytes:
+    """``dumps(encode_openai_chat(request, ...))``."""
+    get = _openai_memo.get
+    pieces = [get(m, _chat_json, len) for m in request["messages"]]
+    rest = encode_openai_chat({**request, "messages": []}, model=model, stream=stream)
+    return _joined(rest, b"[" + b",".join(pieces) + b"]")
+
+
+def anthropic_messages_body(
+    request: Mapping[str, Any], *, model: str | None, stream: bool
+) -> bytes:
+    """``dumps(encode_anthropic_messages(request, ...))``."""
+    messages: Sequence[Mapping[str, Any]] = request["messages"]
+    turns: list[tuple[str, list[bytes]]] = []
+    for message in messages:
+        if message["role"] == "system":  # part of the rest: the top-level ``system``
+            continue
+        role, blocks = _anthropic_memo.get(message, _anthropic_turn, _turn_size)
+        if not blocks:
+            continue
+        if turns and turns[-1][0] == role:
+            turns[-1][1].extend(blocks)
+        else:
+            turns.append((role, list(blocks)))
+    system = [m for m in messages if m["role"] == "system"]
+    rest = encode_anthropic_messages({**request, "messages": system}, model=model, stream=stream)
+    encoded = b",".join(_TURN_OPEN[role] + b",".join(blocks) + b"]}" for role, blocks in turns)
+    return _joined(rest, b"[" + encoded + b"]")
+
+
+def _chat_json(message: Mapping[str, Any]) -> bytes:
+    return dumps(chat_message(message))
+
+
+# ``dumps({"role": role, "content": [...]})`` up to the first block.
+_TURN_OPEN = {role: b'{"role":' + dumps(role) + b',"content":[' for role in ("user", "assistant")}
+
+
+def _anthropic_turn(message: Mapping[str, Any]) -> Turn:
+    role, blocks = message_blocks(message)
+    return role, tuple(dumps(block) for block in blocks)
+
+
+def _turn_size(turn: Turn) -> int:
+    return sum(map(len, turn[1]))
+
+
+def _joined(rest: dict[str, Any], messages: bytes) -> bytes:
+    """``rest`` (the body but its messages) serialized, with ``messages`` in their place."""
+    rest["messages"] = _SENTINEL
+    return dumps(rest).replace(_DUMPED_SENTINEL, messages, 1)

@@ -1,0 +1,119 @@
+"""The body bytes an adapter sends are exactly ``json.dumps`` of the protocol's encoding, also
+when messages come from the memo of earlier calls (``app/providers/encoding/wire.py``)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+import app.providers.encoding.wire as wire
+from app.providers.encoding import encode_anthropic_messages, encode_openai_chat
+from tests.providers.encoding.requests import (
+    READ_TOOL,
+    agent_loop,
+    call,
+    image_b64,
+    msg,
+    prepared,
+    result,
+    text,
+)
+
+Body = Callable[..., bytes]
+PROTOCOLS: list[tuple[Body, Callable[..., dict[str, Any]]]] = [
+    (wire.openai_chat_body, encode_openai_chat),
+    (wire.anthropic_messages_body, encode_anthropic_messages),
+]
+
+
+@pytest.fixture(autouse=True)
+def empty_memo() -> Iterator[None]:
+    wire.forget()
+    yield
+    wire.forget()
+
+
+def expected(encode: Callable[..., dict[str, Any]], request: dict[str, Any]) -> bytes:
+    body = encode(request, model="m-1", stream=True)
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":")).encode()
+
+
+def requests() -> list[dict[str, Any]]:
+    return [
+        agent_loop(),
+        prepared(),  # no message at all
+        prepared(msg("user", text('naïve — ünïcödé \u2028 "quoted" \\ back'))),
+        prepared(
+            msg("system", text("one")),
+            msg("system", text("two")),
+            msg("user", text("")),  # left empty: omitted by one protocol, not the other
+            msg("user", text("a"), image_b64()),
+            msg("user", text("b")),
+            msg("assistant", call("c1", raw="")),
+            msg("tool", result("c1", "", state="interrupted")),
+            tools=[READ_TOOL],
+        ),
+    ]
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_the_body_is_the_json_of_the_encoding(body: Body, encode: Any) -> None:
+    for request in requests():
+        assert body(request, model="m-1", stream=True) == expected(encode, request)
+        # A second time, every message from the memo: the same bytes.
+        assert body(request, model="m-1", stream=True) == expected(encode, request)
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_a_growing_conversation_keeps_matching(body: Body, encode: Any) -> None:
+    request = agent_loop()
+    for step in range(6):
+        request = {
+            **request,
+            "messages": [
+                *request["messages"],
+                msg("assistant", text(f"step {step}"), call(f"s{step}")),
+                msg("tool", result(f"s{step}", f"out {step}")),
+            ],
+        }
+        assert body(request, model="m-1", stream=True) == expected(encode, request)
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_one_content_under_another_role_is_encoded_for_that_role(body: Body, encode: Any) -> None:
+    shared = [text("same blocks")]
+    as_user = prepared({"role": "user", "content": shared})
+    as_assistant = prepared({"role": "assistant", "content": shared})
+    body(as_user, model="m-1", stream=True)
+    assert body(as_assistant, model="m-1", stream=True) == expected(encode, as_assistant)
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_a_full_memo_drops_old_messages_and_stays_exact(
+    body: Body, encode: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(wire, "_openai_memo", wire._Memo(max_bytes=200))
+    monkeypatch.setattr(wire, "_anthropic_memo", wire._Memo(max_bytes=200))
+    for request in [*requests(), *requests()]:
+        assert body(request, model="m-1", stream=True) == expected(encode, request)
+
+
+def test_only_new_messages_are_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
+    encoded: list[str] = []
+    chat_message = wire.chat_message
+
+    def counting(message: Any) -> dict[str, Any]:
+        encoded.append(message["role"])
+        return chat_message(message)
+
+    monkeypatch.setattr(wire, "chat_message", counting)
+    request = agent_loop()
+    wire.openai_chat_body(request, model="m", stream=True)
+    assert len(encoded) == len(request["messages"])
+    encoded.clear()
+    longer = {**request, "messages": [*request["messages"], msg("assistant", text("done"))]}
+    wire.openai_chat_body(longer, model="m", stream=True)
+    assert encoded == ["assistant"]

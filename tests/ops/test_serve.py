@@ -14,6 +14,7 @@ import httpx
 import pytest
 
 from tests.api.helpers import session_body, user
+from tests.providers.fakes import FakeProviderServer, StreamReply, openai_stream
 from tests.servers import clean_env, free_port, running, serve_command
 
 pytestmark = pytest.mark.slow
@@ -80,3 +81,36 @@ def test_logs_are_json_lines_with_request_ids_and_no_secrets_or_content(tmp_path
     assert by_id[generated]["status"] == 401
     # Lines outside a request (start-up, shutdown) say so instead of inventing an id.
     assert any(e["request_id"] == "-" for e in entries)
+
+
+def test_a_model_call_adds_no_log_line_of_its_own(tmp_path: Path) -> None:
+    # httpx logs every request at INFO; a server at INFO keeps only its own records.
+    env = clean_env(CTXSVC_LOG_LEVEL="INFO", OPS_TEST_PROVIDER_KEY="sk-ops")
+    with (
+        FakeProviderServer() as provider,
+        running([serve_command(free_port())], env=env, cwd=tmp_path) as [server],
+    ):
+        provider.enqueue(StreamReply(openai_stream(text=["answer"])))
+        model = {
+            "context_window_tokens": 100_000,
+            "max_output_tokens": 1000,
+            "provider": {
+                "kind": "openai_chat",
+                "base_url": provider.base_url + "/v1",
+                "model_name": "fake",
+                "api_key_env": "OPS_TEST_PROVIDER_KEY",
+            },
+        }
+        with httpx.Client(base_url=server.url, timeout=10.0) as client:
+            assert client.put("/v1/models/ops-fake", json=model).status_code == 201
+            created = client.post("/v1/sessions", json=session_body(model_id="ops-fake"))
+            turn = client.post(
+                f"/v1/sessions/{created.json()['id']}/turns",
+                params={"wait": "true"},
+                json={"client_request_id": "r1", "input": [{"type": "text", "text": "go"}]},
+            )
+            assert turn.json()["outcome"] == {"final_text": "answer"}, turn.text
+    assert len(provider.requests) == 1
+    loggers = {json.loads(line)["logger"] for line in server.log().splitlines() if line[:1] == "{"}
+    assert "ctxsvc.access" in loggers
+    assert "httpx" not in loggers

@@ -16,6 +16,8 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``, e.g. a PostgreSQL database already 
 2. Throughput: 1, 10 and 50 sessions each running turns concurrently (one model call each);
    turns per second should grow with concurrency (the provider latency overlaps).
 
+It runs on uvloop, as ``ctxsvc serve`` does.
+
 Run: ``.venv/bin/python -m bench.turns``
 """
 
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import uvloop
 
 from app.main import create_app
 from app.providers.base import ModelClient, ModelResponse, StreamSink
@@ -183,7 +186,7 @@ async def main() -> None:
                         share = figures["median_ms"] / (LATENCY * 1000) * 100
                         print(
                             f"overhead per model call, {messages:>5} messages: "
-                            f"median {figures['median_ms']:.1f} ms (min {figures['min_ms']:.1f} ms)"
+                            f"median {figures['median_ms']:.2f} ms (min {figures['min_ms']:.2f} ms)"
                             f" = {share:.0f} % of a {LATENCY * 1000:.0f} ms call; of it in the "
                             f"provider adapter {figures['adapter_ms']:.1f} ms"
                         )
@@ -193,4 +196,7 @@ async def main() -> None:
 
 
 if __name__ == "__main__":
+    # The event loop the service runs on: ``ctxsvc serve`` (uvicorn, loop "auto") picks uvloop,
+    # installed with uvicorn[standard].
+    asyncio.set_event_loop_policy(uvloop.EventLoopPolicy())
     asyncio.run(main())

@@ -30,7 +30,7 @@ from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.tokens import CountedConversation
-from app.services.turns.calls import CallEntry, entries_of, result_messages, write_results
+from app.services.turns.calls import CallEntry, entries_of, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
@@ -149,24 +149,11 @@ class TurnRunner:
                 await self._hold(db)
                 await self._draft_stored(db, events)
                 # The response and the results of its calls: one batch, as in a tool step.
-                results = await result_messages(
-                    db,
-                    events,
-                    self.counter,
-                    session_id=self.session_id,
-                    turn_id=self.turn_id,
-                    entries=end.entries,
-                )
+                results = await self._results(db, events, end.entries)
                 usage = await self._store_response(db, *end.response, results)
             elif end.entries:
-                await write_results(
-                    db,
-                    events,
-                    self.counter,
-                    session_id=self.session_id,
-                    turn_id=self.turn_id,
-                    entries=end.entries,
-                )
+                results = await self._results(db, events, end.entries)
+                await MessageRepository(db).append(self.session_id, results)
             finished = await TurnRepository(db).finish(
                 self.session_id,
                 self.turn_id,
@@ -456,6 +443,19 @@ class TurnRunner:
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
 
+    async def _results(
+        self, db: AsyncSession, events: EventBatch, entries: list[CallEntry]
+    ) -> list[NewMessage]:
+        """The round's tool messages, in call order (``result_messages``)."""
+        return await result_messages(
+            db,
+            events,
+            self.counter,
+            session_id=self.session_id,
+            turn_id=self.turn_id,
+            entries=entries,
+        )
+
     async def _draft_stored(self, db: AsyncSession, events: EventBatch) -> None:
         # Announced first in the step that stores the response (the batch keeps the order).
         await events.emit(
@@ -574,14 +574,7 @@ class TurnRunner:
             self.doom = round_.doom
             results = []
             if round_.next == "continue":
-                results = await result_messages(
-                    db,
-                    events,
-                    self.counter,
-                    session_id=self.session_id,
-                    turn_id=self.turn_id,
-                    entries=entries,
-                )
+                results = await self._results(db, events, entries)
             # The response and its results are one batch, stored before anything else of the
             # round takes effect: all of it is in this transaction, which a refused message
             # rolls back (tools never take effect without their assistant message).

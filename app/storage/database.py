@@ -214,12 +214,13 @@ _TRANSACTION_VALUES = "ctxsvc_transaction_values"
 _ON_COMMIT = "ctxsvc_on_commit"
 
 
-def transaction_values(session: AsyncSession) -> dict[str, Any]:
+def transaction_values(session: AsyncSession | Session) -> dict[str, Any]:
     """A dict for what code wants to remember during the session's current transaction. Its
     values (each with a ``clear()``) are emptied when the transaction or a savepoint ends
     (rolling back to a savepoint can undo what they describe), but not at the end of the inner
-    transaction the ORM wraps every flush in."""
-    info = session.sync_session.info
+    transaction the ORM wraps every flush in. ``session`` may be the sync ``Session`` an event
+    listener receives."""
+    info = (session.sync_session if isinstance(session, AsyncSession) else session).info
     values: dict[str, Any] | None = info.get(_TRANSACTION_VALUES)
     if values is None:
         values = info[_TRANSACTION_VALUES] = {}

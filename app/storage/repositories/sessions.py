@@ -6,13 +6,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, bindparam, case, delete, inspect, select, update
+from sqlalchemy import ColumnElement, Table, bindparam, case, delete, event, inspect, select, update
+from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import NotFound
 from app.storage.base import utc_now
+from app.storage.database import transaction_values
 from app.storage.models import AgentSession
 from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
@@ -77,6 +79,40 @@ _LOCKED = "ctxsvc_locked_sessions"
 _CURRENT = "ctxsvc_current_sessions"
 # The sessions whose sequence counters this transaction counts in memory (``defer_counters``).
 _DEFERRED = "ctxsvc_deferred_counters"
+
+# The counts a deferring transaction keeps on the object, written with one prebuilt UPDATE.
+_KEPT_COLUMNS = ("last_message_sequence", "last_event_sequence", "open_tool_calls", "updated_at")
+_KEPT_NAMES = frozenset(_KEPT_COLUMNS)
+_WRITE_KEPT = (
+    update(_sessions)
+    .where(_sessions.c.id == bindparam("k_id"))
+    .values({name: bindparam(f"v_{name}", type_=_sessions.c[name].type) for name in _KEPT_COLUMNS})
+)
+
+
+def _kept_params(row: AgentSession) -> dict[str, Any]:
+    params = {f"v_{name}": getattr(row, name) for name in _KEPT_COLUMNS}
+    params["k_id"] = row.id
+    return params
+
+
+@event.listens_for(Session, "before_commit")
+def _write_kept_counts(session: Session) -> None:
+    # Before the commit's flush (or a savepoint's release), one prebuilt UPDATE per row whose
+    # kept counts are its only change, and the object is marked clean: the ORM's flush machinery
+    # costs several times the statement. Anything else (a savepoint's start, another change of
+    # the row) leaves the counts to the ORM's flush as before.
+    deferred: dict[str, AgentSession] | None = transaction_values(session).get(_DEFERRED)
+    if not deferred:
+        return
+    for session_id in sorted(deferred):
+        row = deferred[session_id]
+        state = inspect(row)
+        if not state.modified or not _KEPT_NAMES.issuperset(state.committed_state):
+            continue
+        session.execute(_WRITE_KEPT, _kept_params(row))
+        # Private (SQLAlchemy pinned <2.2): what a flush does to the objects it wrote.
+        state._commit_all(state.dict, session.identity_map)
 
 
 def session_not_found(session_id: str) -> NotFound:
@@ -155,8 +191,9 @@ class SessionRepository(Repository):
     def defer_counters(self, row: AgentSession) -> None:
         """For a transaction that appends and announces several times (a turn step) and
         changes the row in no other way: from now on, while ``row`` is current, sequences are
-        allocated on the object and the ORM writes both counters with one UPDATE when the
-        transaction flushes, instead of one UPDATE per allocation."""
+        allocated on the object and written with one UPDATE just before the transaction commits
+        (``_write_kept_counts``; or by the ORM's flush before a statement that needs the row),
+        instead of one UPDATE per allocation."""
         if self.is_current(row):
             self._deferred()[row.id] = row
 
@@ -199,7 +236,7 @@ class SessionRepository(Repository):
         now = utc_now()
         loaded = self.loaded(session_id)
         if loaded is not None and self._counts_on(loaded):
-            # Locked and current: count on the object; the flush writes it (defer_counters).
+            # Locked and current: count on the object (defer_counters).
             allocated = int(getattr(loaded, column)) + count
             setattr(loaded, column, allocated)
             loaded.updated_at = now

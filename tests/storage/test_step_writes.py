@@ -72,6 +72,22 @@ async def test_deferred_counters_are_written_by_one_update_at_commit(
         assert [m.sequence for m in await MessageRepository(db).load(sid)] == [1, 2, 3]
 
 
+async def test_counts_and_another_change_of_the_row_are_both_written(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    # The prebuilt UPDATE writes counts only; a row changed otherwise goes through the ORM.
+    sid = await make_session()
+    async with unit_of_work(factory) as db:
+        sessions = SessionRepository(db)
+        row = await sessions.require(sid, for_update=True)
+        sessions.defer_counters(row)
+        await MessageRepository(db).append(sid, [_user("one"), _user("two")])
+        row.title = "renamed"
+    async with unit_of_work(factory) as db:
+        stored = await SessionRepository(db).require(sid)
+        assert (stored.title, stored.last_message_sequence) == ("renamed", 2)
+
+
 async def test_a_deferred_count_reaches_the_row_before_the_row_is_counted_on(
     factory: SessionFactory, make_session: MakeSession
 ) -> None:

@@ -40,6 +40,7 @@ MAX_SKILL_FILE_BYTES = 64 * 1024
 MAX_SKILLS = 100
 # Long enough for any real path; short enough that one catalog line always fits in 8000 chars.
 MAX_SKILL_PATH_CHARS = 4096
+_GIT_ENTRIES = frozenset({".git", ".git/", ".git@"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,7 +103,8 @@ def provided_inputs(
     skills: Iterable[ProvidedSkill],
 ) -> WorkspaceInputs:
     """A ``WorkspaceInputs`` from caller values; raises ``InvalidInput`` with SPEC's codes."""
-    entries = tuple(layout)
+    # "``.git`` skipped" (SPEC §4) holds for a caller's listing too, in any of its displayed forms.
+    entries = tuple(entry for entry in layout if entry not in _GIT_ENTRIES)
     for value in (working_directory, repository_root or "", *entries):
         _utf8_size(value, "user_project_context_error", "A project context value")
     if any(not entry for entry in entries):

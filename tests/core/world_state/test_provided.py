@@ -45,6 +45,11 @@ def test_provided_inputs_render_like_captured_ones() -> None:
     assert bodies[1] == "<project_instructions>\nrules\n</project_instructions>"
 
 
+def test_git_is_skipped_in_a_provided_layout_as_in_a_captured_one() -> None:
+    inputs = make(layout=[".git/", "src/", ".git", ".github/", ".git@", ".gitignore"])
+    assert inputs.layout == ("src/", ".github/", ".gitignore")  # type: ignore[attr-defined]
+
+
 def test_whitespace_agents_md_is_absent() -> None:
     assert make(agents_md=" \n").agents_md is None  # type: ignore[attr-defined]
 

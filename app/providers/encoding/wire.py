@@ -9,7 +9,7 @@ the body is joined from the pieces. The bytes are exactly ``json.dumps`` of the 
 ``encode`` (tests compare them); only the messages go through the memo, the rest of the body is
 serialized each time.
 
-Bounded: at most ``MEMO_BYTES`` of JSON; the least recently used messages are dropped first.
+Bounded: at most ``MEMO_BYTES`` of JSON; the oldest entries are dropped first.
 """
 
 from __future__ import annotations
@@ -26,8 +26,9 @@ __all__ = ["MEMO_BYTES", "anthropic_messages_body", "dumps", "forget", "openai_c
 
 MEMO_BYTES = 64 * 1024 * 1024
 
-# Stands for the messages in the serialized rest of a body. It holds U+0000, which no stored or
-# posted text can (``app.api.limits``), so its JSON form occurs nowhere else in a body.
+# Stands for the messages in the serialized rest of a body. It holds U+0000, which no posted
+# text can (``app.api.limits``), so its JSON form should occur nowhere else in a body; should
+# it, the body is serialized whole.
 _SENTINEL = "\x00messages\x00"
 
 T = TypeVar("T")
@@ -103,7 +104,9 @@ def openai_chat_body(request: Mapping[str, Any], *, model: str | None, stream: b
     get = _openai_memo.get
     pieces = [get(m, _chat_json, len) for m in request["messages"]]
     rest = encode_openai_chat({**request, "messages": []}, model=model, stream=stream)
-    return _joined(rest, b"[" + b",".join(pieces) + b"]")
+    return _joined(rest, b"[" + b",".join(pieces) + b"]") or dumps(
+        encode_openai_chat(request, model=model, stream=stream)
+    )
 
 
 def anthropic_messages_body(
@@ -125,7 +128,9 @@ def anthropic_messages_body(
     system = [m for m in messages if m["role"] == "system"]
     rest = encode_anthropic_messages({**request, "messages": system}, model=model, stream=stream)
     encoded = b",".join(_TURN_OPEN[role] + b",".join(blocks) + b"]}" for role, blocks in turns)
-    return _joined(rest, b"[" + encoded + b"]")
+    return _joined(rest, b"[" + encoded + b"]") or dumps(
+        encode_anthropic_messages(request, model=model, stream=stream)
+    )
 
 
 def _chat_json(message: Mapping[str, Any]) -> bytes:
@@ -145,7 +150,12 @@ def _turn_size(turn: Turn) -> int:
     return sum(map(len, turn[1]))
 
 
-def _joined(rest: dict[str, Any], messages: bytes) -> bytes:
-    """``rest`` (the body but its messages) serialized, with ``messages`` in their place."""
+def _joined(rest: dict[str, Any], messages: bytes) -> bytes | None:
+    """``rest`` (the body but its messages) serialized, with ``messages`` in their place;
+    ``None`` if the placeholder is not found exactly once (text holding it: then the caller
+    serializes the whole body)."""
     rest["messages"] = _SENTINEL
-    return dumps(rest).replace(_DUMPED_SENTINEL, messages, 1)
+    serialized = dumps(rest)
+    if serialized.count(_DUMPED_SENTINEL) != 1:
+        return None
+    return serialized.replace(_DUMPED_SENTINEL, messages)

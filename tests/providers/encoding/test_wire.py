@@ -117,3 +117,12 @@ def test_only_new_messages_are_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
     longer = {**request, "messages": [*request["messages"], msg("assistant", text("done"))]}
     wire.openai_chat_body(longer, model="m", stream=True)
     assert encoded == ["assistant"]
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_text_that_holds_the_placeholder_still_gives_the_exact_body(
+    body: Body, encode: Any
+) -> None:
+    # The placeholder holds U+0000, which the API refuses; a system part built elsewhere could.
+    request = prepared(msg("system", text("\x00messages\x00")), msg("user", text("hi")))
+    assert body(request, model="m-1", stream=True) == expected(encode, request)

@@ -13,6 +13,7 @@ from app.services.model_types import ModelEntry, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
 from app.storage.repositories.registry import ModelRepository
+from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["ModelService", "entry_to_json", "resolve_model"]
 
@@ -127,7 +128,20 @@ class ModelService:
             return _entry(stored), created
 
     async def delete(self, model_id: str) -> None:
+        """Remove a registered model. A built-in id falls back to the catalogue entry; any other
+        model still named by a session is kept (``model_in_use``): its sessions could neither
+        take messages nor run turns or compactions without it."""
         async with unit_of_work(self._db) as db:
+            if model_id not in CATALOGUE:
+                users = await SessionRepository(db).count_using_model(model_id)
+                if users and await ModelRepository(db).get(model_id) is not None:
+                    raise Conflict(
+                        "model_in_use",
+                        f"{users} session(s) use model {model_id!r} as their model or summary "
+                        "model; switch them to another model (PATCH /v1/sessions/{id}) or delete "
+                        "them first",
+                        sessions=users,
+                    )
             if await ModelRepository(db).delete(model_id):
                 return
         if model_id in CATALOGUE:

@@ -7,6 +7,8 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.helpers import new_session
+
 pytestmark = pytest.mark.anyio
 
 
@@ -56,6 +58,32 @@ async def test_a_registered_model_overrides_the_catalogue_entry(api: httpx.Async
     refused = await api.delete("/v1/models/gpt-5")
     assert refused.status_code == 409
     assert refused.json()["code"] == "builtin_model"
+
+
+@pytest.mark.parametrize("role", ["model_id", "summary_model_id"])
+async def test_a_model_a_session_uses_is_kept_until_the_session_moves(
+    api: httpx.AsyncClient, role: str
+) -> None:
+    assert (await api.put("/v1/models/team-bot", json=scripted())).status_code == 201
+    sid = await new_session(
+        api, **{"model_id": "local", "summary_model_id": "local", role: "team-bot"}
+    )
+    refused = await api.delete("/v1/models/team-bot")
+    assert refused.status_code == 409, refused.text
+    assert (refused.json()["code"], refused.json()["sessions"]) == ("model_in_use", 1)
+    assert (await api.get("/v1/models/team-bot")).status_code == 200
+    moved = await api.patch(f"/v1/sessions/{sid}", json={role: "local"})
+    assert moved.status_code == 200, moved.text
+    assert (await api.delete("/v1/models/team-bot")).status_code == 204
+
+
+async def test_an_override_a_session_uses_may_go_back_to_the_catalogue(
+    api: httpx.AsyncClient,
+) -> None:
+    assert (await api.put("/v1/models/gpt-5", json=scripted())).status_code == 201
+    await new_session(api, model_id="gpt-5")
+    assert (await api.delete("/v1/models/gpt-5")).status_code == 204
+    assert (await api.get("/v1/models/gpt-5")).json()["builtin"] is True
 
 
 @pytest.mark.parametrize(

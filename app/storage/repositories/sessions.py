@@ -6,7 +6,18 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, Table, bindparam, case, delete, event, inspect, select, update
+from sqlalchemy import (
+    ColumnElement,
+    Table,
+    bindparam,
+    case,
+    delete,
+    event,
+    func,
+    inspect,
+    select,
+    update,
+)
 from sqlalchemy.orm import Session
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -210,6 +221,13 @@ class SessionRepository(Repository):
                 | ((AgentSession.created_at == created_at) & (AgentSession.id < session_id))
             )
         return (await self.session.execute(stmt.limit(limit))).scalars().all()
+
+    async def count_using_model(self, model_id: str) -> int:
+        """How many sessions name ``model_id`` as their model or their summary model."""
+        stmt = select(func.count()).where(
+            (AgentSession.model_id == model_id) | (AgentSession.summary_model_id == model_id)
+        )
+        return int((await self.session.execute(stmt)).scalar_one())
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session and (by cascade) everything it owns."""

@@ -30,7 +30,6 @@ from app.providers.base import (
     StreamSink,
     Timeouts,
 )
-from app.providers.encoding.wire import dumps
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["Assembler", "StreamState", "StreamingClient", "retry_after_seconds"]
@@ -116,12 +115,8 @@ class StreamingClient(abc.ABC):
     # -- what a protocol supplies -------------------------------------------------------------
 
     @abc.abstractmethod
-    def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """The exact JSON body sent for ``request`` (streaming on)."""
-
     def body(self, request: Mapping[str, Any]) -> bytes:
-        """``encode(request)`` as the bytes sent (a protocol may build them faster)."""
-        return dumps(self.encode(request))
+        """The exact body sent for ``request`` (streaming on): the protocol's encoding."""
 
     @abc.abstractmethod
     def _url(self) -> str: ...

@@ -37,7 +37,7 @@ from app.providers._streaming import (
     retry_after_seconds,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
-from app.providers.encoding import ANTHROPIC_DRIVER, encode_anthropic_messages
+from app.providers.encoding import ANTHROPIC_DRIVER
 from app.providers.encoding.wire import anthropic_messages_body
 from app.providers.sse import ServerSentEvent
 
@@ -58,9 +58,6 @@ _OVERFLOW_MARK = "prompt is too long"
 
 class AnthropicMessagesClient(StreamingClient):
     """``ModelClient`` for ``kind = anthropic_messages``."""
-
-    def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        return encode_anthropic_messages(request, model=self._config.model_name, stream=True)
 
     def body(self, request: Mapping[str, Any]) -> bytes:
         return anthropic_messages_body(request, model=self._config.model_name, stream=True)

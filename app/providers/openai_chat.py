@@ -30,7 +30,6 @@ from app.providers._streaming import (
     retry_after_seconds,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
-from app.providers.encoding import encode_openai_chat
 from app.providers.encoding.wire import openai_chat_body
 from app.providers.sse import ServerSentEvent
 
@@ -47,9 +46,6 @@ _FINISH: dict[str, FinishReason] = {
 
 class OpenAIChatClient(StreamingClient):
     """``ModelClient`` for ``kind = openai_chat``."""
-
-    def encode(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        return encode_openai_chat(request, model=self._config.model_name, stream=True)
 
     def body(self, request: Mapping[str, Any]) -> bytes:
         return openai_chat_body(request, model=self._config.model_name, stream=True)

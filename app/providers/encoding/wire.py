@@ -94,7 +94,7 @@ _anthropic_memo = _Memo(MEMO_BYTES // 2)
 
 
 def forget() -> None:
-    """Drop every remembered message (benchmarks measure a first call with it)."""
+    """Drop every remembered message (tests start from an empty memo)."""
     _openai_memo.clear()
     _anthropic_memo.clear()
 

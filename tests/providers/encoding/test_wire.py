@@ -101,24 +101,6 @@ def test_a_full_memo_drops_old_messages_and_stays_exact(
         assert body(request, model="m-1", stream=True) == expected(encode, request)
 
 
-def test_only_new_messages_are_encoded(monkeypatch: pytest.MonkeyPatch) -> None:
-    encoded: list[str] = []
-    chat_message = wire.chat_message
-
-    def counting(message: Any) -> dict[str, Any]:
-        encoded.append(message["role"])
-        return chat_message(message)
-
-    monkeypatch.setattr(wire, "chat_message", counting)
-    request = agent_loop()
-    wire.openai_chat_body(request, model="m", stream=True)
-    assert len(encoded) == len(request["messages"])
-    encoded.clear()
-    longer = {**request, "messages": [*request["messages"], msg("assistant", text("done"))]}
-    wire.openai_chat_body(longer, model="m", stream=True)
-    assert encoded == ["assistant"]
-
-
 @pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
 def test_text_that_holds_the_placeholder_still_gives_the_exact_body(
     body: Body, encode: Any

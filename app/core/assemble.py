@@ -11,22 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.content import Block, Item, RealOrigin, content_without_artifacts
+from app.core.content import Block, Item, content_without_artifacts
 from app.core.counting import TokenCounter
 from app.core.errors import InvalidInput
 from app.core.item_caps import check_system_part_measure
-from app.core.prepared import (
-    Provenance,
-    RequestMessage,
-    SystemPart,
-    ToolDefinition,
-)
+from app.core.prepared import RequestMessage, SystemPart, ToolDefinition
 
 __all__ = [
     "CONVERSATION_ROLES",
     "assemble_request",
     "measure_system_context",
-    "provenance_of",
     "system_message_in_conversation",
     "validate_conversation",
     "validate_system_context",
@@ -99,13 +93,6 @@ def system_message_in_conversation(index: int, item: Item) -> InvalidInput:
     )
 
 
-def provenance_of(item: Item) -> Provenance:
-    origin = item.origin
-    if isinstance(origin, RealOrigin) and origin.message_id is not None:
-        return {"type": "persisted", "message_id": origin.message_id}
-    return {"type": "synthesized"}
-
-
 def _sendable(content: list[Block]) -> list[Block]:
     # A plain loop (no generator) because this runs once per message on the hot path; the
     # common case, no artifacts, hands on the very same list.
@@ -120,8 +107,8 @@ def assemble_request(
     items: Sequence[Item],
     tools: Sequence[ToolDefinition],
     max_output_tokens: int,
-) -> tuple[dict[str, Any], list[Provenance]]:
-    """The request and one provenance entry per Conversation message."""
+) -> dict[str, Any]:
+    """The request (its provenance is ``PreparedModelCall.provenance``)."""
     messages: list[RequestMessage] = [
         {"role": "system", "content": part.content} for part in system_context
     ]
@@ -132,4 +119,4 @@ def assemble_request(
         "tools": list(tools),
         "max_output_tokens": max_output_tokens,
     }
-    return request, [provenance_of(item) for item in items]
+    return request

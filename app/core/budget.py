@@ -16,23 +16,23 @@ from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.prepared import Budget, SystemPart, ToolDefinition
 
-__all__ = ["budget_of", "conversation_measure", "measure_budget"]
+__all__ = ["budget_of", "measure_budget", "message_measures"]
 
 
-def conversation_measure(
+def message_measures(
     items: Sequence[Item], counter: TokenCounter, original_items: Sequence[Item] = ()
-) -> int:
-    """Σ of the message measures (before the region's rounding), reusing valid cached figures."""
+) -> list[int]:
+    """Each message's measure (before the region's rounding), reusing valid cached figures."""
     reusable = {id(item) for item in original_items if item.cached is not None}
-    total = 0
+    measures: list[int] = []
     name = counter.name
     for item in items:
         cached = item.cached
         if cached is not None and cached.counter == name and id(item) in reusable:
-            total += cached.measure
+            measures.append(cached.measure)
         else:
-            total += counter.measure_message(item.role, item.content)
-    return total
+            measures.append(counter.measure_message(item.role, item.content))
+    return measures
 
 
 def measure_budget(
@@ -42,16 +42,12 @@ def measure_budget(
     limits: ModelLimits,
     counter: TokenCounter,
     original_items: Sequence[Item] = (),
-) -> Budget:
-    """The budget of the prepared copy; ``original_items`` are the caller's untouched items."""
+) -> tuple[Budget, list[int]]:
+    """The budget of the prepared copy and each message's measure (provenance shares the
+    region by them); ``original_items`` are the caller's untouched items."""
     system_measure = sum(counter.measure_content(p.content) for p in system_context)
-    return budget_of(
-        system_measure,
-        conversation_measure(items, counter, original_items),
-        tools,
-        limits,
-        counter,
-    )
+    measures = message_measures(items, counter, original_items)
+    return budget_of(system_measure, sum(measures), tools, limits, counter), measures
 
 
 def budget_of(

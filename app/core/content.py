@@ -46,7 +46,9 @@ __all__ = [
 Role = Literal["user", "assistant", "tool"]
 Kind = Literal["normal", "skill_instruction", "agent_message", "world_state"]
 ToolResultState = Literal["success", "error", "interrupted", "denied"]
-SyntheticReason = Literal["last_user_request_replay", "compaction_summary", "system_reminder"]
+SyntheticReason = Literal[
+    "last_user_request_replay", "compaction_summary", "system_reminder", "interrupted_tool_result"
+]
 
 USER: Role = "user"
 ASSISTANT: Role = "assistant"
@@ -129,9 +131,11 @@ class RealOrigin:
 
 @dataclass(frozen=True, slots=True)
 class SyntheticOrigin:
-    """An item produced by a compaction projection (SPEC §7.6)."""
+    """An item the service made: one of a compaction projection's three (SPEC §7.6, with the
+    checkpoint's ``compaction_id``), or the ``interrupted`` result normalize gives a call that
+    has none (SPEC §2.3; ``compaction_id`` ``None``). Never a stored row."""
 
-    compaction_id: str
+    compaction_id: str | None
     reason: SyntheticReason
     source_message_id: str | None = None
     source_sequence: int | None = None

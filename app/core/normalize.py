@@ -15,18 +15,27 @@ from app.core.content import (
     Block,
     Item,
     OutputBlock,
-    RealOrigin,
+    SyntheticOrigin,
     TextBlock,
     ToolResultBlock,
 )
 from app.core.errors import InvalidInput
 from app.core.prune import with_output
 
-__all__ = ["INTERRUPTED_TEXT", "NormalizeResult", "Normalizer", "normalize", "synthesized_result"]
+__all__ = [
+    "INTERRUPTED_ORIGIN",
+    "INTERRUPTED_TEXT",
+    "NormalizeResult",
+    "Normalizer",
+    "normalize",
+    "synthesized_result",
+]
 
 INTERRUPTED_TEXT = (
     "Tool result unavailable: the previous turn ended before a durable result was recorded."
 )
+# The origin of every synthesized result: no row, no checkpoint.
+INTERRUPTED_ORIGIN = SyntheticOrigin(None, "interrupted_tool_result")
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +49,7 @@ class NormalizeResult:
 def synthesized_result(call_id: str, name: str) -> Item:
     """The interrupted result for a call without one: the same call always gives the same bytes.
 
-    Its origin has no message id, so its provenance is ``synthesized``.
+    Its provenance is ``synthesized`` with the reason ``interrupted_tool_result``.
     """
     text: TextBlock = {"type": "text", "text": INTERRUPTED_TEXT}
     block: ToolResultBlock = {
@@ -50,7 +59,7 @@ def synthesized_result(call_id: str, name: str) -> Item:
         "output": [text],
         "state": "interrupted",
     }
-    return Item("tool", "normal", [block], RealOrigin())
+    return Item("tool", "normal", [block], INTERRUPTED_ORIGIN)
 
 
 class Normalizer:

@@ -56,10 +56,12 @@ def prepare(
     if sent.system_message_at is not None:
         index = sent.system_message_at
         raise system_message_in_conversation(index, conversation[index])
-    conversation_measure = sent.cached_measure
-    for item in sent.unmeasured:
-        conversation_measure += counter.measure_message(item.role, item.content)
-    budget = budget_of(system_measure, conversation_measure, tools, limits, counter)
+    items = sent.items
+    measures = sent.measures
+    for index in sent.unmeasured:
+        item = items[index]
+        measures[index] = counter.measure_message(item.role, item.content)
+    budget = budget_of(system_measure, sum(measures), tools, limits, counter)
     messages: list[RequestMessage] = [
         {"role": "system", "content": part.content} for part in system_context
     ]
@@ -69,4 +71,4 @@ def prepare(
         "tools": list(tools),
         "max_output_tokens": capabilities.max_output_tokens,
     }
-    return PreparedModelCall(request, budget, sent.report, sent.provenance, sent.items)
+    return PreparedModelCall(request, budget, sent.report, items, measures, counter)

@@ -7,18 +7,30 @@ Everything here is plain data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias, TypedDict
+from dataclasses import dataclass
+from typing import Any, Literal, TypedDict
 
 from app.core.content import Block, Item
+from app.core.counting import TokenCounter
+from app.core.provenance import (
+    PersistedProvenance,
+    Provenance,
+    ProvidedProvenance,
+    SynthesizedProvenance,
+    provenance_of,
+    token_shares,
+)
 
 __all__ = [
     "Budget",
+    "PersistedProvenance",
     "PreparedModelCall",
     "ProjectionReport",
     "Provenance",
+    "ProvidedProvenance",
     "PruningWatermark",
     "RequestMessage",
+    "SynthesizedProvenance",
     "SystemPart",
     "ToolDefinition",
 ]
@@ -47,18 +59,6 @@ class RequestMessage(TypedDict):
 
     role: Literal["system", "user", "assistant", "tool"]
     content: list[Block]
-
-
-class PersistedProvenance(TypedDict):
-    type: Literal["persisted"]
-    message_id: str
-
-
-class SynthesizedProvenance(TypedDict):
-    type: Literal["synthesized"]
-
-
-Provenance: TypeAlias = PersistedProvenance | SynthesizedProvenance
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +95,17 @@ class PreparedModelCall:
     request: dict[str, Any]
     budget: Budget
     projection: ProjectionReport
-    provenance: list[Provenance]
     # The normalized conversation items, in request order (after the system messages); services
     # use them (e.g. compaction) without re-running the stages.
-    items: list[Item] = field(default_factory=list)
+    items: list[Item]
+    # Each item's measure by ``counter`` (Σ = the Conversation region's measure).
+    measures: list[int]
+    counter: TokenCounter
+
+    @property
+    def provenance(self) -> list[Provenance]:
+        """One entry per item, with its share of ``budget.conversation_tokens``.
+
+        Built when asked for: a turn's model calls never ask, a prepare answer asks once.
+        """
+        return provenance_of(self.items, token_shares(self.measures, self.counter))

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from app.core.content import Item, RealOrigin
-from app.core.prepared import ProjectionReport, Provenance, PruningWatermark, RequestMessage
+from app.core.content import Item
+from app.core.prepared import ProjectionReport, PruningWatermark, RequestMessage
 from app.core.resume import walk_resuming
 
 __all__ = ["ConversationPass", "single_pass"]
@@ -21,9 +21,9 @@ __all__ = ["ConversationPass", "single_pass"]
 class ConversationPass:
     items: list[Item]  # the normalized Conversation
     messages: list[RequestMessage]  # its request messages (artifacts removed)
-    provenance: list[Provenance]
-    cached_measure: int  # Σ of the cached figures the budget may reuse
-    unmeasured: list[Item]  # the other items, in order: the budget measures them
+    # Per item, the cached figure the budget may reuse, else 0 with its index in ``unmeasured``.
+    measures: list[int]
+    unmeasured: list[int]  # indexes of the other items, in order: the budget measures them
     system_message_at: int | None  # index in the caller's conversation: ``Walked``
     report: ProjectionReport
 
@@ -52,25 +52,18 @@ def single_pass(
     ]
     for index, content in zip(walked.artifacts, walked.stripped, strict=True):
         messages[index]["content"] = content
-    provenance: list[Provenance] = [
-        {"type": "persisted", "message_id": origin.message_id}
-        if isinstance(origin := item.origin, RealOrigin) and origin.message_id is not None
-        else {"type": "synthesized"}
-        for item in items
-    ]
-    cached_measure = 0
-    unmeasured: list[Item] = []
-    for item in items:
+    measures = [0] * len(items)
+    unmeasured: list[int] = []
+    for index, item in enumerate(items):
         cached = item.cached
         if cached is not None and cached.counter == counter_name:
-            cached_measure += cached.measure
+            measures[index] = cached.measure
         else:
-            unmeasured.append(item)
+            unmeasured.append(index)
     return ConversationPass(
         items,
         messages,
-        provenance,
-        cached_measure,
+        measures,
         unmeasured,
         walked.system_message_at,
         walked.report(),

@@ -74,6 +74,13 @@ async def prepare_session(api: httpx.AsyncClient, session_id: str, **params: Any
     return await api.post(f"/v1/sessions/{session_id}/prepare", params=params, json={})
 
 
+def provenance_without_tokens(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """A prepare answer's provenance without the token shares, after checking they add up."""
+    entries = result["provenance"]
+    assert sum(p["tokens"] for p in entries) == result["budget"]["conversation_tokens"]
+    return [{k: v for k, v in p.items() if k != "tokens"} for p in entries]
+
+
 def world_state_texts(messages: list[dict[str, Any]]) -> list[str]:
     """The text of each stored ``world_state`` message, in order."""
     return [m["content"][0]["text"] for m in messages if m["kind"] == "world_state"]

@@ -12,6 +12,7 @@ from tests.api.helpers import (
     append,
     assistant_calls,
     new_session,
+    provenance_without_tokens,
     session_body,
     stored,
     text,
@@ -193,7 +194,10 @@ async def test_inspection_shows_a_synthesized_result_and_changes_nothing(
     assert synthesized["output"][0]["text"] == (
         "Tool result unavailable: the previous turn ended before a durable result was recorded."
     )
-    assert context["provenance"][2] == {"type": "synthesized"}
+    assert provenance_without_tokens(context)[2] == {
+        "type": "synthesized",
+        "reason": "interrupted_tool_result",
+    }
     assert context["projection"]["synthesized_tool_results"] == 1
     assert await stored(api, sid) == before
 

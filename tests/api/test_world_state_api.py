@@ -23,6 +23,7 @@ from tests.api.helpers import (
     append,
     new_session,
     prepare_session,
+    provenance_without_tokens,
     stored,
     user,
     world_state_texts,
@@ -127,8 +128,9 @@ async def test_first_sampling_emits_every_present_section_in_fixed_order(
     # The returned request carries them after the conversation, as persisted messages.
     sent = [m["content"][0]["text"] for m in result["request"]["messages"][-4:]]
     assert sent == texts
-    assert result["provenance"][-4:] == [
-        {"type": "persisted", "message_id": m["message_id"]} for m in sampled
+    assert provenance_without_tokens(result)[-4:] == [
+        {"type": "persisted", "message_id": m["message_id"], "sequence": m["sequence"]}
+        for m in sampled
     ]
 
 

@@ -189,3 +189,48 @@ def test_another_counter_is_applied_per_region_and_named() -> None:
     assert budget.system_context_tokens == json_bytes([text_block("agent")])
     assert budget.conversation_tokens == json_bytes(items[0].content) + 3 + 3
     assert budget.tool_surface_tokens == json_bytes([tool_def("read")])
+
+
+# ----- each message's share of the Conversation region (provenance ``tokens``) -------------
+
+
+def shares_of(items: list[Item], counter: Any = None) -> list[int]:
+    kwargs = {} if counter is None else {"counter": counter}
+    prepared = prepare([], items, [], ModelCapabilities(10_000, 400), **kwargs)
+    shares = [p["tokens"] for p in prepared.provenance]
+    assert sum(shares) == prepared.budget.conversation_tokens
+    return shares
+
+
+def test_estimate_shares_round_the_running_total_so_they_add_up() -> None:
+    # 29 bytes each (text 2 characters): running totals 29, 58, 87 bytes → 8, 15, 22 tokens.
+    # Rounding each message on its own would say 8 + 8 + 8 = 24, one more than the region.
+    items = [user("a" * 2), user("b" * 2), user("c" * 2)]
+    assert shares_of(items) == [8, 7, 7]
+
+
+def test_a_message_that_fits_in_the_rounding_before_it_shares_nothing() -> None:
+    # 29 bytes → 8 tokens (32 bytes' worth); an empty assistant message, `[]`, is 2 more bytes.
+    items = [user("a" * 2), Item("assistant", "normal", [])]
+    assert shares_of(items) == [8, 0]
+    assert shares_of([*items, user("b" * 2)]) == [8, 0, 7]  # 60 bytes → 15 tokens
+
+
+def test_exact_counter_shares_are_each_messages_tokens_with_the_priming_in_the_first() -> None:
+    items = [user("hello"), user("again")]
+    per_message = [json_bytes(i.content) + 3 for i in items]
+    assert shares_of(items, FramingCounter()) == [per_message[0] + 3, per_message[1]]
+
+
+def test_no_message_no_share_and_the_region_is_the_priming_alone() -> None:
+    prepared = prepare([], [], [], ModelCapabilities(10_000, 400), counter=FramingCounter())
+    assert prepared.provenance == []
+    assert prepared.budget.conversation_tokens == 3
+
+
+def test_an_earlier_share_never_changes_when_messages_are_appended() -> None:
+    items = [user("x" * n) for n in (1, 2, 3, 5, 8, 13)]
+    for counter in (None, FramingCounter()):
+        full = shares_of(items, counter)
+        for n in range(1, len(items)):
+            assert shares_of(items[:n], counter) == full[:n]

@@ -102,28 +102,42 @@ def test_projection_report_and_provenance() -> None:
         "dropped_orphan_results": 0,
         "filtered_data_blocks": 0,
     }
-    assert prepared.provenance == [
-        {"type": "persisted", "message_id": "m1"},
-        {"type": "persisted", "message_id": "m2"},
-        {"type": "persisted", "message_id": "m3"},
-        {"type": "persisted", "message_id": "m4"},
-        {"type": "persisted", "message_id": "m5"},
-        {"type": "persisted", "message_id": "m6"},
-        {"type": "synthesized"},
-        {"type": "persisted", "message_id": "m7"},
+    provenance = [{k: v for k, v in p.items() if k != "tokens"} for p in prepared.provenance]
+    assert provenance == [
+        {"type": "persisted", "message_id": "m1", "sequence": 1},
+        {"type": "persisted", "message_id": "m2", "sequence": 2},
+        {"type": "persisted", "message_id": "m3", "sequence": 3},
+        {"type": "persisted", "message_id": "m4", "sequence": 4},
+        {"type": "persisted", "message_id": "m5", "sequence": 5},
+        {"type": "persisted", "message_id": "m6", "sequence": 6},
+        {"type": "synthesized", "reason": "interrupted_tool_result"},
+        {"type": "persisted", "message_id": "m7", "sequence": 7},
     ]
+    assert sum(p["tokens"] for p in prepared.provenance) == prepared.budget.conversation_tokens
     assert len(prepared.items) == len(prepared.request["messages"]) - 2
 
 
-def test_synthetic_and_live_items_have_synthesized_provenance() -> None:
-    replay = Item(
-        "user",
-        "normal",
-        [text_block("q")],
-        SyntheticOrigin("k1", "last_user_request_replay", "m1", 1),
-    )
-    prepared = prepare([], [replay, user("live")], [], CAPS)
-    assert prepared.provenance == [{"type": "synthesized"}, {"type": "synthesized"}]
+@pytest.mark.parametrize(
+    "reason", ["last_user_request_replay", "compaction_summary", "system_reminder"]
+)
+def test_compaction_items_are_synthesized_with_their_reason(reason: Any) -> None:
+    item = Item("user", "normal", [text_block("q")], SyntheticOrigin("k1", reason, "m1", 1))
+    prepared = prepare([], [item], [], CAPS)
+    assert prepared.provenance == [
+        {"type": "synthesized", "reason": reason, "tokens": prepared.budget.conversation_tokens}
+    ]
+
+
+def test_an_item_the_caller_gave_no_id_is_provided_not_synthesized() -> None:
+    live = user("live")  # no message id: a caller's item, not one the service made
+    with_sequence_only = Item("user", "normal", [text_block("s")], RealOrigin(None, 4))
+    with_id_only = Item("user", "normal", [text_block("i")], RealOrigin("m9"))
+    prepared = prepare([], [live, with_sequence_only, with_id_only], [], CAPS)
+    assert [{k: v for k, v in p.items() if k != "tokens"} for p in prepared.provenance] == [
+        {"type": "provided"},
+        {"type": "provided"},
+        {"type": "persisted", "message_id": "m9", "sequence": None},
+    ]
 
 
 def test_the_estimate_equals_a_re_measurement_of_the_prepared_request() -> None:

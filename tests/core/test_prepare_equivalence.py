@@ -67,10 +67,10 @@ def reference_prepare(
     normalized = normalize(projected.items, accepts_data_blocks=capabilities.accepts_data_blocks)
     validate_system_context(system_context, counter)
     validate_conversation(conversation)
-    budget = measure_budget(
+    budget, measures = measure_budget(
         system_context, normalized.items, tools, limits, counter, original_items=conversation
     )
-    request, provenance = assemble_request(
+    request = assemble_request(
         system_context, normalized.items, tools, capabilities.max_output_tokens
     )
     report = ProjectionReport(
@@ -82,7 +82,7 @@ def reference_prepare(
         dropped_orphan_results=normalized.dropped_orphan_results,
         filtered_data_blocks=normalized.filtered_data_blocks,
     )
-    return PreparedModelCall(request, budget, report, provenance, normalized.items)
+    return PreparedModelCall(request, budget, report, normalized.items, measures, counter)
 
 
 class FramingCounter:

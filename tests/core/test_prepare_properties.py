@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from app.core.capabilities import ModelCapabilities
-from app.core.content import Item, ToolCallBlock, compact_json
+from app.core.content import Block, Item, ToolCallBlock, compact_json
+from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.normalize import normalize
 from app.core.prepare import prepare
 from app.core.prepared import PruningWatermark
@@ -97,6 +99,52 @@ def test_the_budget_measures_exactly_the_request(items: list[Item], through: int
     assert budget.estimated_input_tokens == sum(regions)
 
 
+class ScaledCounter(CounterWrapper):
+    """The estimate's measures with tokens scaled and rounded up, as calibration does."""
+
+    def tokens(self, total_measure: int) -> int:
+        return -(-self._inner.tokens(total_measure) * 13 // 10)
+
+
+class FramingCounter(CounterWrapper):
+    """Exact-style: bytes are tokens, 3 per message and 3 per request."""
+
+    request_overhead_tokens = 3
+
+    def measure_message(self, role: str, content: Sequence[Block]) -> int:
+        return self._inner.measure_message(role, content) + 3
+
+    def tokens(self, total_measure: int) -> int:
+        return total_measure
+
+
+@FAST
+@given(
+    HISTORIES, st.none() | st.integers(0, 25), st.sampled_from(["estimate", "scaled", "framing"])
+)
+def test_each_message_has_its_share_and_the_shares_add_up_to_the_region(
+    items: list[Item], through: int | None, which: str
+) -> None:
+    counter: TokenCounter = {
+        "estimate": ESTIMATE,
+        "scaled": ScaledCounter(ESTIMATE),
+        "framing": FramingCounter(ESTIMATE),
+    }[which]
+    prepared = prepare([part("a", "agent")], items, [], CAPS, PruningWatermark(through), counter)
+    shares = [p["tokens"] for p in prepared.provenance]
+    assert len(shares) == len(prepared.request["messages"]) - 1
+    # With no message the region is the request's overhead alone (0 for the estimate).
+    overhead = 0 if shares else counter.request_overhead_tokens
+    assert sum(shares) + overhead == prepared.budget.conversation_tokens
+    assert all(share >= 0 for share in shares)
+    # The shares of the first k messages are the region figure of a request of those k alone.
+    sent = prepared.request["messages"][1:]
+    for k in range(1, len(sent) + 1):
+        measure = sum(counter.measure_message(m["role"], m["content"]) for m in sent[:k])
+        region = counter.tokens(measure) + counter.request_overhead_tokens
+        assert sum(shares[:k]) == region
+
+
 def last_assistant_is_answered(items: list[Item]) -> bool:
     """True when every call of the last assistant message has a result in its trailing run."""
     for index in range(len(items) - 1, -1, -1):
@@ -118,9 +166,12 @@ def test_appending_a_message_keeps_the_previous_request_a_prefix(
         # A new result may replace a synthesized one only while a call is still pending.
         assume(last_assistant_is_answered(items))
     system = [part("a", "agent")]
-    before = prepare(system, items, [], CAPS).request["messages"]
-    after = prepare(system, extended, [], CAPS).request["messages"]
-    assert compact_json(after[: len(before)]) == compact_json(before)
+    before = prepare(system, items, [], CAPS)
+    after = prepare(system, extended, [], CAPS)
+    messages = before.request["messages"]
+    assert compact_json(after.request["messages"][: len(messages)]) == compact_json(messages)
+    # Every earlier message keeps its provenance, its token share included.
+    assert after.provenance[: len(before.provenance)] == before.provenance
 
 
 def build_one(items: list[Item], step: tuple[Any, ...]) -> Item:

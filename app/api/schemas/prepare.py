@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -100,11 +100,51 @@ class RequestOut(BaseModel):
     max_output_tokens: int
 
 
+_TOKENS = Field(
+    description="This message's share of `budget.conversation_tokens`, by the same counter: "
+    "the entries add up to it exactly."
+)
+
+
+class PersistedProvenanceOut(BaseModel):
+    type: Literal["persisted"]
+    message_id: str
+    sequence: int | None
+    tokens: int = _TOKENS
+
+
+class SynthesizedProvenanceOut(BaseModel):
+    type: Literal["synthesized"]
+    reason: Literal[
+        "last_user_request_replay",
+        "compaction_summary",
+        "system_reminder",
+        "interrupted_tool_result",
+    ]
+    tokens: int = _TOKENS
+
+
+class ProvidedProvenanceOut(BaseModel):
+    """A message the caller supplied without a `message_id`."""
+
+    type: Literal["provided"]
+    tokens: int = _TOKENS
+
+
+ProvenanceOut = Annotated[
+    PersistedProvenanceOut | SynthesizedProvenanceOut | ProvidedProvenanceOut,
+    Field(discriminator="type"),
+]
+
+
 class PrepareResponse(BaseModel):
     """Documentation of the prepare response; the route writes the JSON itself (speed)."""
 
     request: RequestOut
     budget: BudgetOut
     projection: ProjectionOut
-    provenance: list[dict[str, Any]]
+    provenance: list[ProvenanceOut] = Field(
+        description="One entry per Conversation message: `provenance[i]` describes "
+        "`request.messages[len(system_context) + i]`."
+    )
     provider_payload: dict[str, Any] | None = None

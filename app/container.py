@@ -45,7 +45,8 @@ class Container:
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.models = ModelService(self.db)
         self.sessions = SessionService(self.db, self.settings)
-        self.messages = MessageService(self.db, self.counter)
+        self.events = EventPublisher(EventHub())
+        self.messages = MessageService(self.db, self.counter, self.events)
         self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)
         self.inspection = InspectionService(
             self.db, self.counter, apply_calibration=self.settings.apply_calibration
@@ -56,12 +57,12 @@ class Container:
             self.counter,
             self.world_state,
             lambda: getattr(self, "compactor", None),
+            self.events,
             apply_calibration=self.settings.apply_calibration,
         )
         self.model_clients = ModelClients(
             self.db, timeouts=Timeouts(total=self.settings.provider_timeout_seconds)
         )
-        self.events = EventPublisher(EventHub())
         self.compactor = CompactionService(
             self.db, self.counter, self.model_clients, self.events, self.settings, self.metrics
         )

@@ -32,6 +32,7 @@ __all__ = [
     "EventHub",
     "EventPublisher",
     "Signal",
+    "messages_appended",
 ]
 
 UPDATE_TYPES = frozenset(
@@ -47,6 +48,9 @@ UPDATE_TYPES = frozenset(
         "compaction_started",
         "compaction_finished",
         "turn_finished",
+        # Messages stored outside a turn (an API append, a session prepare's World State):
+        # a turn announces its own writes with the updates above.
+        "messages_appended",
     }
 )
 DELTA_TYPES = frozenset({"text_delta", "reasoning_delta"})
@@ -146,6 +150,11 @@ class EventPublisher:
         """A best-effort live delta to this process's listeners (never stored)."""
         assert type in DELTA_TYPES, type
         self.hub.notify(session_id, Delta(type, turn_id, payload))
+
+
+def messages_appended(sequences: Sequence[int]) -> dict[str, Any]:
+    """The payload of a ``messages_appended`` update: which sequences were stored."""
+    return {"first_sequence": sequences[0], "last_sequence": sequences[-1], "count": len(sequences)}
 
 
 @dataclass

@@ -7,6 +7,7 @@ from typing import Any
 
 from app.core.content import Block
 from app.core.counting import TokenCounter
+from app.services.events import EventEmitter, messages_appended
 from app.services.models import resolve_model
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.messages import MessageRepository
@@ -39,9 +40,12 @@ def exact_counts(counter: TokenCounter, role: str, content: list[Block]) -> dict
 
 
 class MessageService:
-    def __init__(self, db: SessionFactory, counters: Callable[[str], TokenCounter]) -> None:
+    def __init__(
+        self, db: SessionFactory, counters: Callable[[str], TokenCounter], events: EventEmitter
+    ) -> None:
         self._db = db
         self._counters = counters
+        self._events = events
 
     async def append(
         self, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
@@ -64,6 +68,10 @@ class MessageService:
                     )
                     for role, kind, content in batch
                 ],
+            )
+            # In the same transaction: a listener (the context map) learns of the append.
+            await self._events.emit(
+                db, session_id, "messages_appended", messages_appended([s.sequence for s in stored])
             )
             return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]
 

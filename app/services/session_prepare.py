@@ -27,6 +27,7 @@ from app.services.conversation import (
     tool_surface_of,
     watermark_of,
 )
+from app.services.events import EventEmitter, messages_appended
 from app.services.inspection import auto_compact_percent
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
@@ -53,6 +54,7 @@ class SessionPrepareService:
         counters: Callable[[str], TokenCounter],
         world_state: WorldStateSampler,
         compactor: Callable[[], TurnCompactor | None],
+        events: EventEmitter,
         *,
         apply_calibration: bool = False,
     ) -> None:
@@ -61,6 +63,7 @@ class SessionPrepareService:
         self._world_state = world_state
         # A getter: the compaction service registers itself on the container after us.
         self._compactor = compactor
+        self._events = events
         self._apply_calibration = apply_calibration
 
     async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
@@ -142,6 +145,11 @@ class SessionPrepareService:
                     sample_index=sample_index,
                     record_turn=False,
                 )
+                sequences = [i.sequence for i in written if i.sequence is not None]
+                if sequences:
+                    await self._events.emit(
+                        db, session_id, "messages_appended", messages_appended(sequences)
+                    )
             prepared = prepare(
                 system_context_of(session),
                 [*counted.items, *written],

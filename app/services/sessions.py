@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import base64
 import uuid
-from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -12,18 +10,20 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.errors import InvalidInput
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.services.conversation import SERVER_TOOL_NAMES
+from app.services.cursors import decode_cursor, encode_cursor
 from app.services.models import resolve_model
 from app.settings import Settings
 from app.storage.base import utc_now
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
 from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import NO_USAGE, TurnRepository, TurnUsage
 from app.workspace.paths import validate_directory, validate_working_directory
 
 __all__ = ["SessionService", "session_to_json"]
 
 
-def session_to_json(row: AgentSession) -> dict[str, Any]:
+def session_to_json(row: AgentSession, usage: TurnUsage = NO_USAGE) -> dict[str, Any]:
     return {
         "id": row.id,
         "title": row.title,
@@ -36,23 +36,17 @@ def session_to_json(row: AgentSession) -> dict[str, Any]:
         "tool_result_pruned_through_sequence": row.tool_result_pruned_through_sequence,
         "message_count": row.last_message_sequence,
         "reload_required": row.reload_required,
+        # What the session's turns cost so far, as the providers reported it.
+        "usage": {
+            "turns": usage.turns,
+            "input_tokens": usage.input_tokens,
+            "output_tokens": usage.output_tokens,
+            "cached_tokens": usage.cached_tokens,
+            "reasoning_tokens": usage.reasoning_tokens,
+        },
         "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": row.updated_at.isoformat().replace("+00:00", "Z"),
     }
-
-
-def _encode_cursor(row: AgentSession) -> str:
-    raw = f"{row.created_at.isoformat()}|{row.id}".encode()
-    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
-
-
-def _decode_cursor(cursor: str) -> tuple[datetime, str]:
-    try:
-        raw = base64.urlsafe_b64decode(cursor + "=" * (-len(cursor) % 4)).decode()
-        created, session_id = raw.split("|", 1)
-        return datetime.fromisoformat(created), session_id
-    except (ValueError, UnicodeDecodeError) as exc:
-        raise InvalidInput("invalid_cursor", "the cursor is not one this API returned") from exc
 
 
 class SessionService:
@@ -128,16 +122,20 @@ class SessionService:
 
     async def get(self, session_id: str) -> dict[str, Any]:
         async with unit_of_work(self._db, read_only=True) as db:
-            return session_to_json(await SessionRepository(db).require(session_id))
+            row = await SessionRepository(db).require(session_id)
+            usage = await TurnRepository(db).usage_by_session([session_id])
+            return session_to_json(row, usage.get(session_id, NO_USAGE))
 
     async def list(self, *, limit: int, cursor: str | None) -> dict[str, Any]:
-        before = _decode_cursor(cursor) if cursor else None
+        before = decode_cursor(cursor) if cursor else None
         async with unit_of_work(self._db, read_only=True) as db:
             rows = list(await SessionRepository(db).list_page(limit=limit + 1, before=before))
-        page = rows[:limit]
+            page = rows[:limit]
+            usage = await TurnRepository(db).usage_by_session([r.id for r in page])
+        last = page[-1] if len(rows) > limit else None
         return {
-            "sessions": [session_to_json(r) for r in page],
-            "next_cursor": _encode_cursor(page[-1]) if len(rows) > limit else None,
+            "sessions": [session_to_json(r, usage.get(r.id, NO_USAGE)) for r in page],
+            "next_cursor": None if last is None else encode_cursor(last.created_at, last.id),
         }
 
     async def patch(self, session_id: str, changes: dict[str, Any]) -> dict[str, Any]:
@@ -155,4 +153,5 @@ class SessionService:
                 row.workspace = workspace
             row.updated_at = utc_now()
             await db.flush()
-            return session_to_json(row)
+            usage = await TurnRepository(db).usage_by_session([session_id])
+            return session_to_json(row, usage.get(session_id, NO_USAGE))

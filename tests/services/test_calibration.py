@@ -194,6 +194,10 @@ async def test_applied_over_reporting_raises_the_budget_and_can_trigger_compacti
     budget = applied["budget"]
     assert applied["calibration"]["applied"] is True
     assert budget["counter"] == "estimate*calibrated"
+    # Each message's share is of the calibrated figure, and they still add up to it.
+    shares = [p["tokens"] for p in applied["provenance"]]
+    assert sum(shares) == budget["conversation_tokens"]
+    assert shares != [p["tokens"] for p in two["provenance"]]
     for region in ("system_context_tokens", "conversation_tokens", "tool_surface_tokens"):
         assert budget[region] == -(-raw[region] * 125 // 100)  # ceil(raw × 1.25) per region
     assert budget["estimated_input_tokens"] == (

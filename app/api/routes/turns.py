@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
 from app.api.problems import PROBLEM_RESPONSES
-from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnStart
+from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnPage, TurnStart
 
 router = APIRouter(
     prefix="/v1/sessions/{session_id}/turns",
@@ -38,6 +38,17 @@ async def start_turn(
         wait=wait,
     )
     return json_response(turn, status_code=202 if created else 200)
+
+
+@router.get("", response_model=TurnPage)
+async def list_turns(
+    session_id: SessionId,
+    container: ContainerDep,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")] = None,
+) -> Response:
+    """The session's turns, newest first, cursor-paginated."""
+    return json_response(await container.turns.list(session_id, limit=limit, cursor=cursor))
 
 
 @router.get("/{turn_id}", response_model=TurnOut)

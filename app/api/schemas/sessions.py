@@ -22,6 +22,7 @@ __all__ = [
     "SessionOut",
     "SessionPage",
     "SessionPatch",
+    "SessionUsageOut",
     "WorkspaceIn",
 ]
 
@@ -95,6 +96,16 @@ class SessionPatch(_Strict):
     workspace: WorkspaceIn | None = None
 
 
+class SessionUsageOut(BaseModel):
+    """Σ over the session's turns of the token usage the providers reported."""
+
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+
+
 class SessionOut(BaseModel):
     id: str
     title: str | None
@@ -107,6 +118,7 @@ class SessionOut(BaseModel):
     tool_result_pruned_through_sequence: int | None
     message_count: int
     reload_required: bool
+    usage: SessionUsageOut
     created_at: datetime
     updated_at: datetime
 

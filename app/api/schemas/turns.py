@@ -16,6 +16,7 @@ __all__ = [
     "ToolResultsBody",
     "ToolResultsOut",
     "TurnOut",
+    "TurnPage",
     "TurnStart",
 ]
 
@@ -94,6 +95,11 @@ class TurnOut(BaseModel):
     created_at: str
     updated_at: str
     finished_at: str | None
+
+
+class TurnPage(BaseModel):
+    turns: list[TurnOut] = Field(description="Newest first.")
+    next_cursor: str | None
 
 
 class ToolResultsOut(TurnOut):

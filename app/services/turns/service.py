@@ -18,6 +18,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from app.services.cursors import decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
 from app.services.turns.control import (
     cancel_waiting_or_flag,
@@ -33,7 +34,10 @@ from app.services.turns.start import RunningTurnExpired, Started, busy, start_tu
 from app.services.turns.stream import open_event_stream
 from app.services.turns.tools import DoomRecord
 from app.services.turns.views import awaiting_calls, turn_to_json
+from app.storage.database import unit_of_work
 from app.storage.models import Turn
+from app.storage.repositories.sessions import SessionRepository
+from app.storage.repositories.turns import TurnRepository
 
 __all__ = ["TurnService"]
 
@@ -191,6 +195,23 @@ class TurnService:
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))
+
+    async def list(self, session_id: str, *, limit: int, cursor: str | None) -> dict[str, Any]:
+        """The session's turns, newest first, cursor-paginated (404 for no session)."""
+        before = decode_cursor(cursor) if cursor else None
+        async with unit_of_work(self._deps.db, read_only=True) as db:
+            await SessionRepository(db).require(session_id)
+            rows = list(
+                await TurnRepository(db).list_for_session(
+                    session_id, limit=limit + 1, before=before
+                )
+            )
+        page = rows[:limit]
+        last = page[-1] if len(rows) > limit else None
+        return {
+            "turns": [turn_to_json(t) for t in page],
+            "next_cursor": None if last is None else encode_cursor(last.created_at, last.turn_id),
+        }
 
     async def wait(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._wait(session_id, turn_id, _settled))

@@ -8,11 +8,12 @@ lost its turn (finished by another replica, or interrupted after its lease expir
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from datetime import datetime
 from functools import lru_cache
 from typing import Any, cast
 
-from sqlalchemy import Table, bindparam, insert, select, update
+from sqlalchemy import Table, bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -24,7 +25,7 @@ from app.storage.models import Turn
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository, session_not_found
 
-__all__ = ["TurnRepository"]
+__all__ = ["NO_USAGE", "TurnRepository", "TurnUsage"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
@@ -52,6 +53,18 @@ _START_CANDIDATES = select(Turn).where(
     Turn.session_id == bindparam("k_session_id"),
     (Turn.client_request_id == bindparam("k_client_request_id")) | (Turn.status == "running"),
 )
+
+
+@dataclass(frozen=True, slots=True)
+class TurnUsage:
+    turns: int
+    input_tokens: int
+    output_tokens: int
+    cached_tokens: int
+    reasoning_tokens: int
+
+
+NO_USAGE = TurnUsage(0, 0, 0, 0, 0)
 
 
 class TurnRepository(Repository):
@@ -151,15 +164,39 @@ class TurnRepository(Repository):
             return None
         return {key: value for key, value in plan.items() if key != "updated_at"}
 
-    async def list_for_session(self, session_id: str, *, limit: int = 50) -> Sequence[Turn]:
-        """Newest first."""
-        stmt = (
-            select(Turn)
-            .where(Turn.session_id == session_id)
-            .order_by(Turn.created_at.desc(), Turn.turn_id.desc())
-            .limit(limit)
-        )
+    async def list_for_session(
+        self, session_id: str, *, limit: int = 50, before: tuple[datetime, str] | None = None
+    ) -> Sequence[Turn]:
+        """Newest first. ``before`` is the ``(created_at, turn_id)`` of the last row of the
+        previous page (a keyset cursor, as for sessions)."""
+        stmt = select(Turn).where(Turn.session_id == session_id)
+        if before is not None:
+            created_at, turn_id = before
+            stmt = stmt.where(
+                (Turn.created_at < created_at)
+                | ((Turn.created_at == created_at) & (Turn.turn_id < turn_id))
+            )
+        stmt = stmt.order_by(Turn.created_at.desc(), Turn.turn_id.desc()).limit(limit)
         return (await self.session.execute(stmt)).scalars().all()
+
+    async def usage_by_session(self, session_ids: Sequence[str]) -> dict[str, TurnUsage]:
+        """Σ of the token usage of every turn of each session (sessions without turns absent)."""
+        if not session_ids:
+            return {}
+        stmt = (
+            select(
+                Turn.session_id,
+                func.count(),
+                func.sum(Turn.input_tokens),
+                func.sum(Turn.output_tokens),
+                func.sum(Turn.cached_tokens),
+                func.sum(Turn.reasoning_tokens),
+            )
+            .where(Turn.session_id.in_(session_ids))
+            .group_by(Turn.session_id)
+        )
+        rows = (await self.session.execute(stmt)).all()
+        return {row[0]: TurnUsage(*(int(v) for v in row[1:])) for row in rows}
 
     async def update_running(
         self,

@@ -13,7 +13,7 @@ if ! command -v chromium >/dev/null 2>&1 && [ "$(id -u)" = 0 ] && command -v apt
 fi
 CTXSVC_TEST_POSTGRES_URL=$(bash scripts/ensure-postgres.sh)
 export CTXSVC_TEST_POSTGRES_URL
-.venv/bin/ruff check app tests bench scripts
-.venv/bin/ruff format --check app tests bench scripts
+.venv/bin/ruff check app tests bench scripts clients
+.venv/bin/ruff format --check app tests bench scripts clients
 .venv/bin/mypy
 .venv/bin/python -m pytest "$@"

@@ -1,0 +1,240 @@
+"""``AsyncClient``: every operation of the API, awaitable (the same methods as ``Client``).
+
+The operations are the builders of ``_operations`` bound as methods (``_operation``): each
+method takes the builder's arguments, sends its ``Call`` and returns the typed result, so the
+signatures and the retry rules of both clients are written once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from typing import Concatenate, ParamSpec, TypeVar
+
+import httpx
+
+from ctxsvc_client import _operations as ops
+from ctxsvc_client._calls import Call, Retries
+from ctxsvc_client._common import (
+    STREAM_RECONNECTS,
+    ClientOptions,
+    event_of,
+    method_signature,
+    resume_headers,
+    transport_error,
+)
+from ctxsvc_client._errors import StreamError, problem_from_response
+from ctxsvc_client._flows import byo_compact_flow, drive_async, run_turn_flow
+from ctxsvc_client._inputs import InputBlock
+from ctxsvc_client._models import Checkpoint, Event, SummaryRequest, Turn
+from ctxsvc_client._sse import SSEDecoder
+from ctxsvc_client._tools import ToolFunction
+
+__all__ = ["AsyncClient"]
+
+T = TypeVar("T")
+P = ParamSpec("P")
+
+
+def _operation(
+    builder: Callable[P, Call[T]],
+) -> Callable[Concatenate[AsyncClient, P], Awaitable[T]]:
+    """``builder`` as a method that sends its call."""
+
+    @functools.wraps(builder)
+    async def method(self: AsyncClient, /, *args: P.args, **kwargs: P.kwargs) -> T:
+        return await self.send(builder(*args, **kwargs))
+
+    method.__signature__ = method_signature(builder)  # type: ignore[attr-defined]
+    return method
+
+
+class AsyncClient:
+    """An asyncio client of one ctxsvc service (the arguments are ``Client``'s).
+
+    ``base_url`` is the service's root (``http://127.0.0.1:8000``); ``api_key`` one of its
+    ``CTXSVC_API_KEYS`` (sent as ``Authorization: Bearer``). ``timeout`` is per request, in
+    seconds (a compaction is waited for up to 10 minutes). Calls that are safe to repeat are
+    retried ``max_retries`` times on connection errors, 429 and 503, with exponential backoff
+    from ``backoff`` seconds up to ``max_backoff`` (or the server's ``Retry-After``).
+    ``transport`` replaces httpx's (tests, proxies).
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8000",
+        *,
+        api_key: str | None = None,
+        timeout: float = 120.0,
+        max_retries: int = 2,
+        backoff: float = 0.5,
+        max_backoff: float = 8.0,
+        stream_read_timeout: float = 60.0,
+        headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._options = ClientOptions.make(base_url, api_key, timeout, stream_read_timeout, headers)
+        self.retries = Retries(max_retries, backoff, max_backoff)
+        self._http = httpx.AsyncClient(
+            base_url=self._options.base_url,
+            headers=self._options.headers,
+            timeout=self._options.timeout,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *_: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        await self._http.aclose()
+
+    async def send(self, call: Call[T]) -> T:
+        """Send ``call``, repeating it as its retry rules allow; raise what the answer says."""
+        retry = 0
+        while True:
+            retry += 1
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.url,
+                    params=call.params,
+                    json=call.json,
+                    timeout=self._options.timeout_for(call),
+                )
+            except httpx.TransportError as exc:
+                delay = self.retries.after_error(call, retry, exc)
+                if delay is None:
+                    raise transport_error(call, exc) from exc
+            else:
+                if response.is_success or response.status_code in call.accept:
+                    return call.parse(response)
+                delay = self.retries.after_response(call, retry, response)
+                if delay is None:
+                    raise problem_from_response(response)
+            await asyncio.sleep(delay)
+
+    # ----- service ------------------------------------------------------------------------------
+
+    health = _operation(ops.health)
+    ready = _operation(ops.ready)
+    metrics = _operation(ops.metrics)
+
+    # ----- stateless ----------------------------------------------------------------------------
+
+    prepare = _operation(ops.prepare)
+    count_tokens = _operation(ops.count_tokens)
+
+    # ----- models -------------------------------------------------------------------------------
+
+    list_models = _operation(ops.list_models)
+    get_model = _operation(ops.get_model)
+    put_model = _operation(ops.put_model)
+    delete_model = _operation(ops.delete_model)
+
+    # ----- sessions and messages ----------------------------------------------------------------
+
+    create_session = _operation(ops.create_session)
+    list_sessions = _operation(ops.list_sessions)
+    get_session = _operation(ops.get_session)
+    update_session = _operation(ops.update_session)
+    append_messages = _operation(ops.append_messages)
+    list_messages = _operation(ops.list_messages)
+    get_context = _operation(ops.get_context)
+    prepare_session = _operation(ops.prepare_session)
+
+    # ----- turns --------------------------------------------------------------------------------
+
+    start_turn = _operation(ops.start_turn)
+    get_turn = _operation(ops.get_turn)
+    list_turns = _operation(ops.list_turns)
+    post_tool_results = _operation(ops.post_tool_results)
+    cancel_turn = _operation(ops.cancel_turn)
+    send_agent_message = _operation(ops.send_agent_message)
+
+    # ----- compaction ---------------------------------------------------------------------------
+
+    compact = _operation(ops.compact)
+    get_summary_request = _operation(ops.get_summary_request)
+    list_compactions = _operation(ops.list_compactions)
+    get_compaction = _operation(ops.get_compaction)
+    rewind = _operation(ops.rewind)
+    replay = _operation(ops.replay)
+    transcript = _operation(ops.transcript)
+    reload_session = _operation(ops.reload_session)
+
+    # ----- live updates and helpers ----------------------------------------------------------
+
+    async def events(
+        self, session_id: str, *, after: int | None = None, reconnects: int = STREAM_RECONNECTS
+    ) -> AsyncIterator[Event]:
+        """The session's live updates, for as long as you iterate (stop to disconnect).
+
+        Starts after update ``after`` (``None``: every stored update first). A dropped
+        connection is resumed with ``Last-Event-ID`` = the last durable update received, so no
+        update is lost or repeated (deltas are never replayed); ``reconnects`` failed
+        reconnections in a row raise ``StreamError``.
+        """
+        last = after
+        failures = 0
+        while True:
+            try:
+                async with self._http.stream(
+                    "GET",
+                    ops.events_url(session_id),
+                    headers=resume_headers(last),
+                    timeout=self._options.stream_timeout,
+                ) as response:
+                    if not response.is_success:
+                        await response.aread()
+                        raise problem_from_response(response)
+                    failures = 0
+                    decoder = SSEDecoder()
+                    async for line in response.aiter_lines():
+                        sse = decoder.feed(line)
+                        if sse is not None and sse.data:
+                            event = event_of(sse)
+                            last = event.sequence if event.sequence is not None else last
+                            yield event
+            except httpx.TransportError as exc:
+                failures += 1
+                if failures > reconnects:
+                    raise StreamError(f"the event stream of {session_id} broke: {exc}") from exc
+                await asyncio.sleep(self.retries.delay(failures))
+
+    async def run_turn(
+        self,
+        session_id: str,
+        input: str | Sequence[InputBlock],
+        *,
+        tools: Mapping[str, ToolFunction] | None = None,
+        client_request_id: str | None = None,
+    ) -> Turn:
+        """Run a whole turn: start it, run your tools as their calls come, return it finished.
+
+        ``tools`` maps a tool name to a function called with the model's arguments as keyword
+        arguments (a coroutine function is awaited; a plain one runs on the event loop; one
+        call at a time, in the provider's order); what it returns is the result (a string,
+        content blocks, a ``ToolResult``, or anything JSON can write); an exception becomes an
+        ``error`` result the model sees.
+        The finished turn is returned whatever its status (see ``status`` and ``final_text``).
+        """
+        flow = run_turn_flow(session_id, input, tools or {}, client_request_id)
+        return await drive_async(flow, self.send)
+
+    async def byo_compact(
+        self,
+        session_id: str,
+        summarize: Callable[[SummaryRequest], str | Awaitable[str]],
+        *,
+        encode: ops.Encode | None = None,
+        model: str | None = None,
+    ) -> Checkpoint:
+        """Compact with your own model: ``summarize`` gets the exact summary request (with
+        ``provider_payload`` when ``encode`` names a protocol) and returns the model's answer,
+        which the service validates and installs (409 ``conversation_changed`` when the
+        conversation moved on meanwhile). ``model`` names your model in the checkpoint."""
+        return await drive_async(byo_compact_flow(session_id, summarize, encode, model), self.send)

@@ -1,0 +1,93 @@
+"""What callers send: typed dicts in the API's shapes (SPEC §1, API.md), and small builders.
+
+Typed dicts rather than classes so that a literal ``{"type": "text", "text": "hi"}`` is valid
+input and is sent exactly as written.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+__all__ = [
+    "AgentSpec",
+    "Block",
+    "InputBlock",
+    "MessageIn",
+    "SandboxSpec",
+    "SkillInput",
+    "TextBlock",
+    "TextInput",
+    "ToolResultIn",
+    "ToolSpec",
+    "input_blocks",
+    "text",
+]
+
+
+class TextBlock(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+# Any content block of SPEC §1 (text, thinking, data, tool_call, tool_result, provider_opaque).
+Block: TypeAlias = dict[str, Any]
+
+
+class MessageIn(TypedDict):
+    """A message to append (``POST .../messages``) or to prepare statelessly."""
+
+    role: Literal["user", "assistant", "tool"]
+    content: Sequence[Block | TextBlock]
+    kind: NotRequired[Literal["normal", "skill_instruction", "agent_message", "world_state"]]
+    origin: NotRequired[dict[str, Any]]  # stateless prepare only
+
+
+class ToolSpec(TypedDict):
+    name: str
+    description: NotRequired[str]
+    input_schema: NotRequired[dict[str, Any]]
+
+
+class AgentSpec(TypedDict):
+    system_prompt: str
+    tools: NotRequired[Sequence[ToolSpec]]
+    max_model_calls: NotRequired[int]
+    doom_loop_threshold: NotRequired[int]
+
+
+class SandboxSpec(TypedDict, total=False):
+    mode: Literal["auto", "accept_edits"]
+    available: bool
+
+
+class TextInput(TypedDict):
+    type: Literal["text"]
+    text: str
+
+
+class SkillInput(TypedDict):
+    type: Literal["skill"]
+    name: str
+
+
+InputBlock: TypeAlias = TextInput | SkillInput
+
+
+class ToolResultIn(TypedDict):
+    tool_call_id: str
+    state: Literal["success", "error", "denied", "interrupted"]
+    output: Sequence[Block | TextBlock]
+    artifacts: NotRequired[Sequence[dict[str, Any]]]
+
+
+def text(value: str) -> TextBlock:
+    """A text content block."""
+    return {"type": "text", "text": value}
+
+
+def input_blocks(value: str | Sequence[InputBlock]) -> list[InputBlock]:
+    """A turn's ``input``: a string becomes one text block; a list is sent as given."""
+    if isinstance(value, str):
+        return [{"type": "text", "text": value}]
+    return list(value)

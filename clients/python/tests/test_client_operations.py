@@ -1,0 +1,252 @@
+"""Every operation of the API through ``Client`` against the real service, typed results."""
+
+from __future__ import annotations
+
+import inspect
+import json
+import uuid
+from pathlib import Path
+
+import pytest
+from client_support import VALID_SUMMARY, scripted, tool_call
+
+from ctxsvc_client import (
+    UNSET,
+    AsyncClient,
+    Checkpoint,
+    Client,
+    Context,
+    Session,
+    Turn,
+    text,
+)
+from tests.servers import REPO_ROOT, ServerProcess
+
+AGENT = {"system_prompt": "You are a careful coding agent.", "tools": [{"name": "ls"}]}
+
+# Every operation of openapi/openapi.json and the method that covers it.
+METHODS = {
+    ("GET", "/healthz"): "health",
+    ("GET", "/readyz"): "ready",
+    ("GET", "/metrics"): "metrics",
+    ("POST", "/v1/prepare"): "prepare",
+    ("POST", "/v1/tokens/count"): "count_tokens",
+    ("GET", "/v1/models"): "list_models",
+    ("GET", "/v1/models/{model_id}"): "get_model",
+    ("PUT", "/v1/models/{model_id}"): "put_model",
+    ("DELETE", "/v1/models/{model_id}"): "delete_model",
+    ("POST", "/v1/sessions"): "create_session",
+    ("GET", "/v1/sessions"): "list_sessions",
+    ("GET", "/v1/sessions/{session_id}"): "get_session",
+    ("PATCH", "/v1/sessions/{session_id}"): "update_session",
+    ("POST", "/v1/sessions/{session_id}/messages"): "append_messages",
+    ("GET", "/v1/sessions/{session_id}/messages"): "list_messages",
+    ("GET", "/v1/sessions/{session_id}/context"): "get_context",
+    ("POST", "/v1/sessions/{session_id}/prepare"): "prepare_session",
+    ("POST", "/v1/sessions/{session_id}/turns"): "start_turn",
+    ("GET", "/v1/sessions/{session_id}/turns"): "list_turns",
+    ("GET", "/v1/sessions/{session_id}/turns/{turn_id}"): "get_turn",
+    ("POST", "/v1/sessions/{session_id}/turns/{turn_id}/tool-results"): "post_tool_results",
+    ("POST", "/v1/sessions/{session_id}/turns/{turn_id}/cancel"): "cancel_turn",
+    ("GET", "/v1/sessions/{session_id}/events"): "events",
+    ("POST", "/v1/sessions/{session_id}/agent-messages"): "send_agent_message",
+    ("POST", "/v1/sessions/{session_id}/compactions"): "compact",
+    ("GET", "/v1/sessions/{session_id}/compactions"): "list_compactions",
+    ("GET", "/v1/sessions/{session_id}/compactions/request"): "get_summary_request",
+    ("GET", "/v1/sessions/{session_id}/compactions/{compaction_id}"): "get_compaction",
+    ("POST", "/v1/sessions/{session_id}/rewind"): "rewind",
+    ("GET", "/v1/sessions/{session_id}/replay"): "replay",
+    ("GET", "/v1/sessions/{session_id}/transcript"): "transcript",
+    ("POST", "/v1/sessions/{session_id}/reload"): "reload_session",
+}
+
+
+def test_every_documented_operation_has_a_method_in_both_clients() -> None:
+    spec = json.loads((REPO_ROOT / "openapi" / "openapi.json").read_text())
+    documented = {
+        (verb.upper(), route)
+        for route, operations in spec["paths"].items()
+        for verb in operations
+        if verb in ("get", "post", "put", "patch", "delete")
+    }
+    assert documented == set(METHODS)
+    for name in [*METHODS.values(), "run_turn", "byo_compact"]:
+        sync, asynchronous = getattr(Client, name), getattr(AsyncClient, name)
+        # The same parameters; the async one is awaited (``events`` is an async iterator).
+        parameters = inspect.signature(sync).parameters
+        assert parameters.keys() == inspect.signature(asynchronous).parameters.keys(), name
+        assert inspect.iscoroutinefunction(asynchronous) or inspect.isasyncgenfunction(
+            asynchronous
+        ), name
+
+
+@pytest.fixture
+def client(server: ServerProcess) -> Client:
+    with Client(server.url, timeout=30) as client:
+        yield client  # type: ignore[misc]
+
+
+def test_service_stateless_tokens_and_models(client: Client, server: ServerProcess) -> None:
+    assert client.health() == {"status": "ok"}
+    assert client.ready() is True
+    assert "ctxsvc_" in client.metrics() or "http_" in client.metrics()
+
+    prepared = client.prepare(
+        system_context=[{"key": "core/agent-system", "content": [text("Be brief.")]}],
+        conversation=[{"role": "user", "content": [text("List the files.")]}],
+        model={"context_window_tokens": 1000, "max_output_tokens": 400},
+        encode="openai_chat",
+    )
+    assert prepared.budget.effective_input_tokens == 600
+    assert prepared.provenance[0].type == "provided"
+    assert prepared.provenance[0].tokens == prepared.budget.conversation_tokens
+    assert prepared.conversation[0].content == [text("List the files.")]
+    assert prepared.provider_payload is not None
+    assert client.count_tokens(text="abcdefgh").tokens == 2
+
+    catalogue = {m.id for m in client.list_models()}
+    assert "local" in catalogue
+    model_id = f"client-{uuid.uuid4().hex[:8]}"
+    created = client.put_model(
+        model_id,
+        context_window_tokens=8000,
+        max_output_tokens=1000,
+        safety_margin_tokens=100,
+        provider={"kind": "local"},
+    )
+    assert created.effective_input_tokens == 6900
+    assert client.get_model(model_id).safety_margin_tokens == 100
+    client.delete_model(model_id)
+    assert model_id not in {m.id for m in client.list_models()}
+
+
+def test_sessions_messages_context_and_session_prepare(client: Client) -> None:
+    session = client.create_session(model_id="local", agent=AGENT, title="ops")
+    assert isinstance(session, Session)
+    assert session.usage.turns == 0
+    renamed = client.update_session(session.id, title="renamed")
+    assert renamed.title == "renamed"
+    kept = client.update_session(session.id, sandbox={"mode": "accept_edits"})
+    assert (kept.title, kept.sandbox["mode"]) == ("renamed", "accept_edits")
+    assert client.update_session(session.id, title=None).title is None
+    assert client.update_session(session.id, title=UNSET).title is None
+    assert client.get_session(session.id).id == session.id
+    newer = client.create_session(model_id="local", agent=AGENT)
+    listed = client.list_sessions(limit=1)
+    assert [s.id for s in listed.sessions] == [newer.id]
+    older = client.list_sessions(limit=1, cursor=listed.next_cursor)
+    assert [s.id for s in older.sessions] == [session.id]
+
+    stored = client.append_messages(
+        session.id,
+        [
+            {"role": "user", "content": [text("List the files.")]},
+            {
+                "role": "assistant",
+                "content": [{"type": "tool_call", "id": "c1", "name": "ls", "input": "{}"}],
+            },
+        ],
+    )
+    assert [m.sequence for m in stored] == [1, 2]
+    page = client.list_messages(session.id, after_sequence=1)
+    assert [(m.sequence, m.role) for m in page.messages] == [(2, "assistant")]
+
+    context = client.get_context(session.id)
+    assert isinstance(context, Context)
+    assert [p.type for p in context.provenance] == ["persisted", "persisted", "synthesized"]
+    assert context.provenance[2].reason == "interrupted_tool_result"
+    assert sum(p.tokens for p in context.provenance) == context.budget.conversation_tokens
+    assert context.auto_compact_percent > 0
+
+    prepared = client.prepare_session(session.id, encode="anthropic_messages")
+    assert prepared.world_state_message_ids  # the sandbox section, at least
+    assert prepared.provider_payload is not None
+
+
+def test_turns_tool_results_cancel_and_agent_messages(
+    client: Client, server: ServerProcess
+) -> None:
+    model_id = scripted(
+        server, [{"tool_calls": [tool_call("ls", path=".")]}, {"text": "Two files."}]
+    )
+    session = client.create_session(model_id=model_id, agent=AGENT)
+    receipt = client.send_agent_message(
+        session.id, task="index", kind="final_answer", body="done", agent_message_id="a1"
+    )
+    again = client.send_agent_message(
+        session.id, task="index", kind="final_answer", body="done", agent_message_id="a1"
+    )
+    assert (receipt.status, receipt.duplicate, again.duplicate) == ("queued", False, True)
+
+    turn = client.start_turn(session.id, "List them.", client_request_id="r1", wait=True)
+    assert isinstance(turn, Turn)
+    assert turn.waiting_for_tools
+    (pending,) = turn.pending_tool_calls
+    assert pending.arguments() == {"path": "."}
+    # The same client_request_id is the same turn.
+    assert client.start_turn(session.id, "List them.", client_request_id="r1").turn_id == (
+        turn.turn_id
+    )
+    answer = client.post_tool_results(
+        session.id,
+        turn.turn_id,
+        [{"tool_call_id": pending.tool_call_id, "state": "success", "output": [text("a b")]}],
+        wait=True,
+    )
+    assert answer.missing_tool_call_ids == []
+    finished = client.get_turn(session.id, turn.turn_id, wait=True)
+    assert (finished.status, finished.final_text) == ("completed", "Two files.")
+    assert [t.turn_id for t in client.list_turns(session.id).turns] == [turn.turn_id]
+
+    waiting = scripted(server, [{"tool_calls": [tool_call("ls")]}])
+    other = client.create_session(model_id=waiting, agent=AGENT)
+    parked = client.start_turn(other.id, [{"type": "text", "text": "Go."}], wait=True)
+    cancelled = client.cancel_turn(other.id, parked.turn_id)
+    assert cancelled.status == "cancelled"
+
+
+def test_compaction_rewind_replay_transcript_and_reload(client: Client) -> None:
+    session = client.create_session(model_id="local", agent=AGENT)
+    client.run_turn(session.id, "Summarize ticket ABC-123.")
+    first = client.compact(session.id)  # the session's own (local) summary model
+    assert isinstance(first, Checkpoint)
+    assert first.kind == "manual"
+    request = client.get_summary_request(session.id)
+    assert request.through_message_sequence >= first.through_message_sequence
+    second = client.compact(
+        session.id,
+        summary=VALID_SUMMARY,
+        model="my-model",
+        expected_through_message_sequence=request.through_message_sequence,
+    )
+    listing = client.list_compactions(session.id)
+    assert [c.compaction_id for c in listing.compactions] == [
+        second.compaction_id,
+        first.compaction_id,
+    ]
+    assert client.get_compaction(session.id, second.compaction_id).summary == VALID_SUMMARY
+    rewound = client.rewind(session.id, first.compaction_id)
+    assert (rewound.kind, rewound.parent_compaction_id) == ("rewind", first.compaction_id)
+    replay = client.replay(session.id, f"compaction:{first.compaction_id}")
+    assert len(replay.items) == 3
+    transcript = client.transcript(session.id, compaction_id=first.compaction_id, limit=1)
+    assert transcript.messages[0].sequence == 1
+    assert transcript.has_more is True
+    reloaded = client.reload_session(session.id)
+    assert reloaded.reload_required is False
+
+
+def test_readme_example_runs_as_written(server: ServerProcess) -> None:
+    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
+    start = readme.index("```python\n") + len("```python\n")
+    example = readme[start : readme.index("```\n", start)]
+    assert "Client(" in example
+    namespace: dict[str, object] = {"__name__": "readme_example"}
+    exec(  # the README's own code, against the test's server
+        compile(example.replace("http://127.0.0.1:8000", server.url), "README.md", "exec"),
+        namespace,
+    )
+    turn = namespace["turn"]
+    assert isinstance(turn, Turn)
+    assert turn.status == "completed"
+    assert isinstance(namespace["checkpoint"], Checkpoint)

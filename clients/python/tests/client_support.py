@@ -3,6 +3,7 @@ test), a valid caller-written summary, and a proxy whose connections a test can 
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import uuid
@@ -120,8 +121,6 @@ def _pipe(source: socket.socket, target: socket.socket) -> None:
 
 
 def _close(sock: socket.socket) -> None:
-    try:
+    with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass
     sock.close()

@@ -11,9 +11,10 @@ import json
 from collections.abc import Iterator
 
 import pytest
-from client_support import API_KEY, CuttableProxy
 
+from client_support import API_KEY, CuttableProxy
 from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
+
 
 def server_env(**settings: str) -> dict[str, str]:
     return clean_env(
@@ -52,4 +53,3 @@ def proxy(server: ServerProcess) -> Iterator[CuttableProxy]:
         yield cutter
     finally:
         cutter.close()
-

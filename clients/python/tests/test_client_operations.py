@@ -8,8 +8,8 @@ import uuid
 from pathlib import Path
 
 import pytest
-from client_support import VALID_SUMMARY, scripted, tool_call
 
+from client_support import VALID_SUMMARY, scripted, tool_call
 from ctxsvc_client import (
     UNSET,
     AsyncClient,

@@ -27,6 +27,7 @@ from app.api.routes import (
 from app.container import Container
 from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
+from app.web import install_web
 
 __all__ = ["GC_THRESHOLDS", "app", "create_app"]
 
@@ -80,6 +81,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
         agent_messages.router,
     ):
         app.include_router(router, dependencies=secured)
+    install_web(app)  # the context map: pages open, their data parts under the same key check
     return app
 
 

@@ -7,23 +7,27 @@ model would get; no World State sampling, nothing written.
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
+from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.prepare import prepare
-from app.services.calibration import calibrated_counter
+from app.core.prepared import PreparedModelCall, PruningWatermark
+from app.services.calibration import Calibration, calibrated_counter
 from app.services.conversation import (
     system_context_of,
     tool_surface_of,
     watermark_of,
 )
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.prepare import prepared_to_json
 from app.services.tokens import load_counted, persist_counts
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["InspectionService", "auto_compact_percent"]
+__all__ = ["Inspection", "InspectionService", "auto_compact_percent"]
 
 
 def auto_compact_percent(budget: dict[str, Any]) -> float:
@@ -36,6 +40,29 @@ def auto_compact_percent(budget: dict[str, Any]) -> float:
     line = int(min(budget["auto_compact_token_limit"], budget["effective_input_tokens"]))
     used = int(budget["estimated_input_tokens"] + budget["reserved_output_tokens"])
     return used * 10_000 // line / 100
+
+
+@dataclass(frozen=True, slots=True)
+class Inspection:
+    """The next request of a session's active Conversation, and what it was built from."""
+
+    session_id: str
+    model: ModelEntry
+    prepared: PreparedModelCall
+    # The active Conversation as loaded (before the prepare stages): what ``prepared.items``
+    # came from, e.g. to tell which messages a stage rewrote.
+    loaded: list[Item]
+    watermark: PruningWatermark
+    calibration: Calibration | None
+
+    def to_json(self, *, encode_as: str | None = None) -> dict[str, Any]:
+        """The ``GET .../context`` answer."""
+        result = prepared_to_json(
+            self.prepared, encode_as=encode_as, model_name=self.model.provider.model_name
+        )
+        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        result["calibration"] = None if self.calibration is None else self.calibration.to_json()
+        return result
 
 
 class InspectionService:
@@ -51,6 +78,9 @@ class InspectionService:
         self._apply_calibration = apply_calibration
 
     async def inspect(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
+        return (await self.inspection(session_id)).to_json(encode_as=encode_as)
+
+    async def inspection(self, session_id: str) -> Inspection:
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
             model = await resolve_model(db, session.model_id)
@@ -64,17 +94,13 @@ class InspectionService:
         # Figures of messages written without them (World State, turns): stored once, after the
         # read-only block, so the next prepare reuses them.
         await persist_counts(self._db, session_id, counted)
+        watermark = watermark_of(session)
         prepared = prepare(
             system_context_of(session),
             counted.items,
             tool_surface_of(session),
             model.capabilities,
-            watermark_of(session),
+            watermark,
             counter,
         )
-        result = prepared_to_json(
-            prepared, encode_as=encode_as, model_name=model.provider.model_name
-        )
-        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
-        result["calibration"] = None if calibration is None else calibration.to_json()
-        return result
+        return Inspection(session_id, model, prepared, counted.items, watermark, calibration)

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.counting import estimate_tokens
 from app.core.errors import InvalidInput
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.services.conversation import SERVER_TOOL_NAMES
@@ -16,6 +18,7 @@ from app.settings import Settings
 from app.storage.base import utc_now
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
+from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import NO_USAGE, TurnRepository, TurnUsage
 from app.workspace.paths import validate_directory, validate_working_directory
@@ -23,7 +26,9 @@ from app.workspace.paths import validate_directory, validate_working_directory
 __all__ = ["SessionService", "session_to_json"]
 
 
-def session_to_json(row: AgentSession, usage: TurnUsage = NO_USAGE) -> dict[str, Any]:
+def session_to_json(
+    row: AgentSession, usage: TurnUsage = NO_USAGE, active_bytes: int = 0
+) -> dict[str, Any]:
     return {
         "id": row.id,
         "title": row.title,
@@ -35,7 +40,13 @@ def session_to_json(row: AgentSession, usage: TurnUsage = NO_USAGE) -> dict[str,
         "disabled_skills": row.disabled_skills,
         "tool_result_pruned_through_sequence": row.tool_result_pruned_through_sequence,
         "message_count": row.last_message_sequence,
+        # The id of the session's last update: follow only what comes after it with
+        # ``Last-Event-ID`` (or ``?after=``) on ``GET .../events``.
+        "last_event_sequence": row.last_event_sequence,
         "reload_required": row.reload_required,
+        # The estimate of the active history as stored (before pruning and projection):
+        # which sessions are heavy, without preparing each one.
+        "active_history_tokens": estimate_tokens(active_bytes),
         # What the session's turns cost so far, as the providers reported it.
         "usage": {
             "turns": usage.turns,
@@ -47,6 +58,14 @@ def session_to_json(row: AgentSession, usage: TurnUsage = NO_USAGE) -> dict[str,
         "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
         "updated_at": row.updated_at.isoformat().replace("+00:00", "Z"),
     }
+
+
+async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[dict[str, Any]]:
+    """The JSON of ``rows`` with their usage and active history (two queries for all)."""
+    ids = [r.id for r in rows]
+    usage = await TurnRepository(db).usage_by_session(ids)
+    history = await MessageRepository(db).active_bytes(ids)
+    return [session_to_json(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
 
 
 class SessionService:
@@ -123,18 +142,17 @@ class SessionService:
     async def get(self, session_id: str) -> dict[str, Any]:
         async with unit_of_work(self._db, read_only=True) as db:
             row = await SessionRepository(db).require(session_id)
-            usage = await TurnRepository(db).usage_by_session([session_id])
-            return session_to_json(row, usage.get(session_id, NO_USAGE))
+            return (await _with_figures(db, [row]))[0]
 
     async def list(self, *, limit: int, cursor: str | None) -> dict[str, Any]:
         before = decode_cursor(cursor) if cursor else None
         async with unit_of_work(self._db, read_only=True) as db:
             rows = list(await SessionRepository(db).list_page(limit=limit + 1, before=before))
             page = rows[:limit]
-            usage = await TurnRepository(db).usage_by_session([r.id for r in page])
+            sessions = await _with_figures(db, page)
         last = page[-1] if len(rows) > limit else None
         return {
-            "sessions": [session_to_json(r, usage.get(r.id, NO_USAGE)) for r in page],
+            "sessions": sessions,
             "next_cursor": None if last is None else encode_cursor(last.created_at, last.id),
         }
 
@@ -153,5 +171,4 @@ class SessionService:
                 row.workspace = workspace
             row.updated_at = utc_now()
             await db.flush()
-            usage = await TurnRepository(db).usage_by_session([session_id])
-            return session_to_json(row, usage.get(session_id, NO_USAGE))
+            return (await _with_figures(db, [row]))[0]

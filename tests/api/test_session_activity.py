@@ -112,3 +112,21 @@ async def test_an_append_and_a_session_prepare_announce_the_stored_sequences(
         "count": samples,
     }
     assert events[0].data["turn_id"] is None
+
+
+async def test_the_active_history_counts_what_follows_the_latest_checkpoint(
+    api: httpx.AsyncClient,
+) -> None:
+    sid = await new_session(api)
+    fresh = (await api.get(f"/v1/sessions/{sid}")).json()
+    assert fresh["active_history_tokens"] == 0
+    await append(api, sid, user("x" * 1000), user("y" * 1000))  # 1027 bytes each
+    grown = (await api.get(f"/v1/sessions/{sid}")).json()
+    assert grown["active_history_tokens"] == -(-2 * 1027 // 4)
+    compacted = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    assert compacted.status_code == 201, compacted.text
+    await append(api, sid, user("z" * 100))  # 127 bytes: all that follows the checkpoint
+    after = (await api.get(f"/v1/sessions/{sid}")).json()
+    assert after["active_history_tokens"] == -(-127 // 4)
+    listed = {s["id"]: s for s in (await api.get("/v1/sessions")).json()["sessions"]}
+    assert listed[sid]["active_history_tokens"] == after["active_history_tokens"]

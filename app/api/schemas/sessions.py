@@ -117,7 +117,15 @@ class SessionOut(BaseModel):
     disabled_skills: list[str]
     tool_result_pruned_through_sequence: int | None
     message_count: int
+    last_event_sequence: int = Field(
+        description="Id of the session's last update: `Last-Event-ID` for only what follows."
+    )
     reload_required: bool
+    active_history_tokens: int = Field(
+        description="Estimate (bytes / 4) of the stored messages after the latest checkpoint's "
+        "install boundary, before pruning and projection: which sessions are heavy. The exact "
+        "figure of the next request is `GET .../context`."
+    )
     usage: SessionUsageOut
     created_at: datetime
     updated_at: datetime

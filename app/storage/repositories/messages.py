@@ -18,7 +18,7 @@ from app.core.chat_rules import AppendPlan, check_append
 from app.core.content import Kind, Role
 from app.core.counting import ESTIMATE
 from app.storage.base import utc_now
-from app.storage.models import Message, ToolCall
+from app.storage.models import AgentSession, Compaction, Message, ToolCall
 from app.storage.repositories.base import Repository
 from app.storage.repositories.records import (
     MessagePage,
@@ -121,6 +121,31 @@ class MessageRepository(Repository):
         last = await sessions.allocate_message_sequences(session_id, len(messages))
         first = last - len(messages) + 1
         return await self._write(session_id, messages, plan, first_sequence=first)
+
+    async def active_bytes(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """Σ ``content_bytes`` of each session's messages after its latest checkpoint's install
+        boundary (all of them without one): its active history, by the estimate's measure."""
+        if not session_ids:
+            return {}
+        boundary = (
+            select(Compaction.replaced_through_message_sequence)
+            .where(
+                Compaction.session_id == AgentSession.id,
+                Compaction.compaction_id == AgentSession.latest_compaction_id,
+            )
+            .scalar_subquery()
+        )
+        stmt = (
+            select(Message.session_id, func.sum(Message.content_bytes))
+            .join(AgentSession, AgentSession.id == Message.session_id)
+            .where(
+                Message.session_id.in_(session_ids),
+                Message.sequence > func.coalesce(boundary, 0),
+            )
+            .group_by(Message.session_id)
+        )
+        rows = (await self.session.execute(stmt)).all()
+        return {row[0]: int(row[1] or 0) for row in rows}
 
     async def insert_if_absent(self, session_id: str, message: NewMessage) -> StoredMessage | None:
         """Append ``message`` unless a message with its ``message_id`` exists (then ``None``).

@@ -215,7 +215,9 @@ class Session(_Result):
     disabled_skills: list[str]
     tool_result_pruned_through_sequence: int | None
     message_count: int
+    last_event_sequence: int = 0  # ``events(after=...)`` follows only what comes next
     reload_required: bool
+    active_history_tokens: int = 0
     usage: SessionUsage = Field(default_factory=SessionUsage)
     created_at: datetime
     updated_at: datetime

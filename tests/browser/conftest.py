@@ -39,7 +39,10 @@ class OfflinePage:
     blocked: list[str] = field(default_factory=list)
 
 
-@pytest.fixture(scope="session")
+# Per module, not per session: while ``sync_playwright`` is open, its event loop counts as the
+# running loop of the main thread, so every async test (and ``asyncio.run``) after it would fail
+# with "Cannot run the event loop while another loop is running".
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not os.path.exists(CHROMIUM):
         message = f"{CHROMIUM} is missing: install Debian's chromium package (.ci/run does)"

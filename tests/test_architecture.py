@@ -68,3 +68,30 @@ def test_core_module_imports_only_the_standard_library_and_the_core(path: Path) 
 )
 def test_the_rule_itself(module: str, allowed: bool) -> None:
     assert is_allowed(module) is allowed
+
+
+ROOT = CORE.parents[1]
+CLIENT = ROOT / "clients" / "python" / "src" / "ctxsvc_client"
+WEB = ROOT / "app" / "web"
+
+
+@pytest.mark.parametrize("path", sorted(CLIENT.rglob("*.py")), ids=lambda p: p.name)
+def test_the_client_imports_only_httpx_pydantic_and_the_standard_library(path: Path) -> None:
+    # A calling service installs the client alone (clients/python/tests/test_client_install.py).
+    allowed = {"httpx", "pydantic", "ctxsvc_client"}
+    offending = [
+        f"line {line}: {name}"
+        for line, name in imported_modules(path)
+        if name.split(".")[0] not in allowed and name.split(".")[0] not in sys.stdlib_module_names
+    ]
+    assert not offending, f"{path.name} imports {offending}"
+
+
+@pytest.mark.parametrize("path", sorted(WEB.rglob("*.py")), ids=lambda p: p.name)
+def test_the_context_map_reads_through_the_services_not_the_storage(path: Path) -> None:
+    offending = [
+        f"line {line}: {name}"
+        for line, name in imported_modules(path)
+        if name.startswith(("app.storage", "sqlalchemy"))
+    ]
+    assert not offending, f"{path.name} imports {offending}"

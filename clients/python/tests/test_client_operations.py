@@ -236,16 +236,29 @@ def test_compaction_rewind_replay_transcript_and_reload(client: Client) -> None:
     assert reloaded.reload_required is False
 
 
-def test_readme_example_runs_as_written(server: ServerProcess) -> None:
-    readme = (Path(__file__).parents[1] / "README.md").read_text(encoding="utf-8")
-    start = readme.index("```python\n") + len("```python\n")
-    example = readme[start : readme.index("```\n", start)]
+def run_python_example(readme: Path, server: ServerProcess) -> dict[str, object]:
+    """Run the first ``python`` block of ``readme`` as written, against the test's server."""
+    text = readme.read_text(encoding="utf-8")
+    start = text.index("```python\n") + len("```python\n")
+    example = text[start : text.index("```\n", start)]
     assert "Client(" in example
     namespace: dict[str, object] = {"__name__": "readme_example"}
-    exec(  # the README's own code, against the test's server
-        compile(example.replace("http://127.0.0.1:8000", server.url), "README.md", "exec"),
-        namespace,
-    )
+    source = example.replace("http://127.0.0.1:8000", server.url)
+    try:
+        exec(compile(source, str(readme), "exec"), namespace)
+    finally:
+        # A short example may leave its client open (a script's exit closes it anyway).
+        for value in namespace.values():
+            if isinstance(value, Client):
+                value.close()
+    return namespace
+
+
+@pytest.mark.parametrize(
+    "readme", [Path(__file__).parents[1] / "README.md", REPO_ROOT / "README.md"]
+)
+def test_readme_examples_run_as_written(readme: Path, server: ServerProcess) -> None:
+    namespace = run_python_example(readme, server)
     turn = namespace["turn"]
     assert isinstance(turn, Turn)
     assert turn.status == "completed"

@@ -29,6 +29,7 @@ __all__ = [
     "free_port",
     "running",
     "serve_command",
+    "streaming_env",
     "uvicorn_command",
 ]
 
@@ -55,6 +56,17 @@ def clean_env(**settings: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CTXSVC_")}
     env.update(settings)
     return env
+
+
+def streaming_env(**settings: str) -> dict[str, str]:
+    """``clean_env`` for a server whose event streams tests follow: text logs, a stream that
+    re-reads the event log every 0.2 s and sends a heartbeat every second."""
+    return clean_env(
+        CTXSVC_JSON_LOGS="false",
+        CTXSVC_EVENTS_POLL_SECONDS="0.2",
+        CTXSVC_EVENTS_HEARTBEAT_SECONDS="1.0",
+        **settings,
+    )
 
 
 def uvicorn_command(port: int) -> list[str]:

@@ -130,6 +130,7 @@ class TranscriptMessage:
     role: str
     kind: str
     created_at: str
+    preview: str
     blocks: list[BlockView]
 
 
@@ -355,6 +356,7 @@ def transcript_message(message: Mapping[str, Any]) -> TranscriptMessage:
         role=message["role"],
         kind=message["kind"],
         created_at=message["created_at"],
+        preview=_preview(message["content"]),
         blocks=[_block_view(b) for b in message["content"]],
     )
 

@@ -24,7 +24,7 @@ from playwright.sync_api import Page, expect
 
 from ctxsvc_client import Client
 from tests.browser.conftest import OfflinePage
-from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
+from tests.servers import ServerProcess, free_port, running, streaming_env, uvicorn_command
 
 API_KEY = "map-test-key-1b6e0c9d2a7f4e53"
 WAIT_MS = 30_000  # generous: the machine may be loaded; conditions, not sleeps
@@ -34,26 +34,17 @@ AGENT = {
 }
 
 
-def server_env(**settings: str) -> dict[str, str]:
-    return clean_env(
-        CTXSVC_JSON_LOGS="false",
-        CTXSVC_EVENTS_POLL_SECONDS="0.2",
-        CTXSVC_EVENTS_HEARTBEAT_SECONDS="1.0",
-        **settings,
-    )
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     cwd = tmp_path_factory.mktemp("map-server")
-    with running([uvicorn_command(free_port())], env=server_env(), cwd=cwd) as [process]:
+    with running([uvicorn_command(free_port())], env=streaming_env(), cwd=cwd) as [process]:
         yield process
 
 
 @pytest.fixture(scope="module")
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     cwd = tmp_path_factory.mktemp("map-keyed-server")
-    env = server_env(CTXSVC_API_KEYS=json.dumps([API_KEY]))
+    env = streaming_env(CTXSVC_API_KEYS=json.dumps([API_KEY]))
     with running([uvicorn_command(free_port())], env=env, cwd=cwd) as [process]:
         yield process
 

@@ -13,17 +13,12 @@ from collections.abc import Iterator
 import pytest
 
 from client_support import API_KEY, CuttableProxy
-from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
+from tests.servers import ServerProcess, free_port, running, streaming_env, uvicorn_command
 
 
 def server_env(**settings: str) -> dict[str, str]:
-    return clean_env(
-        CTXSVC_JSON_LOGS="false",
-        CTXSVC_EVENTS_POLL_SECONDS="0.2",
-        CTXSVC_EVENTS_HEARTBEAT_SECONDS="1.0",
-        CTXSVC_SUMMARY_RETRY_DELAY_SECONDS="0",
-        **settings,
-    )
+    # Retried summaries (a failing summary model) without the 3 s between attempts.
+    return streaming_env(CTXSVC_SUMMARY_RETRY_DELAY_SECONDS="0", **settings)
 
 
 @pytest.fixture(scope="session")

@@ -18,9 +18,7 @@ from app.core.prepared import PruningWatermark
 from app.core.project import project_tool_results
 from app.core.prune import prune_tool_results
 
-__all__ = ["MARKS", "message_marks"]
-
-MARKS = ("pruned", "truncated", "filtered", "synthesized")
+__all__ = ["message_marks"]
 
 
 def message_marks(

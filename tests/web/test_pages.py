@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import AsyncIterator
 
 import httpx
@@ -101,3 +102,25 @@ async def test_a_forged_cursor_on_the_list_is_refused(api: httpx.AsyncClient) ->
 async def test_the_map_pages_are_not_in_the_api_description(api: httpx.AsyncClient) -> None:
     spec = json.loads((await api.get("/openapi.json")).text)
     assert not [path for path in spec["paths"] if path.startswith("/ui")]
+
+
+async def test_an_exact_counters_map_accounts_for_the_reply_priming(
+    api: httpx.AsyncClient,
+) -> None:
+    model = {
+        "context_window_tokens": 8000,
+        "max_output_tokens": 1000,
+        "token_counter": "tiktoken:o200k_base",
+        "provider": {"kind": "local"},
+    }
+    assert (await api.put("/v1/models/web-exact", json=model)).status_code in (200, 201)
+    sid = await new_session(api, model_id="web-exact")
+    empty = (await api.get(f"/ui/parts/sessions/{sid}")).text
+    assert "are the reply priming" in empty
+    await append(api, sid, user("Count me exactly."), user("And me."))
+    part = (await api.get(f"/ui/parts/sessions/{sid}")).text
+    context = (await api.get(f"/v1/sessions/{sid}/context")).json()
+    shares = [int(n) for n in re.findall(r'<li class="row[^"]*"[^>]* data-tokens="(\d+)"', part)]
+    assert shares == [p["tokens"] for p in context["provenance"]]
+    assert sum(shares) == context["budget"]["conversation_tokens"]
+    assert "is in the first message's share" in part

@@ -7,21 +7,20 @@ the compaction reads for checkpoints, the turn service for turns), so the page a
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from app.core.capabilities import ModelCapabilities
-from app.core.content import Block, Item, compact_json
+from app.core.content import Item, compact_json
 from app.core.marks import message_marks
 from app.core.prepared import Budget
 from app.core.provenance import Provenance
 from app.services.calibration import Calibration
 from app.services.inspection import Inspection, auto_compact_percent
+from app.web.blocks import BlockView, block_view, clip, preview
 
 __all__ = [
-    "BlockView",
     "CalibrationView",
     "CheckpointView",
     "ContextMap",
@@ -35,8 +34,6 @@ __all__ = [
     "session_rows",
     "transcript_message",
 ]
-
-PREVIEW_CHARS = 140
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,13 +55,6 @@ class WindowBar:
     percent: float  # ``auto_compact_percent``
     reaches: bool
     over_by: int  # input tokens beyond the effective input (0 when it fits)
-
-
-@dataclass(frozen=True, slots=True)
-class BlockView:
-    type: str
-    title: str
-    body: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -206,46 +196,6 @@ def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
     )
 
 
-def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
-
-
-def _block_view(block: Mapping[str, Any]) -> BlockView:
-    kind = str(block.get("type"))
-    if kind in ("text", "thinking"):
-        return BlockView(kind, kind, str(block.get(kind, "")))
-    if kind == "tool_call":
-        return BlockView(kind, f"tool call {block['name']} · {block['id']}", str(block["input"]))
-    if kind == "tool_result":
-        title = f"tool result {block['name']} · {block['id']} · {block['state']}"
-        body = "\n".join(_output_text(b) for b in block.get("output", []))
-        return BlockView(kind, title, body)
-    if kind == "data":
-        return BlockView(kind, "data", _output_text(block))
-    if kind == "provider_opaque":
-        title = f"provider data {block.get('driver')}/{block.get('kind')}"
-        return BlockView(kind, title, _text(block.get("payload")))
-    return BlockView(kind, kind, _text(dict(block)))
-
-
-def _output_text(block: Mapping[str, Any]) -> str:
-    if block.get("type") == "text":
-        return str(block.get("text", ""))
-    source = block.get("source") or {}
-    where = source.get("url") or source.get("id") or f"{len(source.get('data', ''))} base64 chars"
-    return f"[data {block.get('name') or ''} {source.get('media_type') or ''} {where}]"
-
-
-def _preview(content: Sequence[Block]) -> str:
-    return _clip(" ".join(_preview_text(b) for b in content))
-
-
-def _preview_text(block: Mapping[str, Any]) -> str:
-    if block.get("type") == "tool_call":
-        return f"{block['name']}({block['input']})"
-    return _block_view(block).body
-
-
 def _origin(entry: Provenance, position: int) -> tuple[str, str]:
     """What to show of where the message comes from, and the row's key."""
     if entry["type"] == "persisted":
@@ -279,8 +229,8 @@ def rows_of(inspection: Inspection) -> list[RowView]:
                 origin=origin,
                 tokens=entry["tokens"],
                 marks=row_marks,
-                preview=_preview(content),
-                blocks=[_block_view(b) for b in content],
+                preview=preview(content),
+                blocks=[block_view(b) for b in content],
                 sent_json=compact_json(content),
             )
         )
@@ -317,19 +267,14 @@ def turn_view(turn: Mapping[str, Any]) -> TurnView:
         turn_id=turn["turn_id"],
         status=turn["status"],
         phase=turn["phase"],
-        request=_clip(request),
-        outcome=_clip(said),
+        request=clip(request),
+        outcome=clip(said),
         model_calls=turn.get("model_calls", 0),
         input_tokens=usage.get("input_tokens", 0),
         output_tokens=usage.get("output_tokens", 0),
         created_at=turn["created_at"],
         finished_at=turn.get("finished_at"),
     )
-
-
-def _clip(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= PREVIEW_CHARS else text[: PREVIEW_CHARS - 1] + "…"
 
 
 def checkpoint_view(row: Mapping[str, Any], installed: str | None) -> CheckpointView:
@@ -356,8 +301,8 @@ def transcript_message(message: Mapping[str, Any]) -> TranscriptMessage:
         role=message["role"],
         kind=message["kind"],
         created_at=message["created_at"],
-        preview=_preview(message["content"]),
-        blocks=[_block_view(b) for b in message["content"]],
+        preview=preview(message["content"]),
+        blocks=[block_view(b) for b in message["content"]],
     )
 
 

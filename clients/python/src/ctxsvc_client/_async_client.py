@@ -15,6 +15,8 @@ from typing import Concatenate, ParamSpec, TypeVar
 import httpx
 
 from ctxsvc_client import _operations as ops
+from ctxsvc_client import _turn_operations as turn_ops
+from ctxsvc_client._callkit import Encode
 from ctxsvc_client._calls import Call, Retries
 from ctxsvc_client._common import (
     STREAM_RECONNECTS,
@@ -148,23 +150,23 @@ class AsyncClient:
 
     # ----- turns --------------------------------------------------------------------------------
 
-    start_turn = _operation(ops.start_turn)
-    get_turn = _operation(ops.get_turn)
-    list_turns = _operation(ops.list_turns)
-    post_tool_results = _operation(ops.post_tool_results)
-    cancel_turn = _operation(ops.cancel_turn)
-    send_agent_message = _operation(ops.send_agent_message)
+    start_turn = _operation(turn_ops.start_turn)
+    get_turn = _operation(turn_ops.get_turn)
+    list_turns = _operation(turn_ops.list_turns)
+    post_tool_results = _operation(turn_ops.post_tool_results)
+    cancel_turn = _operation(turn_ops.cancel_turn)
+    send_agent_message = _operation(turn_ops.send_agent_message)
 
     # ----- compaction ---------------------------------------------------------------------------
 
-    compact = _operation(ops.compact)
-    get_summary_request = _operation(ops.get_summary_request)
-    list_compactions = _operation(ops.list_compactions)
-    get_compaction = _operation(ops.get_compaction)
-    rewind = _operation(ops.rewind)
-    replay = _operation(ops.replay)
-    transcript = _operation(ops.transcript)
-    reload_session = _operation(ops.reload_session)
+    compact = _operation(turn_ops.compact)
+    get_summary_request = _operation(turn_ops.get_summary_request)
+    list_compactions = _operation(turn_ops.list_compactions)
+    get_compaction = _operation(turn_ops.get_compaction)
+    rewind = _operation(turn_ops.rewind)
+    replay = _operation(turn_ops.replay)
+    transcript = _operation(turn_ops.transcript)
+    reload_session = _operation(turn_ops.reload_session)
 
     # ----- live updates and helpers ----------------------------------------------------------
 
@@ -184,7 +186,7 @@ class AsyncClient:
             try:
                 async with self._http.stream(
                     "GET",
-                    ops.events_url(session_id),
+                    turn_ops.events_url(session_id),
                     headers=resume_headers(last),
                     timeout=self._options.stream_timeout,
                 ) as response:
@@ -230,7 +232,7 @@ class AsyncClient:
         session_id: str,
         summarize: Callable[[SummaryRequest], str | Awaitable[str]],
         *,
-        encode: ops.Encode | None = None,
+        encode: Encode | None = None,
         model: str | None = None,
     ) -> Checkpoint:
         """Compact with your own model: ``summarize`` gets the exact summary request (with

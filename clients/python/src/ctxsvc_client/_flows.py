@@ -12,7 +12,8 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeAlias, TypeVar
 
-from ctxsvc_client import _operations as ops
+from ctxsvc_client import _turn_operations as turn_ops
+from ctxsvc_client._callkit import Encode
 from ctxsvc_client._calls import Call
 from ctxsvc_client._errors import ConflictError, CtxsvcError, TransportError
 from ctxsvc_client._inputs import InputBlock, ToolResultIn
@@ -53,7 +54,7 @@ def run_turn_flow(
     tools: Mapping[str, ToolFunction],
     client_request_id: str | None,
 ) -> Flow[Turn]:
-    turn: Turn = yield ops.start_turn(
+    turn: Turn = yield turn_ops.start_turn(
         session_id, input, client_request_id=client_request_id, wait=True
     )
     # Results by call id: a result computed once is never computed again, even if its post
@@ -61,7 +62,7 @@ def run_turn_flow(
     known: dict[str, ToolResultIn] = {}
     while not turn.terminal:
         if not turn.waiting_for_tools:
-            turn = yield ops.get_turn(session_id, turn.turn_id, wait=True)
+            turn = yield turn_ops.get_turn(session_id, turn.turn_id, wait=True)
             continue
         results: list[ToolResultIn] = []
         for call in turn.pending_tool_calls:
@@ -78,25 +79,27 @@ def run_turn_flow(
                 known[call.tool_call_id] = step
             results.append(known[call.tool_call_id])
         try:
-            turn = yield ops.post_tool_results(session_id, turn.turn_id, results, wait=True)
+            turn = yield turn_ops.post_tool_results(session_id, turn.turn_id, results, wait=True)
         except TransportError:
-            turn = yield ops.get_turn(session_id, turn.turn_id)  # did it arrive? read and go on
+            turn = yield turn_ops.get_turn(
+                session_id, turn.turn_id
+            )  # did it arrive? read and go on
         except ConflictError as conflict:
             if conflict.code not in _SETTLED_CODES:
                 raise
-            turn = yield ops.get_turn(session_id, turn.turn_id)
+            turn = yield turn_ops.get_turn(session_id, turn.turn_id)
     return turn
 
 
 def byo_compact_flow(
     session_id: str,
     summarize: Callable[[SummaryRequest], Any],
-    encode: ops.Encode | None,
+    encode: Encode | None,
     model: str | None,
 ) -> Flow[Checkpoint]:
-    request: SummaryRequest = yield ops.get_summary_request(session_id, encode=encode)
+    request: SummaryRequest = yield turn_ops.get_summary_request(session_id, encode=encode)
     summary = yield Invocation(summarize, (request,))
-    checkpoint: Checkpoint = yield ops.compact(
+    checkpoint: Checkpoint = yield turn_ops.compact(
         session_id,
         summary=summary,
         model=model or request.summary_model_id,

@@ -30,6 +30,7 @@ __all__ = [
     "running",
     "serve_command",
     "streaming_env",
+    "streaming_server",
     "uvicorn_command",
 ]
 
@@ -181,3 +182,11 @@ def running(
             for server in servers:
                 server.wait_ready(client, deadline)
         yield servers
+
+
+@contextmanager
+def streaming_server(cwd: Path, **settings: str) -> Iterator[ServerProcess]:
+    """One ``uvicorn app.main:app`` with ``streaming_env(**settings)``, stopped afterwards."""
+    env = streaming_env(**settings)
+    with running([uvicorn_command(free_port())], env=env, cwd=cwd) as [server]:
+        yield server

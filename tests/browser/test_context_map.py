@@ -24,7 +24,7 @@ from playwright.sync_api import Page, expect
 
 from ctxsvc_client import Client
 from tests.browser.conftest import OfflinePage
-from tests.servers import ServerProcess, free_port, running, streaming_env, uvicorn_command
+from tests.servers import ServerProcess, streaming_server
 
 API_KEY = "map-test-key-1b6e0c9d2a7f4e53"
 WAIT_MS = 30_000  # generous: the machine may be loaded; conditions, not sleeps
@@ -36,16 +36,14 @@ AGENT = {
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    cwd = tmp_path_factory.mktemp("map-server")
-    with running([uvicorn_command(free_port())], env=streaming_env(), cwd=cwd) as [process]:
+    with streaming_server(tmp_path_factory.mktemp("map-server")) as process:
         yield process
 
 
 @pytest.fixture(scope="module")
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     cwd = tmp_path_factory.mktemp("map-keyed-server")
-    env = streaming_env(CTXSVC_API_KEYS=json.dumps([API_KEY]))
-    with running([uvicorn_command(free_port())], env=env, cwd=cwd) as [process]:
+    with streaming_server(cwd, CTXSVC_API_KEYS=json.dumps([API_KEY])) as process:
         yield process
 
 

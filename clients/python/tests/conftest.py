@@ -13,26 +13,22 @@ from collections.abc import Iterator
 import pytest
 
 from client_support import API_KEY, CuttableProxy
-from tests.servers import ServerProcess, free_port, running, streaming_env, uvicorn_command
+from tests.servers import ServerProcess, streaming_server
 
-
-def server_env(**settings: str) -> dict[str, str]:
-    # Retried summaries (a failing summary model) without the 3 s between attempts.
-    return streaming_env(CTXSVC_SUMMARY_RETRY_DELAY_SECONDS="0", **settings)
+# Retried summaries (a failing summary model) without the 3 s between attempts.
+FAST_RETRIES = {"CTXSVC_SUMMARY_RETRY_DELAY_SECONDS": "0"}
 
 
 @pytest.fixture(scope="session")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
-    cwd = tmp_path_factory.mktemp("client-server")
-    with running([uvicorn_command(free_port())], env=server_env(), cwd=cwd) as [process]:
+    with streaming_server(tmp_path_factory.mktemp("client-server"), **FAST_RETRIES) as process:
         yield process
 
 
 @pytest.fixture(scope="session")
 def keyed_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     cwd = tmp_path_factory.mktemp("client-keyed-server")
-    env = server_env(CTXSVC_API_KEYS=json.dumps([API_KEY]))
-    with running([uvicorn_command(free_port())], env=env, cwd=cwd) as [process]:
+    with streaming_server(cwd, CTXSVC_API_KEYS=json.dumps([API_KEY]), **FAST_RETRIES) as process:
         yield process
 
 

@@ -28,7 +28,7 @@ async def prepare_stateless(
 ) -> Response:
     """Build the model request, budget and projection report for the given regions."""
     if body.model is not None:
-        capabilities, model_name = body.model.to_core(), None
+        capabilities, model_name = body.model.to_core(), body.model.model_name
     else:
         assert body.model_id is not None  # the schema guarantees exactly one
         entry = await container.models.get(body.model_id)

@@ -8,9 +8,21 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.core.capabilities import ModelCapabilities
 
-__all__ = ["CapabilitiesIn", "ModelIn", "ModelOut", "ProviderIn", "TokenCounterName"]
+__all__ = [
+    "MODEL_NAME_MAX_LENGTH",
+    "CapabilitiesIn",
+    "InlineModelIn",
+    "ModelIn",
+    "ModelOut",
+    "ProviderIn",
+    "TokenCounterName",
+]
 
 TokenCounterName = Literal["estimate", "tiktoken:o200k_base", "tiktoken:cl100k_base"]
+
+# A provider's model id (``gpt-5``, ``claude-sonnet-4-5``, ``org/model:tag``); the same bound as
+# the service's own model ids.
+MODEL_NAME_MAX_LENGTH = 200
 
 
 class CapabilitiesIn(BaseModel):
@@ -28,6 +40,19 @@ class CapabilitiesIn(BaseModel):
         caps = ModelCapabilities(**self.model_dump(include=set(CapabilitiesIn.model_fields)))
         caps.limits()  # refuse reserves that consume the window before anything else happens
         return caps
+
+
+class InlineModelIn(CapabilitiesIn):
+    """The stateless body's inline ``model``: capabilities plus, optionally, the provider's name
+    for the model, which an encoded ``provider_payload`` then carries as ``model``."""
+
+    model_name: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MODEL_NAME_MAX_LENGTH,
+        description="The provider's model id, sent as `model` in an encoded `provider_payload`.",
+        examples=["gpt-5"],
+    )
 
 
 class ProviderIn(BaseModel):

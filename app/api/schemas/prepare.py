@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.schemas.content import BlockIn, ConversationIn
-from app.api.schemas.models import CapabilitiesIn
+from app.api.schemas.models import InlineModelIn
 
 __all__ = [
     "BudgetOut",
@@ -51,7 +51,7 @@ class PrepareBody(BaseModel):
     system_context: list[SystemPartIn] = Field(default_factory=list)
     conversation: ConversationIn = Field(default_factory=list)
     tools: list[ToolDefinitionIn] = Field(default_factory=list)
-    model: CapabilitiesIn | None = None
+    model: InlineModelIn | None = None
     model_id: str | None = Field(default=None, description="A registered or built-in model id.")
     tool_result_pruning: ToolResultPruningIn = Field(default_factory=ToolResultPruningIn)
     encode: EncodeName | None = None

@@ -7,6 +7,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
+from fastapi_standalone_docs import StandaloneDocs
 
 from app.api.auth import require_api_key
 from app.api.limits import RequestGuard
@@ -62,7 +63,19 @@ def create_app(settings: Settings | None = None) -> FastAPI:
             await container.turns.stop_background()
             await container.aclose()
 
-    app = FastAPI(title="ctxsvc", version="0.1.0", description=DESCRIPTION, lifespan=lifespan)
+    # Swagger UI's validator badge would fetch an image from validator.swagger.io whenever the
+    # page is not on localhost: off.
+    app = FastAPI(
+        title="ctxsvc",
+        version="0.1.0",
+        description=DESCRIPTION,
+        lifespan=lifespan,
+        swagger_ui_parameters={"validatorUrl": None},
+    )
+    # /docs and /redoc load Swagger UI, ReDoc, ReDoc's logo and the favicon from the copies
+    # fastapi-standalone-docs ships (served under /docs/ and /redoc/), never from a CDN: the
+    # pages work on a network without internet (issue 17).
+    StandaloneDocs(app=app)
     app.state.container = container
     install_error_handlers(app)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)

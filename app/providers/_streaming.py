@@ -29,6 +29,7 @@ from app.providers.base import (
     RetryPolicy,
     StreamSink,
     Timeouts,
+    missing_api_key,
 )
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
@@ -122,7 +123,8 @@ class StreamingClient(abc.ABC):
     def _url(self) -> str: ...
 
     @abc.abstractmethod
-    def _headers(self, api_key: str) -> dict[str, str]: ...
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        """The request headers; without a key, no authentication header."""
 
     @abc.abstractmethod
     def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
@@ -175,17 +177,15 @@ class StreamingClient(abc.ABC):
                 )
                 await asyncio.sleep(delay)
 
-    def _api_key(self) -> str:
-        name = self._config.api_key_env
-        key = self._env.get(name, "").strip() if name else ""
-        if not key:
-            what = f"the environment variable {name}" if name else "no API key variable"
+    def _api_key(self) -> str | None:
+        """The key from the environment; ``None`` for a model that needs none."""
+        problem = missing_api_key(self._config.api_key_env, self._env)
+        if problem is not None:
             raise ProviderError.of(
-                "auth",
-                f"cannot call model {self._config.model_name}: {what} is not set; "
-                "set api_key_env in the model's provider settings and export that variable",
+                "auth", f"cannot call model {self._config.model_name}: {problem}"
             )
-        return key
+        name = self._config.api_key_env
+        return self._env[name].strip() if name is not None else None
 
     def _retry_delay(
         self, error: ProviderError, attempt: int, state: StreamState, remaining: float
@@ -200,7 +200,24 @@ class StreamingClient(abc.ABC):
             delay = self._retry.delay(attempt)
         return delay if delay < remaining else None
 
-    async def _attempt(self, content: bytes, api_key: str, state: StreamState) -> ModelResponse:
+    def _refusal(
+        self, status: int, body: bytes, headers: httpx.Headers, api_key: str | None
+    ) -> ProviderError:
+        error = self._http_error(status, body, headers)
+        if error.code == "auth" and api_key is None:
+            # "The provider refused the API key" would puzzle the owner of a keyless model.
+            return ProviderError.of(
+                "auth",
+                f"the provider asks for an API key (HTTP {status}) and model "
+                f"{self._config.model_name} has none; set api_key_env in the model's provider "
+                "settings to the name of the environment variable that holds it",
+                status=status,
+            )
+        return error
+
+    async def _attempt(
+        self, content: bytes, api_key: str | None, state: StreamState
+    ) -> ModelResponse:
         timeouts = self._timeouts
         request = self._http.build_request(
             "POST",
@@ -216,7 +233,7 @@ class StreamingClient(abc.ABC):
                     response = await self._http.send(request, stream=True)
                     if not response.is_success:
                         body = await response.aread()
-                        raise self._http_error(response.status_code, body, response.headers)
+                        raise self._refusal(response.status_code, body, response.headers, api_key)
                     chunks = response.aiter_bytes()
                     chunk: bytes | None = await anext(chunks, None)
             except TimeoutError:
@@ -273,9 +290,9 @@ async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
                     return
 
 
-def _scrub(error: ProviderError, api_key: str) -> ProviderError:
+def _scrub(error: ProviderError, api_key: str | None) -> ProviderError:
     """Never echo a key: some providers quote (part of) the key they were given."""
-    if api_key not in error.detail:
+    if api_key is None or api_key not in error.detail:
         return error
     return ProviderError.of(
         error.code,

@@ -65,13 +65,15 @@ class AnthropicMessagesClient(StreamingClient):
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/v1/messages"
 
-    def _headers(self, api_key: str) -> dict[str, str]:
-        return {
-            "x-api-key": api_key,
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {
             "anthropic-version": ANTHROPIC_VERSION,
             "content-type": "application/json",
             "accept": "text/event-stream",
         }
+        if api_key is not None:
+            headers["x-api-key"] = api_key
+        return headers
 
     def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
         return classify_error(

@@ -20,6 +20,7 @@ reasoning or tool call had arrived yet).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
@@ -38,6 +39,7 @@ __all__ = [
     "StreamSink",
     "Timeouts",
     "Usage",
+    "missing_api_key",
 ]
 
 ProviderKind: TypeAlias = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
@@ -55,7 +57,20 @@ class ProviderConfig:
     kind: ProviderKind
     base_url: str
     model_name: str
+    # None: the server needs no key (a local Ollama, vLLM or llama.cpp): no auth header is sent.
     api_key_env: str | None = None
+
+
+def missing_api_key(api_key_env: str | None, env: Mapping[str, str]) -> str | None:
+    """Why a model whose key lives in ``api_key_env`` cannot be called, as a sentence (``None``
+    when it can: the variable holds a key, or the model needs none)."""
+    if api_key_env is None or env.get(api_key_env, "").strip():
+        return None
+    return (
+        f"the environment variable {api_key_env} named by api_key_env is not set in the service's "
+        "environment; export it where ctxsvc runs and restart, or remove api_key_env if the "
+        "server needs no key"
+    )
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,12 +53,11 @@ class OpenAIChatClient(StreamingClient):
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/chat/completions"
 
-    def _headers(self, api_key: str) -> dict[str, str]:
-        return {
-            "authorization": f"Bearer {api_key}",
-            "content-type": "application/json",
-            "accept": "text/event-stream",
-        }
+    def _headers(self, api_key: str | None) -> dict[str, str]:
+        headers = {"content-type": "application/json", "accept": "text/event-stream"}
+        if api_key is not None:
+            headers["authorization"] = f"Bearer {api_key}"
+        return headers
 
     def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
         return classify_error(

@@ -7,10 +7,16 @@ from collections.abc import Mapping
 
 import httpx
 
-from app.providers.base import ModelClient, ProviderConfig, RetryPolicy, Timeouts
+from app.providers.base import (
+    ModelClient,
+    ProviderConfig,
+    RetryPolicy,
+    Timeouts,
+    missing_api_key,
+)
 from app.providers.factory import http_model_client
 from app.providers.offline import LocalClient, ScriptedClient, ScriptEntry
-from app.services.model_types import ModelEntry
+from app.services.model_types import READY, ModelEntry, ModelReadiness
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.registry import ModelRepository
 
@@ -60,6 +66,16 @@ class ModelClients:
         )
         return http_model_client(
             self.http, config, env=self._env, retry=self._retry, timeouts=self._timeouts
+        )
+
+    def readiness(self, entry: ModelEntry) -> ModelReadiness:
+        """Whether ``for_model(entry)`` can call the model from this process: a key that its
+        provider names must be in this process's environment (checked again at every call)."""
+        problem = missing_api_key(entry.provider.api_key_env, self._env)
+        if problem is None or entry.provider.kind in ("local", "scripted"):
+            return READY
+        return ModelReadiness(
+            "not_ready", "api_key_missing", f"calls to this model will fail: {problem}"
         )
 
     async def _take(self, model_id: str) -> ScriptEntry | None:

@@ -7,7 +7,7 @@ from typing import Any, Literal
 
 from app.core.capabilities import ModelCapabilities
 
-__all__ = ["ModelEntry", "ProviderKind", "ProviderSpec"]
+__all__ = ["READY", "ModelEntry", "ModelReadiness", "ProviderKind", "ProviderSpec"]
 
 ProviderKind = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
 
@@ -29,3 +29,16 @@ class ModelEntry:
     builtin: bool = False
     script_position: int = 0
     calibration: dict[str, Any] | None = field(default=None)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelReadiness:
+    """Whether this process can call the model now, in ``/readyz``'s words: ``not_ready`` comes
+    with a stable ``code`` and a ``detail`` sentence that says what to do."""
+
+    status: Literal["ready", "not_ready"]
+    code: Literal["api_key_missing"] | None = None
+    detail: str | None = None
+
+
+READY = ModelReadiness("ready")

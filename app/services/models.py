@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -9,7 +10,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.capabilities import ModelCapabilities
 from app.core.errors import Conflict, NotFound
 from app.services.catalogue import CATALOGUE
-from app.services.model_types import ModelEntry, ProviderSpec
+from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
 from app.storage.repositories.registry import ModelRepository
@@ -61,7 +62,9 @@ async def resolve_model(db: AsyncSession, model_id: str) -> ModelEntry:
     return entry
 
 
-def entry_to_json(entry: ModelEntry, calibration: dict[str, Any] | None = None) -> dict[str, Any]:
+def entry_to_json(
+    entry: ModelEntry, readiness: ModelReadiness, calibration: dict[str, Any] | None = None
+) -> dict[str, Any]:
     caps = entry.capabilities
     limits = caps.limits()
     provider: dict[str, Any] = {
@@ -86,6 +89,7 @@ def entry_to_json(entry: ModelEntry, calibration: dict[str, Any] | None = None) 
         "auto_compact_token_limit": limits.auto_compact_token_limit,
         "provider": provider,
         "builtin": entry.builtin,
+        "readiness": asdict(readiness),
         "calibration": calibration,
     }
 

@@ -20,23 +20,27 @@ ModelId = Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:/-]+$")
 @router.get("", response_model=list[ModelOut])
 async def list_models(container: ContainerDep) -> Response:
     """The built-in catalogue plus registered models (a registered id overrides the catalogue)."""
-    return json_response([entry_to_json(e) for e in await container.models.list()])
+    readiness = container.model_clients.readiness
+    return json_response([entry_to_json(e, readiness(e)) for e in await container.models.list()])
 
 
 @router.get("/{model_id}", response_model=ModelOut)
 async def get_model(container: ContainerDep, model_id: str = ModelId) -> Response:
-    """One model: capabilities, derived limits, provider and calibration (SPEC §3.4)."""
+    """One model: capabilities, derived limits, provider, readiness and calibration (SPEC §3.4)."""
     entry = await container.models.get(model_id)
     calibration = await container.calibration.describe(model_id, entry.capabilities.token_counter)
-    return json_response(entry_to_json(entry, calibration))
+    readiness = container.model_clients.readiness(entry)
+    return json_response(entry_to_json(entry, readiness, calibration))
 
 
 @router.put("/{model_id}", response_model=ModelOut, responses={201: {"model": ModelOut}})
 async def put_model(body: ModelIn, container: ContainerDep, model_id: str = ModelId) -> Response:
-    """Register or replace a model (201 when created); a scripted model's position resets."""
+    """Register or replace a model (201 when created); a scripted model's position resets.
+    `readiness` says at once when the key variable it names is not set."""
     provider = ProviderSpec(**body.provider.model_dump())
     entry, created = await container.models.put(model_id, body.to_core(), provider)
-    return json_response(entry_to_json(entry), status_code=201 if created else 200)
+    readiness = container.model_clients.readiness(entry)
+    return json_response(entry_to_json(entry, readiness), status_code=201 if created else 200)
 
 
 @router.delete("/{model_id}", status_code=204)

@@ -14,6 +14,7 @@ __all__ = [
     "InlineModelIn",
     "ModelIn",
     "ModelOut",
+    "ModelReadinessOut",
     "ProviderIn",
     "TokenCounterName",
 ]
@@ -65,7 +66,8 @@ class ProviderIn(BaseModel):
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
         description="The NAME of the environment variable holding the key; keys never travel "
-        "in request bodies.",
+        "in request bodies. Omit it for a server that needs no key (a local Ollama, vLLM or "
+        "llama.cpp): no authentication header is sent.",
         examples=["OPENAI_API_KEY"],
     )
     script: list[dict[str, Any]] | None = Field(
@@ -88,6 +90,22 @@ class ModelIn(CapabilitiesIn):
     provider: ProviderIn
 
 
+class ModelReadinessOut(BaseModel):
+    status: Literal["ready", "not_ready"]
+    code: Literal["api_key_missing"] | None = Field(
+        default=None, description="Why the model is not ready; null when it is."
+    )
+    detail: str | None = Field(
+        default=None,
+        description="What to do, as a sentence; null when ready.",
+        examples=[
+            "calls to this model will fail: the environment variable OPENAI_API_KEY named by "
+            "api_key_env is not set in the service's environment; export it where ctxsvc runs "
+            "and restart, or remove api_key_env if the server needs no key"
+        ],
+    )
+
+
 class ModelOut(BaseModel):
     id: str
     context_window_tokens: int
@@ -101,4 +119,8 @@ class ModelOut(BaseModel):
     auto_compact_token_limit: int
     provider: dict[str, Any]
     builtin: bool
+    readiness: ModelReadinessOut = Field(
+        description="Whether this replica can call the model now (its key variable is set, "
+        "or it needs none)."
+    )
     calibration: dict[str, Any] | None = None

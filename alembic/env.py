@@ -5,8 +5,10 @@ Three ways in, checked in this order:
    ``app.storage.migrate``, through ``AsyncConnection.run_sync``); migrations run on it, inside
    the caller's transaction.
 2. A URL: ``config.attributes["url"]``, else ``-x url=…``, else ``sqlalchemy.url`` in the ini, else
-   the ``CTXSVC_DATABASE_URL`` environment variable. An async engine is created from it with the
-   service's own ``create_engine`` (so SQLite gets the same pragmas and transactional BEGIN).
+   the ``CTXSVC_DATABASE_URL`` environment variable, in any form the service takes
+   (``sqlite:///x.db``, ``postgres://…``: ``app.storage.urls``). An async engine is created from
+   it with the service's own ``create_engine`` (so SQLite gets the same pragmas and
+   transactional BEGIN).
 3. Offline mode (``--sql``) renders SQL for the URL's dialect.
 """
 
@@ -21,6 +23,7 @@ from sqlalchemy.engine import Connection
 from alembic import context
 from app.storage.database import create_engine, sqlite_database_path
 from app.storage.models import Base
+from app.storage.urls import async_database_url
 
 config = context.config
 # Only the command line has an ini file; programmatic callers keep their own logging.
@@ -40,7 +43,7 @@ def _url() -> str:
         raise RuntimeError(
             "no database URL: pass -x url=..., set config.attributes['url'] or CTXSVC_DATABASE_URL"
         )
-    return str(url)
+    return async_database_url(str(url))
 
 
 def _configure(connection: Connection) -> None:

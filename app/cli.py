@@ -1,19 +1,40 @@
-"""``ctxsvc`` command: ``serve`` (default), ``migrate``, ``openapi``."""
+"""``ctxsvc`` command: ``serve`` (default), ``migrate``, ``openapi``.
+
+Whatever keeps the service from starting — a bad setting, a database it cannot reach or
+migrate, a port it cannot listen on — is said in one line on stderr (``ctxsvc: …``) before the
+Swagger UI banner, and the command exits non-zero without a traceback.
+"""
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import json
+import os
+import socket
 import sys
 from pathlib import Path
 
+from alembic.util.exc import CommandError
+from sqlalchemy.exc import SQLAlchemyError
+
+from app.settings import Settings, settings_or_exit
+from app.storage.migrate import MigrationReport, upgrade_to_head
+from app.storage.urls import redacted_url
+
 __all__ = ["main", "openapi_document"]
+
+# Exit statuses: 2 for settings (as argparse does for bad arguments), 1 for everything else.
+EXIT_UNAVAILABLE = 1
+
+
+def say(line: str) -> None:
+    print(f"ctxsvc: {line}", file=sys.stderr)
 
 
 def openapi_document() -> str:
     """The OpenAPI document of the app built from default settings, as committed."""
     from app.main import create_app
-    from app.settings import Settings
 
     spec = create_app(Settings(migrate_on_start=False)).openapi()
     return json.dumps(spec, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
@@ -34,22 +55,83 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "openapi":
         args.output.write_text(openapi_document(), encoding="utf-8")
         return 0
+    settings = settings_or_exit()
     if args.command == "migrate":
-        import asyncio
-
-        from app.settings import Settings
-        from app.storage.migrate import upgrade_to_head
-
-        asyncio.run(upgrade_to_head(Settings().database_url))
+        report = migrate(settings)
+        if report is None:
+            return EXIT_UNAVAILABLE
+        for line in describe_migration(settings.database_url, report):
+            say(line)
         return 0
+    return run_server(
+        settings,
+        host=getattr(args, "host", "127.0.0.1"),
+        port=getattr(args, "port", 8000),
+        workers=getattr(args, "workers", 1),
+    )
+
+
+def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
     import uvicorn
 
-    host = getattr(args, "host", "127.0.0.1")
-    port = getattr(args, "port", 8000)
-    workers = getattr(args, "workers", 1)
-    print(f"ctxsvc: Swagger UI at http://{host}:{port}/docs", file=sys.stderr)
+    problem = listen_problem(host, port)  # first: a server that cannot listen changes nothing
+    if problem is not None:
+        say(problem)
+        return EXIT_UNAVAILABLE
+    if settings.migrate_on_start:
+        # Here rather than in each worker's start-up: a failure is one line, before the banner.
+        report = migrate(settings)
+        if report is None:
+            return EXIT_UNAVAILABLE
+        for line in describe_migration(settings.database_url, report) if report.applied else ():
+            say(line)
+        # The workers (this process's children) find it done and need not repeat it.
+        os.environ["CTXSVC_MIGRATE_ON_START"] = "false"
+    say(f"Swagger UI at http://{host}:{port}/docs")
     uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_config=None)
     return 0
+
+
+def migrate(settings: Settings) -> MigrationReport | None:
+    """Migrate the configured database; ``None`` after saying, in one line, why it failed."""
+    where = redacted_url(settings.database_url)
+    try:
+        return asyncio.run(upgrade_to_head(settings.database_url))
+    except CommandError as exc:  # e.g. a schema revision this version does not know
+        say(f"cannot migrate the database at CTXSVC_DATABASE_URL={where}: {_one_line(exc)}")
+    except (SQLAlchemyError, OSError) as exc:
+        cause = getattr(exc, "orig", None) or exc  # the driver's own words, not SQLAlchemy's
+        say(f"cannot reach the database at CTXSVC_DATABASE_URL={where}: {_one_line(cause)}")
+    return None
+
+
+def describe_migration(url: str, report: MigrationReport) -> list[str]:
+    """A summary line, then one line per migration applied."""
+    where = redacted_url(url)
+    head = "revision " + ", ".join(sorted(report.after))
+    if not report.applied:
+        return [f"the database at {where} is already at the latest schema ({head}); nothing to do"]
+    start = "revision " + ", ".join(sorted(report.before)) if report.before else "an empty schema"
+    count = len(report.applied)
+    plural = "migration" if count == 1 else "migrations"
+    summary = f"migrated the database at {where} from {start} to {head} ({count} {plural}):"
+    return [summary, *(f"  applied {m.revision}: {m.doc}" for m in report.applied)]
+
+
+def listen_problem(host: str, port: int) -> str | None:
+    """Why uvicorn could not listen on ``host:port`` (checked as it binds: ``SO_REUSEADDR``)."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as exc:
+            return f"cannot listen on {host}:{port} (--host, --port): {exc.strerror or exc}"
+    return None
+
+
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split()) or type(exc).__name__
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ from app.api.routes import (
     turns,
 )
 from app.container import Container
-from app.settings import Settings
+from app.settings import Settings, load_settings, settings_or_exit
 from app.storage.migrate import upgrade_to_head
 from app.web import install_web
 
@@ -45,7 +45,7 @@ into validated summaries, and runs whole turns against model providers."""
 
 
 def create_app(settings: Settings | None = None) -> FastAPI:
-    settings = settings or Settings()
+    settings = settings or load_settings()
     container = Container.build(settings)
 
     @asynccontextmanager
@@ -98,4 +98,5 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     return app
 
 
-app = create_app()
+# The ASGI entry (``uvicorn app.main:app``): a misconfiguration ends the process in one line.
+app = create_app(settings_or_exit())

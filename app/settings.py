@@ -1,58 +1,117 @@
-"""One Settings object, read once (environment variables ``CTXSVC_*`` or a ``.env`` file)."""
+"""One Settings object, read once (environment variables ``CTXSVC_*`` or a ``.env`` file).
+
+Each field's ``description`` says what the variable must be, in words that finish the sentence
+"CTXSVC_X must be …": a misconfiguration is reported as one such line per variable by
+``load_settings`` (``ConfigError``), so an operator never reads a validation traceback.
+"""
 
 from __future__ import annotations
 
+import json
+import sys
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator, model_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, SettingsError
 
-__all__ = ["Settings"]
+from app.storage.urls import DATABASE_URL_FORMS, async_database_url, redacted_url
+
+__all__ = ["ConfigError", "Settings", "load_settings", "settings_or_exit"]
+
+ENV_PREFIX = "CTXSVC_"
 
 # Keys that are obviously examples; refused in production so a copied sample config fails loudly.
 _PLACEHOLDER_KEYS = frozenset({"", "changeme", "change-me", "secret", "test", "example", "key"})
+_MIN_PRODUCTION_KEY_LENGTH = 16
+
+_SECONDS = "a number of seconds greater than 0"
+_SWITCH = "true or false"
 
 
 class Settings(BaseSettings):
     model_config = SettingsConfigDict(
-        env_prefix="CTXSVC_", env_file=".env", extra="ignore", frozen=True
+        env_prefix=ENV_PREFIX, env_file=".env", extra="ignore", frozen=True
     )
 
-    environment: Literal["development", "production"] = "development"
-    database_url: str = "sqlite+aiosqlite:///./data/ctxsvc.db"
+    environment: Literal["development", "production"] = Field(
+        default="development", description="development or production"
+    )
+    # Any form of ``app.storage.urls``; stored as the async form the engine needs.
+    database_url: str = Field(
+        default="sqlite+aiosqlite:///./data/ctxsvc.db",
+        description=f"a database URL: {DATABASE_URL_FORMS}",
+    )
     # Migrate the database to head on start-up (the embedded default needs no other setup).
-    migrate_on_start: bool = True
-    api_keys: list[str] = Field(default_factory=list)
-    workspace_roots: list[str] = Field(default_factory=list)
-    max_body_bytes: int = Field(default=16 * 1024 * 1024, gt=0)
-    tokenizer_dir: Path | None = None
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    migrate_on_start: bool = Field(default=True, description=_SWITCH)
+    # Lists are JSON; NoDecode lets ``_json_list`` read them, so a malformed value gets this
+    # field's sentence like any other error (pydantic-settings' own decoding names no variable).
+    api_keys: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description='a JSON list of keys, like ["a-long-random-key"]'
+    )
+    workspace_roots: Annotated[list[str], NoDecode] = Field(
+        default_factory=list, description='a JSON list of absolute paths, like ["/srv/work"]'
+    )
+    max_body_bytes: int = Field(
+        default=16 * 1024 * 1024, gt=0, description="a number of bytes greater than 0"
+    )
+    tokenizer_dir: Path | None = Field(default=None, description="a directory path")
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        default="INFO", description="one of DEBUG, INFO, WARNING, ERROR"
+    )
     # Structured JSON logs on stderr, configured at start-up (tests keep pytest's handlers).
-    json_logs: bool = True
+    json_logs: bool = Field(default=True, description=_SWITCH)
     # Turn runner
-    turn_lease_seconds: float = Field(default=30.0, gt=0)
+    turn_lease_seconds: float = Field(default=30.0, gt=0, description=_SECONDS)
     # How often a runner checks for a cancel request posted to another replica (the lease is
     # renewed at a third of its duration from the same loop).
-    turn_watch_interval_seconds: float = Field(default=1.0, gt=0)
+    turn_watch_interval_seconds: float = Field(default=1.0, gt=0, description=_SECONDS)
     # How often each process interrupts turns whose runner's lease expired (SPEC §6).
-    turn_reaper_interval_seconds: float = Field(default=10.0, gt=0)
+    turn_reaper_interval_seconds: float = Field(default=10.0, gt=0, description=_SECONDS)
     # Longest ``?wait=true`` (and cancel) answer time before the current state is returned.
-    turn_wait_timeout_seconds: float = Field(default=60.0, gt=0)
+    turn_wait_timeout_seconds: float = Field(default=60.0, gt=0, description=_SECONDS)
     # Stored messages a process keeps of its sessions' last Conversation reads, so the next turn
     # reads only what was stored since (0: every turn reads its whole Conversation).
-    turn_conversation_cache_messages: int = Field(default=20_000, ge=0)
+    turn_conversation_cache_messages: int = Field(
+        default=20_000, ge=0, description="a whole number, 0 or more"
+    )
     # Live updates: how often a stream re-reads the event log (other replicas' events), and
     # the comment-line heartbeat that keeps proxies from closing an idle stream.
-    events_poll_seconds: float = Field(default=1.0, gt=0)
-    events_heartbeat_seconds: float = Field(default=15.0, gt=0)
-    provider_timeout_seconds: float = Field(default=600.0, gt=0)
+    events_poll_seconds: float = Field(default=1.0, gt=0, description=_SECONDS)
+    events_heartbeat_seconds: float = Field(default=15.0, gt=0, description=_SECONDS)
+    provider_timeout_seconds: float = Field(default=600.0, gt=0, description=_SECONDS)
     # Compaction summary attempts (SPEC §7.4); overridable so tests need not wait minutes.
-    summary_attempts: int = Field(default=3, ge=1)
-    summary_attempt_timeout_seconds: float = Field(default=120.0, gt=0)
-    summary_retry_delay_seconds: float = Field(default=3.0, ge=0)
+    summary_attempts: int = Field(default=3, ge=1, description="a whole number, 1 or more")
+    summary_attempt_timeout_seconds: float = Field(default=120.0, gt=0, description=_SECONDS)
+    summary_retry_delay_seconds: float = Field(
+        default=3.0, ge=0, description="a number of seconds, 0 or more"
+    )
     # Apply the measured provider/estimate ratio to estimate-based models (issue 7).
-    apply_calibration: bool = False
+    apply_calibration: bool = Field(default=False, description=_SWITCH)
+
+    @field_validator("api_keys", "workspace_roots", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value  # given in code (tests, benchmarks): pydantic checks the type
+        try:
+            return json.loads(value) if value.strip() else []
+        except ValueError:
+            raise ValueError("it is not JSON") from None
+
+    @field_validator("environment", "log_level", mode="before")
+    @classmethod
+    def _any_case(cls, value: Any) -> Any:
+        # ``CTXSVC_LOG_LEVEL=debug`` and ``CTXSVC_ENVIRONMENT=Production`` mean what they say.
+        if not isinstance(value, str):
+            return value
+        upper = value.strip().upper()
+        return upper if upper in {"DEBUG", "INFO", "WARNING", "ERROR"} else value.strip().lower()
+
+    @field_validator("database_url")
+    @classmethod
+    def _async_driver(cls, url: str) -> str:
+        return async_database_url(url)
 
     @field_validator("workspace_roots")
     @classmethod
@@ -68,10 +127,83 @@ class Settings(BaseSettings):
     def _production_is_locked_down(self) -> Settings:
         if self.environment == "production":
             if not self.api_keys:
-                raise ValueError("production requires CTXSVC_API_KEYS")
+                raise ValueError(
+                    "CTXSVC_ENVIRONMENT=production requires CTXSVC_API_KEYS: a JSON list of "
+                    f"keys of {_MIN_PRODUCTION_KEY_LENGTH} characters or more"
+                )
             weak = [
-                k for k in self.api_keys if k.strip().lower() in _PLACEHOLDER_KEYS or len(k) < 16
+                k
+                for k in self.api_keys
+                if k.strip().lower() in _PLACEHOLDER_KEYS or len(k) < _MIN_PRODUCTION_KEY_LENGTH
             ]
             if weak:
-                raise ValueError("production refuses placeholder or short (< 16 chars) API keys")
+                raise ValueError(
+                    f"CTXSVC_ENVIRONMENT=production refuses placeholder or short (< "
+                    f"{_MIN_PRODUCTION_KEY_LENGTH} chars) API keys: {len(weak)} of the "
+                    f"{len(self.api_keys)} in CTXSVC_API_KEYS"
+                )
         return self
+
+
+class ConfigError(Exception):
+    """Settings the service cannot start with. ``lines``: one sentence per bad variable, each
+    naming the variable, the value (never a secret) and what it must be."""
+
+    def __init__(self, lines: list[str]) -> None:
+        super().__init__("\n".join(lines))
+        self.lines = lines
+
+
+def load_settings() -> Settings:
+    """The process's settings, or a ``ConfigError`` that says what to fix."""
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(describe_errors(exc)) from None
+    except SettingsError as exc:  # e.g. an unreadable .env file
+        raise ConfigError([f"cannot read the settings: {exc}"]) from None
+
+
+def settings_or_exit() -> Settings:
+    """``load_settings`` for a process's entry point (``ctxsvc``, ``app.main:app``): a
+    misconfiguration prints its lines on stderr and exits with status 2, with no traceback."""
+    try:
+        return load_settings()
+    except ConfigError as exc:
+        for line in exc.lines:
+            print(f"ctxsvc: {line}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+# Never echoed: keys, and the password of a database URL (redacted instead).
+_SECRET_FIELDS = frozenset({"api_keys"})
+
+
+def describe_errors(exc: ValidationError) -> list[str]:
+    lines: list[str] = []
+    for error in exc.errors(include_url=False):
+        if not error["loc"]:  # a rule across fields: its message names the variables itself
+            lines.append(str(error["ctx"].get("error", error["msg"])))
+            continue
+        name = str(error["loc"][0])
+        field = Settings.model_fields.get(name)
+        expected = field.description if field is not None and field.description else None
+        variable = ENV_PREFIX + name.upper()
+        line = f"{variable} must be {expected}" if expected else f"{variable}: {error['msg']}"
+        # One of our validators says what is wrong with the value; pydantic's own words would
+        # only repeat ``expected``.
+        reason = str(error["ctx"]["error"]) if error["type"] == "value_error" else None
+        if name in _SECRET_FIELDS:
+            line += "; got a value that is not shown (it holds keys)"
+            line += f": {reason}" if reason else ""
+        else:
+            line += f"; got {_shown(name, error['input'])}"
+            line += f" ({reason})" if reason else ""
+        if line not in lines:
+            lines.append(line)
+    return lines
+
+
+def _shown(name: str, value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return repr(redacted_url(text) if name == "database_url" else text)

@@ -15,6 +15,7 @@ import fcntl
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -29,7 +30,15 @@ from sqlalchemy.pool import NullPool
 from alembic import command
 from app.storage.database import READ_ONLY, create_engine, sqlite_database_path
 
-__all__ = ["ALEMBIC_DIR", "alembic_config", "head_revisions", "is_at_head", "upgrade_to_head"]
+__all__ = [
+    "ALEMBIC_DIR",
+    "AppliedMigration",
+    "MigrationReport",
+    "alembic_config",
+    "head_revisions",
+    "is_at_head",
+    "upgrade_to_head",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -54,26 +63,42 @@ def head_revisions() -> frozenset[str]:
     return frozenset(ScriptDirectory.from_config(alembic_config()).get_heads())
 
 
-async def upgrade_to_head(url: str) -> None:
+@dataclass(frozen=True, slots=True)
+class AppliedMigration:
+    revision: str
+    doc: str  # the first line of the migration's docstring
+
+
+@dataclass(frozen=True, slots=True)
+class MigrationReport:
+    """What ``upgrade_to_head`` did: the schema revisions before (empty for a new database) and
+    after, and the migrations applied, oldest first (none when it was already current)."""
+
+    before: frozenset[str]
+    after: frozenset[str]
+    applied: tuple[AppliedMigration, ...]
+
+
+async def upgrade_to_head(url: str) -> MigrationReport:
     """Create the SQLite file's directory if needed and migrate ``url`` to the latest revision."""
     path = sqlite_database_path(url)
     if path is None:
-        await _upgrade_with(url)
-        return
+        return await _upgrade_with(url)
     path.parent.mkdir(parents=True, exist_ok=True)
     # A brand-new SQLite file is switched to WAL by its first connection, and SQLite answers
     # "database is locked" without waiting to anyone who opens it meanwhile; a lock file
     # makes concurrent start-ups (several workers on one file) take turns.
     async with _file_lock(path.with_name(path.name + ".migrate-lock")):
-        await _upgrade_with(url)
+        return await _upgrade_with(url)
 
 
-async def _upgrade_with(url: str) -> None:
+async def _upgrade_with(url: str) -> MigrationReport:
     engine = create_engine(url, poolclass=NullPool)
     try:
         async with engine.connect() as connection:
-            await connection.run_sync(_upgrade)
+            report = await connection.run_sync(_upgrade)
             await connection.commit()
+            return report
     finally:
         await engine.dispose()
 
@@ -89,12 +114,27 @@ async def _file_lock(path: Path) -> AsyncIterator[None]:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
 
 
-def _upgrade(connection: Connection) -> None:
+def _upgrade(connection: Connection) -> MigrationReport:
     if connection.dialect.name == "postgresql":
         connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _MIGRATION_LOCK_KEY})
+    before = _current_heads(connection)  # read under the lock: another replica may just have run
     config = alembic_config()
     config.attributes["connection"] = connection
     command.upgrade(config, "head")
+    after = _current_heads(connection)
+    return MigrationReport(before, after, _applied(config, before, after))
+
+
+def _applied(
+    config: Config, before: frozenset[str], after: frozenset[str]
+) -> tuple[AppliedMigration, ...]:
+    if before == after or len(before) > 1 or len(after) != 1:
+        return ()  # nothing ran (or a branched history, which this project never has)
+    script = ScriptDirectory.from_config(config)
+    (upper,) = after
+    lower = next(iter(before), "base")
+    newest_first = script.iterate_revisions(upper, lower)
+    return tuple(AppliedMigration(r.revision, r.doc) for r in reversed(list(newest_first)))
 
 
 async def is_at_head(engine: AsyncEngine) -> bool:

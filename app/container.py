@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
 
+from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from app.api.observability import Metrics, pool_figures
 from app.core.counting import TokenCounter
+from app.observability import Metrics, Observability, pool_figures
 from app.providers.base import Timeouts
 from app.providers.tokenizers import get_counter
 from app.services.calibration import CalibrationService
@@ -27,7 +29,9 @@ from app.services.world_state import WorldStateSampler
 from app.settings import Settings
 from app.storage.database import SessionFactory, create_engine, create_session_factory
 
-__all__ = ["Container"]
+__all__ = ["VERSION", "Container"]
+
+VERSION = "0.1.0"
 
 
 @dataclass
@@ -35,7 +39,7 @@ class Container:
     settings: Settings
     engine: AsyncEngine
     db: SessionFactory
-    metrics: Metrics = field(default_factory=Metrics)
+    observability: Observability = field(default_factory=Observability)
     # Tests wrap the real counters (e.g. to count tokenizer calls); None = ``get_counter``.
     counter_factory: Callable[[str], TokenCounter] | None = None
 
@@ -43,6 +47,7 @@ class Container:
         self._memoized: dict[str, TokenCounter] = {}
         # /metrics reads the pool's figures at scrape time.
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
+        self.observability.instrument_engine(self.engine)
         self.models = ModelService(self.db)
         self.sessions = SessionService(self.db, self.settings)
         self.events = EventPublisher(EventHub())
@@ -51,7 +56,7 @@ class Container:
         self.inspection = InspectionService(
             self.db, self.counter, apply_calibration=self.settings.apply_calibration
         )
-        self.world_state = WorldStateSampler(self.settings)
+        self.world_state = WorldStateSampler(self.settings, observability=self.observability)
         self.session_prepare = SessionPrepareService(
             self.db,
             self.counter,
@@ -61,25 +66,54 @@ class Container:
             apply_calibration=self.settings.apply_calibration,
         )
         self.model_clients = ModelClients(
-            self.db, timeouts=Timeouts(total=self.settings.provider_timeout_seconds)
+            self.db,
+            timeouts=Timeouts(total=self.settings.provider_timeout_seconds),
+            observability=self.observability,
         )
         self.compactor = CompactionService(
-            self.db, self.counter, self.model_clients, self.events, self.settings, self.metrics
+            self.db,
+            self.counter,
+            self.model_clients,
+            self.events,
+            self.settings,
+            self.observability.compactions,
         )
         self.turns = TurnService(self)
         self.agent_messages = AgentMessageService(self)
 
+    @property
+    def metrics(self) -> Metrics:
+        return self.observability.metrics
+
     @classmethod
     def build(
-        cls, settings: Settings, *, counter_factory: Callable[[str], TokenCounter] | None = None
+        cls,
+        settings: Settings,
+        *,
+        counter_factory: Callable[[str], TokenCounter] | None = None,
+        tracer_provider: TracerProvider | None = None,
     ) -> Container:
+        """``tracer_provider``: the app's traces (tests pass one with an in-memory exporter);
+        otherwise the ``OTEL_*`` environment variables decide (off unless they ask)."""
         engine = create_engine(settings.database_url)
         db = create_session_factory(engine)
-        return cls(settings=settings, engine=engine, db=db, counter_factory=counter_factory)
+        observability = (
+            Observability(tracer_provider=tracer_provider)
+            if tracer_provider is not None
+            else Observability.from_env(os.environ, version=VERSION)
+        )
+        return cls(
+            settings=settings,
+            engine=engine,
+            db=db,
+            observability=observability,
+            counter_factory=counter_factory,
+        )
 
     async def aclose(self) -> None:
         await self.model_clients.aclose()
         await self.engine.dispose()
+        await self.observability.aclose()
 
     def counter(self, name: str) -> TokenCounter:
         """The named counter; exact counters load (and verify) their data once per process."""

@@ -8,10 +8,11 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI
 from fastapi_standalone_docs import StandaloneDocs
+from opentelemetry.sdk.trace import TracerProvider
 
 from app.api.auth import require_api_key
 from app.api.limits import RequestGuard
-from app.api.observability import RequestContext, configure_logging
+from app.api.observability import RequestContext
 from app.api.problems import install_error_handlers
 from app.api.routes import (
     agent_messages,
@@ -25,7 +26,8 @@ from app.api.routes import (
     tokens,
     turns,
 )
-from app.container import Container
+from app.container import VERSION, Container
+from app.observability import configure_logging
 from app.settings import Settings, load_settings, settings_or_exit
 from app.storage.migrate import upgrade_to_head
 from app.web import install_web
@@ -44,9 +46,12 @@ Context, Conversation and Tool Surface, prunes and pairs tool output, measures t
 into validated summaries, and runs whole turns against model providers."""
 
 
-def create_app(settings: Settings | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, *, tracer_provider: TracerProvider | None = None
+) -> FastAPI:
+    """``tracer_provider`` replaces the one the ``OTEL_*`` variables would build (tests)."""
     settings = settings or load_settings()
-    container = Container.build(settings)
+    container = Container.build(settings, tracer_provider=tracer_provider)
 
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -67,7 +72,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     # page is not on localhost: off.
     app = FastAPI(
         title="ctxsvc",
-        version="0.1.0",
+        version=VERSION,
         description=DESCRIPTION,
         lifespan=lifespan,
         swagger_ui_parameters={"validatorUrl": None},
@@ -95,6 +100,7 @@ def create_app(settings: Settings | None = None) -> FastAPI:
     ):
         app.include_router(router, dependencies=secured)
     install_web(app)  # the context map: pages open, their data parts under the same key check
+    container.observability.instrument_app(app)
     return app
 
 

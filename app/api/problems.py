@@ -17,6 +17,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from app.core.errors import ErrorKind, ServiceError
+from app.observability.context import note_problem
 
 __all__ = ["PROBLEM_RESPONSES", "install_error_handlers", "problem_response"]
 
@@ -55,6 +56,7 @@ def problem_response(
         "code": code,
     }
     body.update({k: v for k, v in extra.items() if k not in body})
+    note_problem(code)
     return JSONResponse(
         body, status_code=status, media_type="application/problem+json", headers=headers
     )

@@ -31,6 +31,7 @@ from app.providers.base import (
     Timeouts,
     missing_api_key,
 )
+from app.providers.call_stats import note_attempt, note_first_byte, note_retry
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["Assembler", "StreamState", "StreamingClient", "retry_after_seconds"]
@@ -145,6 +146,7 @@ class StreamingClient(abc.ABC):
         attempt = 0
         while True:
             attempt += 1
+            note_attempt(attempt)
             state = StreamState(sink)
             try:
                 try:
@@ -166,6 +168,7 @@ class StreamingClient(abc.ABC):
                     if error is failure:
                         raise
                     raise error from None
+                note_retry(error.code)
                 logger.warning(
                     "model call to %s failed (%s, HTTP %s); retry %d of %d in %.3f s",
                     self._config.model_name,
@@ -236,6 +239,7 @@ class StreamingClient(abc.ABC):
                         raise self._refusal(response.status_code, body, response.headers, api_key)
                     chunks = response.aiter_bytes()
                     chunk: bytes | None = await anext(chunks, None)
+                    note_first_byte()
             except TimeoutError:
                 raise ProviderError.of(
                     "timeout",

@@ -212,15 +212,16 @@ async def record_calibration(
     counter: TokenCounter,
     estimated_input_tokens: int,
     reported_input_tokens: int | None,
-) -> None:
-    """Record one provider response inside the caller's transaction (the turn runner's).
+) -> tuple[str, int, int] | None:
+    """Record one provider response inside the caller's transaction (the turn runner's); the
+    sample as recorded (``(counter, estimated, reported)``), or ``None``.
 
     ``counter`` and ``estimated_input_tokens`` are the budget's; a calibrated figure is recorded
     as the estimate it came from, so calibration never learns from itself. A response without
     usage records nothing.
     """
     if not reported_input_tokens or estimated_input_tokens <= 0:
-        return
+        return None
     if isinstance(counter, CalibratedCounter):
         estimated_input_tokens = counter.uncalibrated(estimated_input_tokens)
     name = base_counter(counter).name
@@ -233,6 +234,7 @@ async def record_calibration(
         reported_input_tokens=reported_input_tokens,
         trim=recorded == 0,
     )
+    return name, estimated_input_tokens, reported_input_tokens
 
 
 class CalibrationService:

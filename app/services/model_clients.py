@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 import httpx
 
+from app.observability import CallTarget, Observability
 from app.providers.base import (
     ModelClient,
     ProviderConfig,
@@ -24,7 +25,8 @@ __all__ = ["ModelClients"]
 
 
 class ModelClients:
-    """Builds clients; owns the shared HTTP client (closed by ``aclose`` at shutdown)."""
+    """Builds clients (each observed: ``app.observability.model_calls``); owns the shared HTTP
+    client (closed by ``aclose`` at shutdown)."""
 
     def __init__(
         self,
@@ -33,8 +35,10 @@ class ModelClients:
         env: Mapping[str, str] | None = None,
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
+        observability: Observability | None = None,
     ) -> None:
         self._db = db
+        self._observability = observability or Observability()
         self._env = os.environ if env is None else env
         self._retry = retry
         self._timeouts = timeouts
@@ -45,6 +49,7 @@ class ModelClients:
         if self._http is None:
             # Per-call timeouts are enforced by the adapters; this only bounds connects.
             self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
+            self._observability.instrument_http(self._http)
         return self._http
 
     async def aclose(self) -> None:
@@ -52,7 +57,14 @@ class ModelClients:
             await self._http.aclose()
             self._http = None
 
-    def for_model(self, entry: ModelEntry) -> ModelClient:
+    def for_model(self, entry: ModelEntry, *, purpose: str = "turn") -> ModelClient:
+        """The client of ``entry``'s provider; ``purpose`` (``turn`` or ``summary``) labels its
+        calls."""
+        provider = entry.provider
+        target = CallTarget(entry.id, provider.kind, provider.model_name or entry.id, purpose)
+        return self._observability.model_client(self._client(entry), target)
+
+    def _client(self, entry: ModelEntry) -> ModelClient:
         provider = entry.provider
         if provider.kind == "local":
             return LocalClient()

@@ -44,6 +44,7 @@ from app.core.world_state import (
     world_state_message_id,
 )
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
+from app.observability import Observability
 from app.settings import Settings
 from app.storage.models import AgentSession
 from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
@@ -80,6 +81,14 @@ def _provided(values: dict[str, Any]) -> WorkspaceInputs:
 
 
 Baselines = dict[str, str | None]
+
+
+def _source_of(session: AgentSession) -> str:
+    """Where the session's World State comes from: ``directory``, ``provided`` or ``none``."""
+    workspace = session.workspace
+    if not workspace:
+        return "none"
+    return "provided" if workspace.get("provided") is not None else "directory"
 
 
 class _BaselineCache:
@@ -124,10 +133,12 @@ class WorldStateSampler:
         settings: Settings,
         *,
         capture_timeout_seconds: float = DEFAULT_CAPTURE_TIMEOUT_SECONDS,
+        observability: Observability | None = None,
     ) -> None:
         self._roots = tuple(settings.workspace_roots)
         self._timeout = capture_timeout_seconds
         self._baselines = _BaselineCache()
+        self._observability = observability or Observability()
 
     def capture_reads_files(self, session: AgentSession) -> bool:
         workspace = session.workspace
@@ -137,6 +148,10 @@ class WorldStateSampler:
 
     async def capture(self, session: AgentSession) -> WorkspaceInputs:
         """The session's workspace inputs as they are now (see the module docstring)."""
+        with self._observability.world_state("capture", _source_of(session)):
+            return await self._capture(session)
+
+    async def _capture(self, session: AgentSession) -> WorkspaceInputs:
         workspace = session.workspace
         if not workspace:
             return NO_WORKSPACE
@@ -181,6 +196,29 @@ class WorldStateSampler:
         loaded in this transaction under that lock (``require(..., for_update=True)``), its
         ``world_state_version`` is current and the cached baselines are used if it matches.
         """
+        with self._observability.world_state("write", _source_of(session)):
+            return await self._write(
+                db,
+                session,
+                conversation,
+                inputs,
+                turn_id,
+                model_call_index,
+                sample_index,
+                record_turn,
+            )
+
+    async def _write(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        conversation: Sequence[Item],
+        inputs: WorkspaceInputs,
+        turn_id: str,
+        model_call_index: int,
+        sample_index: int,
+        record_turn: bool,
+    ) -> list[Item]:
         sessions = SessionRepository(db)
         # Asked before ``lock``: a row loaded before the lock may show an outdated token.
         current_row = sessions.is_current(session)

@@ -399,4 +399,4 @@ async def test_reload_and_metrics(api: httpx.AsyncClient) -> None:
     assert response.status_code == 200, response.text
     assert response.json()["reload_required"] is False
     metrics = (await api.get("/metrics")).text
-    assert 'ctxsvc_compactions_total{result="completed",trigger="manual"} 1.0' in metrics
+    assert 'ctxsvc_compactions_total{kind="manual",outcome="completed"} 1.0' in metrics

@@ -173,9 +173,11 @@ async def test_expired_leases_become_interrupted(
     async with unit_of_work(factory) as db:
         repo = TurnRepository(db)
         assert not await repo.renew_lease(dead, "t1", owner="someone-else", expires_at=now)
-        done = await repo.interrupt_expired(now=now, outcome={"code": "process_restart"})
+        rows = await repo.interrupt_expired(now=now, outcome={"code": "process_restart"})
+    done = {(t.session_id, t.turn_id) for t in rows}
     assert (dead, "t1") in done
-    assert not {(alive, "t1"), (unleased, "t1")} & set(done)
+    assert not {(alive, "t1"), (unleased, "t1")} & done
+    assert all(t.status == "interrupted" for t in rows)
     async with unit_of_work(factory, read_only=True) as db:
         turn = await TurnRepository(db).get(dead, "t1")
     assert turn is not None

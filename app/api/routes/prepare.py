@@ -33,7 +33,7 @@ async def prepare_stateless(
         assert body.model_id is not None  # the schema guarantees exactly one
         entry = await container.models.get(body.model_id)
         capabilities, model_name = entry.capabilities, entry.provider.model_name
-    with container.metrics.prepare.labels("stateless").time():
+    with container.observability.prepare("stateless"):
         result = run_prepare(
             [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
             [message_to_item(m) for m in body.conversation],

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 from fastapi.responses import Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.api.deps import ContainerDep
 from app.api.problems import PROBLEM_RESPONSES, problem_response
+from app.observability import metrics_text
 from app.storage.migrate import is_at_head
 
 router = APIRouter(tags=["service"])
@@ -33,6 +34,5 @@ async def readyz(container: ContainerDep) -> Response:
 
 @router.get("/metrics", response_class=Response)
 async def metrics(container: ContainerDep) -> Response:
-    """Prometheus text format: requests and latency per route and status, prepare timings, pool."""
-    container.metrics.refresh_pool()
-    return Response(generate_latest(container.metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    """Prometheus text format: requests, turns, model calls, tokens, compactions, the process."""
+    return Response(metrics_text(container.metrics), media_type=CONTENT_TYPE_LATEST)

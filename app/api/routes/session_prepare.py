@@ -42,6 +42,6 @@ async def prepare_session(
 ) -> Response:
     """Sample World State into the session, then prepare the next request of its Conversation."""
     encode_as = encode or (body.encode if body is not None else None)
-    with container.metrics.prepare.labels("session").time():
+    with container.observability.prepare("session"):
         result = await container.session_prepare.prepare(session_id, encode_as=encode_as)
     return json_response(result)

@@ -99,6 +99,6 @@ async def inspect_context(
     encode: Annotated[EncodeName | None, Query()] = None,
 ) -> Response:
     """The next request for the active Conversation, read-only (no World State sampling)."""
-    with container.metrics.prepare.labels("inspection").time():
+    with container.observability.prepare("inspection"):
         result = await container.inspection.inspect(session_id, encode_as=encode)
     return json_response(result)

@@ -9,6 +9,6 @@ tool. Module map: ``source`` (read what a compaction starts from), ``summary`` (
 
 from app.services.compaction.history import conversation_history_result
 from app.services.compaction.persist import InstallHook
-from app.services.compaction.service import CompactionMetrics, CompactionService
+from app.services.compaction.service import CompactionService
 
-__all__ = ["CompactionMetrics", "CompactionService", "InstallHook", "conversation_history_result"]
+__all__ = ["CompactionService", "InstallHook", "conversation_history_result"]

@@ -2,13 +2,24 @@
 
 from __future__ import annotations
 
+import uuid
 from datetime import datetime
 from typing import Any
 
 from app.core.content import Item, RealOrigin
 from app.storage.models import Compaction
 
-__all__ = ["checkpoint_summary_json", "checkpoint_to_json", "item_to_json", "timestamp"]
+__all__ = [
+    "checkpoint_summary_json",
+    "checkpoint_to_json",
+    "item_to_json",
+    "new_compaction_id",
+    "timestamp",
+]
+
+
+def new_compaction_id() -> str:
+    return f"cmp-{uuid.uuid4().hex}"
 
 
 def timestamp(value: datetime) -> str:

@@ -17,8 +17,8 @@ from app.core.compaction import (
     validate_summary,
 )
 from app.core.counting import TokenCounter
-from app.services.compaction.observe import new_compaction_id
 from app.services.compaction.persist import store_checkpoint
+from app.services.compaction.records import new_compaction_id
 from app.services.compaction.source import conversation_tokens, require_idle, runtime_state_for
 from app.services.conversation import load_active, load_checkpoint
 from app.services.events import EventPublisher

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from app.core.compaction import (
@@ -23,8 +23,9 @@ from app.core.compaction import (
 )
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError, TooLarge, Unavailable
+from app.observability import note_source
+from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
-from app.services.compaction.observe import CompactionMetrics, MetricsRecorder, new_compaction_id
 from app.services.compaction.persist import (
     InstallHook,
     install,
@@ -33,7 +34,7 @@ from app.services.compaction.persist import (
 )
 from app.services.compaction.pruning import advance_pruning
 from app.services.compaction.reads import CompactionReads
-from app.services.compaction.records import checkpoint_to_json
+from app.services.compaction.records import checkpoint_to_json, new_compaction_id
 from app.services.compaction.rewind import store_rewind
 from app.services.compaction.source import (
     CompactionSource,
@@ -52,7 +53,7 @@ from app.storage.models import Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["CompactionMetrics", "CompactionService", "InstallHook"]
+__all__ = ["CompactionService", "InstallHook"]
 
 log = logging.getLogger(__name__)
 
@@ -73,13 +74,14 @@ class CompactionService(CompactionReads):
         clients: ModelClients,
         events: EventPublisher,
         settings: Settings,
-        metrics: CompactionMetrics | None = None,
+        observer: CompactionObserver | None = None,
     ) -> None:
         self._db = db
         self._counters = counters
         self._clients = clients
         self._events = events
-        self._recorder = MetricsRecorder(metrics)
+        # Logs, metrics and a span per compaction (``app.observability.compactions``).
+        self._observer = observer
         self.policy = RetryPolicy(
             attempts=settings.summary_attempts,
             attempt_timeout_seconds=settings.summary_attempt_timeout_seconds,
@@ -114,7 +116,11 @@ class CompactionService(CompactionReads):
         """Summarize and install a checkpoint linked to the running turn ``turn_id``."""
         await self._emit_in_turn(session_id, turn_id, "compaction_started", {"kind": trigger})
         try:
-            await self._summarize(session_id, kind=trigger, turn_id=turn_id, evidence=evidence)
+            await self._observed(
+                self._summarize(session_id, kind=trigger, turn_id=turn_id, evidence=evidence),
+                trigger,
+                session_id,
+            )
         except ServiceError as exc:
             await self._emit_in_turn(
                 session_id,
@@ -136,12 +142,16 @@ class CompactionService(CompactionReads):
     ) -> dict[str, Any]:
         """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
         the caller's own model to ``summary_request``)."""
-        row = await self._summarize(
+        row = await self._observed(
+            self._summarize(
+                session_id,
+                kind="manual",
+                provided=summary,
+                provided_model=model,
+                expected_through=expected_through_message_sequence,
+            ),
+            "manual",
             session_id,
-            kind="manual",
-            provided=summary,
-            provided_model=model,
-            expected_through=expected_through_message_sequence,
         )
         return checkpoint_to_json(row)
 
@@ -172,29 +182,24 @@ class CompactionService(CompactionReads):
         provided_model: str | None = None,
         expected_through: int | None = None,
     ) -> Compaction:
-        try:
-            async with unit_of_work(self._db, read_only=True) as db:
-                source = await load_source(db, session_id, self._counters, turn_id=turn_id)
-            if expected_through is not None and expected_through != source.through:
-                raise _conversation_changed(expected_through, source.through)
-            if provided is not None:
-                text = validate_summary(provided, finish_reason="stop", has_tool_calls=False)
-                generated = GeneratedSummary(text, Usage(), attempts=1, elapsed_ms=0)
-                model_name = provided_model or "caller"
-            else:
-                _check_summary_fits(source)
-                client = self._clients.for_model(source.summary_model)
-                generated = await generate_summary(
-                    client, source.summary_request.request, self.policy
-                )
-                model_name = source.summary_model.id
-            if kind != "manual":
-                evidence = {**trigger_evidence(source.before), **(evidence or {})}
-            row = self._row(source, kind, turn_id, evidence, generated, model_name)
-            row = await self._store(row, source.base_compaction_id, generated.usage)
-        except ServiceError:
-            self._recorder.count(kind, "failed")
-            raise
+        async with unit_of_work(self._db, read_only=True) as db:
+            source = await load_source(db, session_id, self._counters, turn_id=turn_id)
+        note_source(source.before.conversation_tokens)
+        if expected_through is not None and expected_through != source.through:
+            raise _conversation_changed(expected_through, source.through)
+        if provided is not None:
+            text = validate_summary(provided, finish_reason="stop", has_tool_calls=False)
+            generated = GeneratedSummary(text, Usage(), attempts=1, elapsed_ms=0)
+            model_name = provided_model or "caller"
+        else:
+            _check_summary_fits(source)
+            client = self._clients.for_model(source.summary_model, purpose="summary")
+            generated = await generate_summary(client, source.summary_request.request, self.policy)
+            model_name = source.summary_model.id
+        if kind != "manual":
+            evidence = {**trigger_evidence(source.before), **(evidence or {})}
+        row = self._row(source, kind, turn_id, evidence, generated, model_name)
+        row = await self._store(row, source.base_compaction_id, generated.usage)
         await self._install(row)
         return row
 
@@ -266,15 +271,13 @@ class CompactionService(CompactionReads):
 
     async def rewind(self, session_id: str, compaction_id: str) -> dict[str, Any]:
         """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (SPEC §7.7)."""
-        try:
-            row = await store_rewind(
-                self._db, self._events, self._counters, session_id, compaction_id
-            )
-        except ServiceError:
-            self._recorder.count("rewind", "failed")
-            raise
-        await self._install(row)
+        row = await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
         return checkpoint_to_json(row)
+
+    async def _rewind(self, session_id: str, compaction_id: str) -> Compaction:
+        row = await store_rewind(self._db, self._events, self._counters, session_id, compaction_id)
+        await self._install(row)
+        return row
 
     # ----- install and rebuild ----------------------------------------------------------------
 
@@ -287,12 +290,17 @@ class CompactionService(CompactionReads):
                 "checkpoint install failed",
                 extra={"fields": {"session_id": row.session_id, "compaction": row.compaction_id}},
             )
-            self._recorder.count(row.kind, "install_failed")
             await self._flag_reload(row.session_id)
             raise reload_required_error(row.session_id, row.compaction_id, str(exc)) from exc
         row.install_ms = _ms(started)
         await self._record_timings(row)
-        self._recorder.completed(row)
+
+    async def _observed(
+        self, work: Awaitable[Compaction], kind: str, session_id: str
+    ) -> Compaction:
+        if self._observer is None:
+            return await work
+        return await self._observer.observe(work, kind=kind, session_id=session_id)
 
     async def _flag_reload(self, session_id: str) -> None:
         try:

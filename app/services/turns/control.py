@@ -162,7 +162,9 @@ async def cancel_waiting_or_flag(deps: TurnDeps, session_id: str, turn_id: str) 
             turn_id=turn_id,
             entries=entries,
         )
-        await turns.finish(session_id, turn_id, status="cancelled", outcome={}, phase="terminal")
+        finished = await turns.finish(
+            session_id, turn_id, status="cancelled", outcome={}, phase="terminal"
+        )
         await deps.events.emit(
             db,
             session_id,
@@ -170,4 +172,6 @@ async def cancel_waiting_or_flag(deps: TurnDeps, session_id: str, turn_id: str) 
             {"status": "cancelled", "outcome": {}},
             turn_id=turn_id,
         )
+    if finished is not None:
+        deps.observability.turns.finished(finished)
     return False

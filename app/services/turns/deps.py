@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from app.core.counting import TokenCounter
+from app.observability import Observability
 from app.services.events import EventPublisher
 from app.services.model_clients import ModelClients
 from app.services.ports import TurnCompactor, WorldStateSampling
@@ -20,6 +21,7 @@ class TurnDeps(Protocol):
     db: SessionFactory
     model_clients: ModelClients
     events: EventPublisher
+    observability: Observability
 
     def counter(self, name: str) -> TokenCounter: ...
 

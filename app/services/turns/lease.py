@@ -51,17 +51,18 @@ async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
         done = await TurnRepository(db).interrupt_expired(
             now=utc_now(), outcome=INTERRUPTED_OUTCOME
         )
-        for session_id, turn_id in done:
+        for turn in done:
             await deps.events.emit(
                 db,
-                session_id,
+                turn.session_id,
                 "turn_finished",
                 {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
-                turn_id=turn_id,
+                turn_id=turn.turn_id,
             )
-    for session_id, turn_id in done:
-        logger.warning("turn %s of session %s interrupted: its lease expired", turn_id, session_id)
-    return done
+    for turn in done:
+        # Its lease expired: the line says so by its code (process_restart).
+        deps.observability.turns.finished(turn)
+    return [(t.session_id, t.turn_id) for t in done]
 
 
 async def watch_turn(

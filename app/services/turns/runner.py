@@ -346,14 +346,17 @@ class TurnRunner:
     def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
         assert self.entry is not None
         try:
-            return prepare(
-                system_context_of(session),
-                items,
-                tool_surface_of(session),
-                self.entry.capabilities,
-                watermark_of(session),
-                self.counter,
-            )
+            with self.deps.observability.prepare("turn") as timed:
+                prepared = prepare(
+                    system_context_of(session),
+                    items,
+                    tool_surface_of(session),
+                    self.entry.capabilities,
+                    watermark_of(session),
+                    self.counter,
+                )
+            timed.budget(prepared.budget)
+            return prepared
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise _failed(exc.code, exc.detail) from exc
 
@@ -492,13 +495,15 @@ class TurnRunner:
             await MessageRepository(db).append(
                 self.session_id, [assistant, *results], rollback_on_refusal=True
             )
-            await record_calibration(
+            sample = await record_calibration(
                 db,
                 model_id=self.entry.id,
                 counter=self.counter,
                 estimated_input_tokens=prepared.budget.estimated_input_tokens,
                 reported_input_tokens=usage.input_tokens,
             )
+            if sample is not None:
+                self.deps.observability.calibration_sample(self.entry.id, *sample)
         except Exception as exc:
             detail = exc.detail if isinstance(exc, ServiceError) else str(exc)
             raise _failed("persistence_error", f"persistence error: {detail}") from exc

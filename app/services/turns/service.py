@@ -66,7 +66,7 @@ class TurnService:
     async def start_background(self) -> None:
         """Sweep expired leases now (turns left by a dead process) and periodically."""
         self._stopping = asyncio.Event()
-        self._reaper = asyncio.create_task(self._reap_forever())
+        self._reaper = asyncio.create_task(self._deps.observability.untraced(self._reap_forever()))
 
     async def stop_background(self) -> None:
         """Stop the reaper and this process's runners. Their turns keep their lease until it
@@ -111,7 +111,10 @@ class TurnService:
         turn_id: str,
         doom: DoomRecord | None = None,
         started: Started | None = None,
+        resumed_from: str | None = None,
     ) -> None:
+        """``resumed_from``: the turn's stored ``traceparent`` when the runner continues a turn
+        that waited for tool results (``""`` without one); ``None`` for a new turn."""
         key = (session_id, turn_id)
         runner = TurnRunner(
             self._deps,
@@ -121,19 +124,24 @@ class TurnService:
             started=started,
             conversations=self._conversations,
         )
-        task = asyncio.create_task(self._supervise(key, runner))
+        leg = self._deps.observability.turns.leg(
+            self._supervise(key, runner), runner, resumed_from=resumed_from
+        )
+        task = asyncio.create_task(leg)
         self._runners[key] = (runner, task)
 
     async def _supervise(self, key: tuple[str, str], runner: TurnRunner) -> None:
         work = asyncio.ensure_future(runner.run())
         watcher = asyncio.ensure_future(
-            watch_turn(
-                self._deps,
-                key[0],
-                key[1],
-                self.owner,
-                on_cancel=runner.cancel.set,
-                on_lost=lambda: _cancel(work),
+            self._deps.observability.untraced(
+                watch_turn(
+                    self._deps,
+                    key[0],
+                    key[1],
+                    self.owner,
+                    on_cancel=runner.cancel.set,
+                    on_lost=lambda: _cancel(work),
+                )
             )
         )
         try:
@@ -170,6 +178,10 @@ class TurnService:
                 raise busy(still.turn_id) from None
         turn, created = started.turn, started.created
         if created:
+            model_id = started.model.id if started.model is not None else None
+            self._deps.observability.turns.accepted(
+                turn, model_id=model_id, input_items=len(input_items)
+            )
             self._spawn(session_id, turn.turn_id, started=started)
         if wait:
             turn = await self._wait(session_id, turn.turn_id, _settled)
@@ -227,7 +239,7 @@ class TurnService:
         outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
         turn = outcome.turn
         if outcome.resume:
-            self._spawn(session_id, turn_id, outcome.doom)
+            self._spawn(session_id, turn_id, outcome.doom, resumed_from=turn.trace_context or "")
             if wait:
                 turn = await self._wait(session_id, turn_id, _settled)
         body = turn_to_json(turn)

@@ -170,6 +170,7 @@ async def start_turn(
             model_call_index=1 if merged else 0,
             lease_owner=owner,
             lease_expires_at=lease_expiry(deps),
+            trace_context=deps.observability.traceparent(),
             checked=True,
         )
         content: list[Block] = [text_block(t) for t in texts]

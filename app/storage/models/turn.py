@@ -75,6 +75,9 @@ class Turn(Base):
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+    # W3C traceparent of the request that started the turn (traces on): its later legs, on any
+    # replica, join that trace.
+    trace_context: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)
     finished_at: Mapped[datetime | None] = mapped_column()

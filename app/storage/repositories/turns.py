@@ -79,6 +79,7 @@ class TurnRepository(Repository):
         model_call_index: int = 0,
         lease_owner: str | None = None,
         lease_expires_at: datetime | None = None,
+        trace_context: str | None = None,
         checked: bool = False,
     ) -> tuple[Turn, bool]:
         """Insert a ``running`` turn; returns ``(turn, created)``.
@@ -103,6 +104,7 @@ class TurnRepository(Repository):
             pending_tool_calls=[],
             lease_owner=lease_owner,
             lease_expires_at=lease_expires_at,
+            trace_context=trace_context,
         )
         if checked:
             # A Core INSERT returning the row (the ORM's unit of work costs more than the
@@ -339,10 +341,10 @@ class TurnRepository(Repository):
 
     async def interrupt_expired(
         self, *, now: datetime, outcome: dict[str, Any], limit: int = 100
-    ) -> list[tuple[str, str]]:
+    ) -> list[Turn]:
         """Mark running turns whose lease expired before ``now`` as ``interrupted`` (their runner
-        died: SPEC §6); returns their ``(session_id, turn_id)``. Turns without a lease never
-        expire. Nothing is replayed."""
+        died: SPEC §6); returns their terminal rows. Turns without a lease never expire.
+        Nothing is replayed."""
         expired = (
             select(Turn.session_id, Turn.turn_id)
             .where(Turn.status == "running", Turn.lease_expires_at < now)
@@ -352,7 +354,7 @@ class TurnRepository(Repository):
             # Two sweepers on two replicas never wait on, or double-process, the same rows.
             expired = expired.with_for_update(skip_locked=True)
         candidates = (await self.session.execute(expired)).all()
-        done: list[tuple[str, str]] = []
+        done: list[Turn] = []
         for session_id, turn_id in candidates:
             stmt = (
                 update(Turn)
@@ -374,8 +376,9 @@ class TurnRepository(Repository):
                 .returning(Turn)
                 .execution_options(synchronize_session=False, populate_existing=True)
             )
-            if (await self.session.execute(stmt)).scalar_one_or_none() is not None:
-                done.append((session_id, turn_id))
+            interrupted = (await self.session.execute(stmt)).scalar_one_or_none()
+            if interrupted is not None:
+                done.append(interrupted)
         return done
 
     async def _update_running_row(

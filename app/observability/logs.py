@@ -1,0 +1,69 @@
+"""Structured JSON log lines.
+
+One JSON object per line on stderr: ``time``, ``level``, ``logger``, ``message``, ``request_id``,
+the ``session_id`` / ``turn_id`` the task works for (``context.bound_work``), the trace and span
+ids when a span is being recorded, then the line's own fields (``extra={"fields": {...}}``).
+The service's event lines (``event_line``) carry an ``event`` name and counts, ids, timings and
+codes only: never message content, tool input or output, keys or provider error bodies.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from opentelemetry import trace
+
+from app.observability.context import current_work, request_id_var
+
+__all__ = ["JsonFormatter", "configure_logging", "event_line"]
+
+
+class JsonFormatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        entry: dict[str, Any] = {
+            "time": time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(record.created))
+            + f".{int(record.msecs):03d}Z",
+            "level": record.levelname,
+            "logger": record.name,
+            "message": record.getMessage(),
+            "request_id": request_id_var.get(),
+        }
+        work = current_work()
+        if work.session_id is not None:
+            entry["session_id"] = work.session_id
+        if work.turn_id is not None:
+            entry["turn_id"] = work.turn_id
+        span = trace.get_current_span().get_span_context()
+        if span.is_valid:
+            entry["trace_id"] = format(span.trace_id, "032x")
+            entry["span_id"] = format(span.span_id, "016x")
+        entry.update(getattr(record, "fields", {}))
+        if record.exc_info:
+            entry["exception"] = self.formatException(record.exc_info)
+        return json.dumps(entry, ensure_ascii=False, default=str)
+
+
+def configure_logging(level: str) -> None:
+    handler = logging.StreamHandler()
+    handler.setFormatter(JsonFormatter())
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(level)
+    for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
+        logging.getLogger(name).handlers[:] = []
+        logging.getLogger(name).propagate = name != "uvicorn.access"
+    # httpx logs every request at INFO ("HTTP Request: POST …"): a line per model call that says
+    # less than the model-call line. At DEBUG it is wanted.
+    logging.getLogger("httpx").setLevel(logging.NOTSET if level == "DEBUG" else logging.WARNING)
+
+
+def event_line(
+    logger: logging.Logger, level: int, event: str, message: str, fields: Mapping[str, Any]
+) -> None:
+    """One event line (``fields`` after ``event``). Callers check ``logger.isEnabledFor(level)``
+    before they build ``fields``, so a level that is off costs nothing but that check."""
+    logger.log(level, message, extra={"fields": {"event": event, **fields}})

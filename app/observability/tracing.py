@@ -1,0 +1,163 @@
+"""OpenTelemetry traces, configured only by the standard ``OTEL_*`` environment variables.
+
+Off unless the environment asks for traces: ``OTEL_TRACES_EXPORTER`` naming an exporter other
+than ``none``, or an OTLP endpoint (``OTEL_EXPORTER_OTLP_ENDPOINT`` /
+``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT``) without it. ``OTEL_SDK_DISABLED=true`` turns them off
+whatever else is set. Off means no tracer at all: no instrumentation is installed and every
+span helper of the service returns at its first check.
+
+When on, the SDK reads the rest itself: the endpoint, headers, timeout, compression and
+certificates of the OTLP exporter, the sampler (``OTEL_TRACES_SAMPLER``), the batch processor's
+limits (``OTEL_BSP_*``), the resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``;
+``service.name`` defaults to ``ctxsvc``) and the propagators (``OTEL_PROPAGATORS``). Exporters:
+``otlp`` (``http/protobuf``, the default protocol; ``grpc`` needs
+``opentelemetry-exporter-otlp-proto-grpc`` installed), ``console`` and any other installed one
+by its entry-point name. FastAPI (one server span per request), the provider HTTP client (one
+client span per provider request, ``traceparent`` propagated) and SQLAlchemy (one span per
+statement) are instrumented per app, with this app's tracer provider.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from importlib.metadata import entry_points
+from typing import Any
+
+import httpx
+from fastapi import FastAPI
+from opentelemetry import trace
+from opentelemetry.context import Context
+from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
+from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
+from opentelemetry.metrics import NoOpMeterProvider
+from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
+from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+__all__ = [
+    "TracingConfigError",
+    "context_of",
+    "instrument_app",
+    "instrument_engine",
+    "instrument_http",
+    "traceparent_of",
+    "tracer_provider_from_env",
+    "traces_wanted",
+]
+
+log = logging.getLogger("ctxsvc.tracing")
+
+INSTRUMENTATION_NAME = "ctxsvc"
+_TRACEPARENT = TraceContextTextMapPropagator()
+# The instrumentations would otherwise record HTTP and database metrics through the global
+# meter provider; ctxsvc's metrics are Prometheus'.
+_NO_METERS = NoOpMeterProvider()
+
+
+class TracingConfigError(ValueError):
+    """The ``OTEL_*`` variables ask for an exporter that cannot be built here."""
+
+
+def _exporter_names(env: Mapping[str, str]) -> list[str]:
+    raw = env.get("OTEL_TRACES_EXPORTER")
+    if raw is None:
+        endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get(
+            "OTEL_EXPORTER_OTLP_ENDPOINT"
+        )
+        return ["otlp"] if endpoint else []
+    return [n.strip().lower() for n in raw.split(",") if n.strip() and n.strip() != "none"]
+
+
+def traces_wanted(env: Mapping[str, str]) -> bool:
+    if env.get("OTEL_SDK_DISABLED", "").strip().lower() == "true":
+        return False
+    return bool(_exporter_names(env))
+
+
+def _exporter(name: str, env: Mapping[str, str]) -> SpanExporter:
+    if name == "otlp":
+        protocol = (
+            env.get("OTEL_EXPORTER_OTLP_TRACES_PROTOCOL")
+            or env.get("OTEL_EXPORTER_OTLP_PROTOCOL")
+            or "http/protobuf"
+        ).strip()
+        entry = {"http/protobuf": "otlp_proto_http", "grpc": "otlp_proto_grpc"}.get(protocol)
+        if entry is None:
+            raise TracingConfigError(
+                f"OTEL_EXPORTER_OTLP_PROTOCOL={protocol!r} is not supported; use http/protobuf "
+                "(or grpc with opentelemetry-exporter-otlp-proto-grpc installed)"
+            )
+        name = entry
+    found = entry_points(group="opentelemetry_traces_exporter", name=name)
+    if not found:
+        raise TracingConfigError(
+            f"OTEL_TRACES_EXPORTER names {name!r}, but no such span exporter is installed "
+            "(ctxsvc ships otlp over http/protobuf and console)"
+        )
+    exporter: SpanExporter = next(iter(found)).load()()
+    return exporter
+
+
+def tracer_provider_from_env(env: Mapping[str, str], version: str) -> TracerProvider | None:
+    """The tracer provider the environment asks for, or ``None`` (traces off)."""
+    if not traces_wanted(env):
+        return None
+    # Resource.create reads OTEL_RESOURCE_ATTRIBUTES and OTEL_SERVICE_NAME; only what they do
+    # not say is filled in.
+    resource = Resource.create()
+    defaults: dict[str, Any] = {}
+    if str(resource.attributes.get(SERVICE_NAME, "")).startswith("unknown_service"):
+        defaults[SERVICE_NAME] = "ctxsvc"
+    if SERVICE_VERSION not in resource.attributes:
+        defaults[SERVICE_VERSION] = version
+    provider = TracerProvider(resource=resource.merge(Resource(defaults)), shutdown_on_exit=False)
+    for name in _exporter_names(env):
+        provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))
+    log.info("traces on", extra={"fields": {"exporters": _exporter_names(env)}})
+    return provider
+
+
+def instrument_app(app: FastAPI, provider: trace.TracerProvider) -> None:
+    """One server span per request (named after the route template); no span per ASGI message
+    (a streamed answer would add one per event)."""
+    FastAPIInstrumentor.instrument_app(
+        app,
+        tracer_provider=provider,
+        meter_provider=_NO_METERS,
+        exclude_spans=["receive", "send"],
+    )
+
+
+def instrument_http(client: httpx.AsyncClient, provider: trace.TracerProvider) -> None:
+    HTTPXClientInstrumentor.instrument_client(
+        client, tracer_provider=provider, meter_provider=_NO_METERS
+    )
+
+
+def instrument_engine(engine: AsyncEngine, provider: trace.TracerProvider) -> None:
+    """One span per statement of this engine (the statement text, never its parameters)."""
+    tracer = trace.get_tracer("opentelemetry.instrumentation.sqlalchemy", tracer_provider=provider)
+    usage = _NO_METERS.get_meter("sqlalchemy").create_up_down_counter("db.client.connections")
+    EngineTracer(tracer, engine.sync_engine, usage)  # type: ignore[no-untyped-call]
+
+
+def traceparent_of(span: trace.Span) -> str | None:
+    """The W3C ``traceparent`` of ``span`` (``None`` for a span that is not recorded)."""
+    context = span.get_span_context()
+    if not context.is_valid:
+        return None
+    carrier: dict[str, str] = {}
+    _TRACEPARENT.inject(carrier, trace.set_span_in_context(span))
+    return carrier.get("traceparent")
+
+
+def context_of(traceparent: str | None) -> Context | None:
+    """The context whose current span is the one ``traceparent`` names (``None`` if unusable)."""
+    if not traceparent:
+        return None
+    context = _TRACEPARENT.extract({"traceparent": traceparent})
+    return context if trace.get_current_span(context).get_span_context().is_valid else None

@@ -1,0 +1,74 @@
+"""What an adapter tells the caller about one ``complete()`` beyond its answer: how many attempts
+it made, which errors it retried, and when the answering attempt's first body bytes arrived.
+
+The caller that wants them (the model-call observer, ``app.observability.model_calls``) opens a
+``CallStats`` with ``collecting()`` around the call; the adapters report into whatever is open
+for the current task (``note_*``), and report nothing when none is. A context variable rather
+than a parameter: ``ModelClient.complete`` keeps its signature, and clients that do not stream
+(the offline kinds) simply leave the defaults (one attempt, no first byte).
+"""
+
+from __future__ import annotations
+
+import contextvars
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+
+__all__ = ["CallStats", "collecting", "note_attempt", "note_first_byte", "note_retry"]
+
+
+@dataclass(slots=True)
+class CallStats:
+    attempts: int = 1
+    # ``ProviderError.code`` of each failed attempt that was retried, in order.
+    retried: list[str] = field(default_factory=list)
+    # ``time.perf_counter()`` when the latest attempt was sent and its first body bytes came.
+    attempt_started_at: float | None = None
+    first_byte_at: float | None = None
+
+    @property
+    def first_byte_seconds(self) -> float | None:
+        """From sending the latest attempt to its first body bytes (``None``: none arrived)."""
+        if self.attempt_started_at is None or self.first_byte_at is None:
+            return None
+        return self.first_byte_at - self.attempt_started_at
+
+
+_current: contextvars.ContextVar[CallStats | None] = contextvars.ContextVar(
+    "ctxsvc_call_stats", default=None
+)
+
+
+@contextmanager
+def collecting() -> Iterator[CallStats]:
+    """Collect the adapter's reports for the call made inside the block (this task only)."""
+    stats = CallStats()
+    token = _current.set(stats)
+    try:
+        yield stats
+    finally:
+        _current.reset(token)
+
+
+def note_attempt(attempt: int) -> None:
+    """Attempt number ``attempt`` (1-based) is being sent now."""
+    stats = _current.get()
+    if stats is not None:
+        stats.attempts = attempt
+        stats.attempt_started_at = time.perf_counter()
+        stats.first_byte_at = None
+
+
+def note_first_byte() -> None:
+    stats = _current.get()
+    if stats is not None and stats.first_byte_at is None:
+        stats.first_byte_at = time.perf_counter()
+
+
+def note_retry(code: str) -> None:
+    """The attempt just made failed with ``code`` and will be retried."""
+    stats = _current.get()
+    if stats is not None:
+        stats.retried.append(code)

@@ -13,6 +13,9 @@ import json
 import os
 import socket
 import sys
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from alembic.util.exc import CommandError
@@ -88,7 +91,8 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         # The workers (this process's children) find it done and need not repeat it.
         os.environ["CTXSVC_MIGRATE_ON_START"] = "false"
     say(f"Swagger UI at http://{host}:{port}/docs")
-    uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_config=None)
+    with metrics_directory(workers):
+        uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_config=None)
     return 0
 
 
@@ -132,6 +136,31 @@ def listen_problem(host: str, port: int) -> str | None:
 
 def _one_line(exc: BaseException) -> str:
     return " ".join(str(exc).split()) or type(exc).__name__
+
+
+@contextmanager
+def metrics_directory(workers: int) -> Iterator[None]:
+    """Several workers share their metrics through files (prometheus-client's multiprocess
+    mode): in ``PROMETHEUS_MULTIPROC_DIR`` when it is set (its value files are cleared first,
+    as the client requires), otherwise in a fresh directory removed at exit. One worker needs
+    none (unless the variable asks for it)."""
+    configured = os.environ.get("PROMETHEUS_MULTIPROC_DIR")
+    if configured:
+        directory = Path(configured)
+        directory.mkdir(parents=True, exist_ok=True)
+        for stale in directory.glob("*.db"):
+            stale.unlink()
+        yield
+        return
+    if workers <= 1:
+        yield
+        return
+    with tempfile.TemporaryDirectory(prefix="ctxsvc-metrics-") as created:
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = created
+        try:
+            yield
+        finally:
+            del os.environ["PROMETHEUS_MULTIPROC_DIR"]
 
 
 if __name__ == "__main__":

@@ -355,7 +355,7 @@ class TurnRunner:
                     watermark_of(session),
                     self.counter,
                 )
-            timed.budget(prepared.budget)
+                timed.budget(prepared.budget)
             return prepared
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise _failed(exc.code, exc.detail) from exc

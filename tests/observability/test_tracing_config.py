@@ -65,18 +65,22 @@ def test_an_otlp_endpoint_exports_over_http_protobuf_with_the_service_name(
     assert isinstance(exporter, OTLPSpanExporter)
     assert provider.resource.attributes["service.name"] == "ctxsvc"
     assert provider.resource.attributes["service.version"] == "1.2.3"
+    assert len(str(provider.resource.attributes["service.instance.id"])) == 32  # per process
     provider.shutdown()
 
 
 def test_the_resource_variables_win_over_the_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OTEL_SERVICE_NAME", "ctxsvc-eu")
-    monkeypatch.setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging")
+    monkeypatch.setenv(
+        "OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=staging,service.instance.id=eu-1"
+    )
     provider = tracer_provider_from_env({"OTEL_TRACES_EXPORTER": "console"}, "1.2.3")
     assert provider is not None
     (exporter,) = exporters(provider)
     assert isinstance(exporter, ConsoleSpanExporter)
     assert provider.resource.attributes["service.name"] == "ctxsvc-eu"
     assert provider.resource.attributes["deployment.environment"] == "staging"
+    assert provider.resource.attributes["service.instance.id"] == "eu-1"
     provider.shutdown()
 
 

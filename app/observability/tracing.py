@@ -9,7 +9,8 @@ span helper of the service returns at its first check.
 When on, the SDK reads the rest itself: the endpoint, headers, timeout, compression and
 certificates of the OTLP exporter, the sampler (``OTEL_TRACES_SAMPLER``), the batch processor's
 limits (``OTEL_BSP_*``), the resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_ATTRIBUTES``;
-``service.name`` defaults to ``ctxsvc``, ``service.instance.id`` to a random id per process) and the propagators (``OTEL_PROPAGATORS``). Exporters:
+``service.name`` defaults to ``ctxsvc``; the SDK gives every process its own
+``service.instance.id``) and the propagators (``OTEL_PROPAGATORS``). Exporters:
 ``otlp`` (``http/protobuf``, the default protocol; ``grpc`` needs
 ``opentelemetry-exporter-otlp-proto-grpc`` installed), ``console`` and any other installed one
 by its entry-point name. FastAPI (one server span per request), the provider HTTP client (one
@@ -20,7 +21,6 @@ statement) are instrumented per app, with this app's tracer provider.
 from __future__ import annotations
 
 import logging
-import uuid
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -33,12 +33,7 @@ from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
 from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
 from opentelemetry.metrics import NoOpMeterProvider
-from opentelemetry.sdk.resources import (
-    SERVICE_INSTANCE_ID,
-    SERVICE_NAME,
-    SERVICE_VERSION,
-    Resource,
-)
+from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor, SpanExporter
 from opentelemetry.trace.propagation.tracecontext import TraceContextTextMapPropagator
@@ -120,9 +115,6 @@ def tracer_provider_from_env(env: Mapping[str, str], version: str) -> TracerProv
         defaults[SERVICE_NAME] = "ctxsvc"
     if SERVICE_VERSION not in resource.attributes:
         defaults[SERVICE_VERSION] = version
-    if SERVICE_INSTANCE_ID not in resource.attributes:
-        # Tells the replicas (and the workers of one) apart: a turn's legs may run on several.
-        defaults[SERVICE_INSTANCE_ID] = uuid.uuid4().hex
     provider = TracerProvider(resource=resource.merge(Resource(defaults)), shutdown_on_exit=False)
     for name in _exporter_names(env):
         provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))

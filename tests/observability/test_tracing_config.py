@@ -65,7 +65,8 @@ def test_an_otlp_endpoint_exports_over_http_protobuf_with_the_service_name(
     assert isinstance(exporter, OTLPSpanExporter)
     assert provider.resource.attributes["service.name"] == "ctxsvc"
     assert provider.resource.attributes["service.version"] == "1.2.3"
-    assert len(str(provider.resource.attributes["service.instance.id"])) == 32  # per process
+    # Every process its own (a turn's legs may run on several replicas).
+    assert provider.resource.attributes["service.instance.id"]
     provider.shutdown()
 
 

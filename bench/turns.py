@@ -13,7 +13,13 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``, e.g. a PostgreSQL database already 
    inside ``ModelClient.complete`` − the provider's time). Target: ≤ 10 % of a 50 ms call
    (5 ms) at 100 messages. The first turn of each session is a warm-up and is not counted (pool
    connections, statement caches); the median of 9 turns is reported.
-2. Throughput: 1, 10 and 50 sessions each running turns concurrently (one model call each);
+2. Observability: the same overhead with traces off (the default) and info lines off, with the
+   info lines on (JSON to a null stream, as ``ctxsvc serve`` writes them), and with traces on
+   to an in-memory exporter (batch processor, as in production; FastAPI, httpx and SQLAlchemy
+   instrumented), measured in alternating rounds; plus the cost of the observability hooks of
+   one model call with traces and info lines off, timed alone (the off path must cost nothing
+   measurable: a few microseconds against milliseconds).
+3. Throughput: 1, 10 and 50 sessions each running turns concurrently (one model call each);
    turns per second should grow with concurrency (the provider latency overlaps).
 
 It runs on uvloop, as ``ctxsvc serve`` does.
@@ -25,19 +31,29 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import os
 import statistics
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import AsyncExitStack, contextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 import uvloop
+from fastapi import FastAPI
+from opentelemetry.sdk.trace import TracerProvider
+from opentelemetry.sdk.trace.export import BatchSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
+from app.core.prepared import Budget
 from app.main import create_app
-from app.providers.base import ModelClient, ModelResponse, StreamSink
+from app.observability import CallTarget, JsonFormatter, Observability
+from app.providers.base import ModelClient, ModelResponse, StreamSink, Usage
 from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
 from bench.compaction import batch
@@ -97,16 +113,14 @@ def plan_round(i: int) -> StreamReply:
 async def overhead(
     api: httpx.AsyncClient,
     server: ProviderProcess,
-    model_id: str,
+    sid: str,
     totals: list[float],
-    messages: int,
-    repeats: int = 9,
-    warmup: int = 1,
-) -> dict[str, float]:
-    sid = await new_session(api, model_id, messages)
+    repeats: int,
+) -> tuple[list[float], list[float]]:
+    """Per-call service time and adapter time of ``repeats`` turns of session ``sid``."""
     per_call: list[float] = []
     adapter: list[float] = []
-    for repeat in range(warmup + repeats):
+    for _ in range(repeats):
         server.enqueue(
             *(plan_round(i) for i in range(4)), StreamReply(openai_stream(text=["done"]))
         )
@@ -117,14 +131,9 @@ async def overhead(
         wall = time.perf_counter() - started
         provider = server.serving_seconds - served
         calls = turn["model_calls"]
-        if repeat >= warmup:
-            per_call.append((wall - provider) / calls)
-            adapter.append((sum(totals) - provider) / calls)
-    return {
-        "median_ms": statistics.median(per_call) * 1000,
-        "min_ms": min(per_call) * 1000,
-        "adapter_ms": statistics.median(adapter) * 1000,
-    }
+        per_call.append((wall - provider) / calls)
+        adapter.append((sum(totals) - provider) / calls)
+    return per_call, adapter
 
 
 async def throughput(
@@ -146,6 +155,122 @@ async def throughput(
     return sessions * turns_each / (time.perf_counter() - started)
 
 
+@dataclass
+class Setup:
+    """One way of running the service: its app, its client and what its model calls took."""
+
+    label: str
+    app: FastAPI
+    exporter: InMemorySpanExporter | None = None
+    info_lines: bool = False
+    totals: list[float] = field(default_factory=list)
+    api: httpx.AsyncClient | None = None
+
+    @contextmanager
+    def logging(self) -> Iterator[None]:
+        """The service's JSON lines at info, to a null stream (only while this setup runs)."""
+        if not self.info_lines:
+            yield
+            return
+        handler = logging.StreamHandler(open(os.devnull, "w"))  # noqa: SIM115
+        handler.setFormatter(JsonFormatter())
+        root = logging.getLogger()
+        level = root.level
+        root.addHandler(handler)
+        root.setLevel(logging.INFO)
+        try:
+            yield
+        finally:
+            root.removeHandler(handler)
+            root.setLevel(level)
+            handler.stream.close()
+
+
+def setups(settings: Settings) -> list[Setup]:
+    exporter = InMemorySpanExporter()
+    provider = TracerProvider()
+    provider.add_span_processor(BatchSpanProcessor(exporter))
+    return [
+        Setup("traces off, info lines off", create_app(settings)),
+        Setup("traces off, info lines on ", create_app(settings), info_lines=True),
+        Setup(
+            "traces on (in-memory)      ",
+            create_app(settings, tracer_provider=provider),
+            exporter=exporter,
+        ),
+    ]
+
+
+async def compare(
+    runs: list[Setup], server: ProviderProcess, model_id: str, messages: int, rounds: int = 3
+) -> dict[str, tuple[float, float]]:
+    """Median service and adapter time per call of each setup, in alternating rounds of 3 turns
+    after one warm-up turn each (one session per setup)."""
+    sids = {}
+    for run in runs:
+        assert run.api is not None
+        sids[run.label] = await new_session(run.api, model_id, messages)
+        with run.logging():
+            await overhead(run.api, server, sids[run.label], run.totals, repeats=1)
+    per_call: dict[str, list[float]] = {r.label: [] for r in runs}
+    adapter: dict[str, list[float]] = {r.label: [] for r in runs}
+    for _ in range(rounds):
+        for run in runs:
+            assert run.api is not None
+            with run.logging():
+                calls, inside = await overhead(
+                    run.api, server, sids[run.label], run.totals, repeats=3
+                )
+            per_call[run.label] += calls
+            adapter[run.label] += inside
+            if run.exporter is not None:
+                run.exporter.clear()
+    return {
+        label: (statistics.median(per_call[label]), statistics.median(adapter[label]))
+        for label in per_call
+    }
+
+
+class _Answer:
+    async def complete(
+        self, request: dict[str, Any], *, sink: StreamSink | None = None
+    ) -> ModelResponse:
+        return ModelResponse(text="ok", usage=Usage(input_tokens=100, output_tokens=5))
+
+
+async def hooks_alone(iterations: int = 20_000) -> float:
+    """Seconds the observability hooks of one model call take with traces and info lines off:
+    the prepare and World State timers, the model-call wrapper (against a client that answers
+    at once) and the calibration sample, minus the same client called bare."""
+    observability = Observability()
+    target = CallTarget("bench", "openai_chat", "gpt-fake", "turn")
+    answer = _Answer()
+    observed = observability.model_client(answer, target)
+    budget = Budget(0, 0, 0, 100, 10, 1000, 900, 800, False, 900, 800, False, "estimate")
+    request: dict[str, Any] = {"messages": [], "tools": []}
+
+    async def hooked() -> None:
+        with observability.prepare("turn") as timed:
+            timed.budget(budget)
+        with observability.world_state("capture", "none"):
+            pass
+        with observability.world_state("write", "none"):
+            pass
+        await observed.complete(request)
+        observability.calibration_sample("bench", "estimate", 100, 97)
+
+    async def bare() -> None:
+        await answer.complete(request)
+
+    timings = []
+    for body in (hooked, bare):
+        started = time.perf_counter()
+        for _ in range(iterations):
+            await body()
+        timings.append((time.perf_counter() - started) / iterations)
+    return timings[0] - timings[1]
+
+
 async def main() -> None:
     os.environ[KEY_ENV] = "sk-bench"
     with tempfile.TemporaryDirectory() as tmp:
@@ -155,44 +280,61 @@ async def main() -> None:
         if url.startswith("sqlite"):
             await upgrade_to_head(url)
         settings = Settings(database_url=url, migrate_on_start=False, json_logs=False)
-        app = create_app(settings)
-        container = app.state.container
-        totals: list[float] = []
-        for_model = container.model_clients.for_model
-        container.model_clients.for_model = lambda entry: TimedClient(for_model(entry), totals)
+        runs = setups(settings)
+        for run in runs:
+            container = run.app.state.container
+            for_model = container.model_clients.for_model
+
+            def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
+                return TimedClient(for_model(entry), run.totals)
+
+            container.model_clients.for_model = timed
         with ProviderProcess(latency=LATENCY) as server:
-            async with app.router.lifespan_context(app):
-                transport = httpx.ASGITransport(app=app)
-                async with httpx.AsyncClient(
-                    transport=transport, base_url="http://bench", timeout=120
-                ) as api:
-                    model_id = "bench-fake"
-                    model = {
-                        "context_window_tokens": 4_000_000,
-                        "max_output_tokens": 16_384,
-                        "provider": {
-                            "kind": "openai_chat",
-                            "base_url": server.base_url + "/v1",
-                            "model_name": "gpt-fake",
-                            "api_key_env": KEY_ENV,
-                        },
-                    }
-                    (await api.put(f"/v1/models/{model_id}", json=model)).raise_for_status()
-                    print(
-                        f"database: {url.split(':')[0]}; provider latency {LATENCY * 1000:.0f} ms"
+            async with AsyncExitStack() as stack:
+                for run in runs:
+                    await stack.enter_async_context(run.app.router.lifespan_context(run.app))
+                    transport = httpx.ASGITransport(app=run.app)
+                    run.api = await stack.enter_async_context(
+                        httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=120)
                     )
-                    for messages in (100, 5000):
-                        figures = await overhead(api, server, model_id, totals, messages)
-                        share = figures["median_ms"] / (LATENCY * 1000) * 100
+                api = runs[0].api
+                assert api is not None
+                model_id = "bench-fake"
+                model = {
+                    "context_window_tokens": 4_000_000,
+                    "max_output_tokens": 16_384,
+                    "provider": {
+                        "kind": "openai_chat",
+                        "base_url": server.base_url + "/v1",
+                        "model_name": "gpt-fake",
+                        "api_key_env": KEY_ENV,
+                    },
+                }
+                (await api.put(f"/v1/models/{model_id}", json=model)).raise_for_status()
+                print(f"database: {url.split(':')[0]}; provider latency {LATENCY * 1000:.0f} ms")
+                first: float | None = None
+                for messages in (100, 5000):
+                    figures = await compare(runs, server, model_id, messages)
+                    base = figures[runs[0].label][0]
+                    first = first or base
+                    for label, (median, inside) in figures.items():
+                        share = median / LATENCY * 100
                         print(
-                            f"overhead per model call, {messages:>5} messages: "
-                            f"median {figures['median_ms']:.2f} ms (min {figures['min_ms']:.2f} ms)"
-                            f" = {share:.0f} % of a {LATENCY * 1000:.0f} ms call; of it in the "
-                            f"provider adapter {figures['adapter_ms']:.1f} ms"
+                            f"overhead per model call, {messages:>5} messages, {label}: "
+                            f"median {median * 1000:.2f} ms = {share:.0f} % of a "
+                            f"{LATENCY * 1000:.0f} ms call ({median / base:.2f}× traces off); "
+                            f"of it in the provider adapter {inside * 1000:.1f} ms"
                         )
-                    for sessions in (1, 10, 50):
-                        rate = await throughput(api, server, model_id, sessions)
-                        print(f"throughput, {sessions:>2} concurrent sessions: {rate:.1f} turns/s")
+                hooks = await hooks_alone()
+                assert first is not None
+                print(
+                    f"observability hooks of one model call, traces and info lines off: "
+                    f"{hooks * 1e6:.1f} µs ({hooks / first * 100:.2f} % of the service time per "
+                    "call at 100 messages)"
+                )
+                for sessions in (1, 10, 50):
+                    rate = await throughput(api, server, model_id, sessions)
+                    print(f"throughput, {sessions:>2} concurrent sessions: {rate:.1f} turns/s")
 
 
 if __name__ == "__main__":

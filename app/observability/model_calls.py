@@ -24,7 +24,7 @@ from app.observability.context import current_work
 from app.observability.logs import event_line
 from app.observability.metrics import Metrics
 from app.providers.base import ModelClient, ModelResponse, ProviderError, StreamSink
-from app.providers.call_stats import CallStats, collecting
+from app.providers.call_stats import CallStats, collecting, stop_collecting
 
 __all__ = ["CallTarget", "ObservedModelClient", "gen_ai_provider_name"]
 
@@ -70,9 +70,14 @@ class ObservedModelClient:
         self._metrics = metrics
         self._tracer = tracer
         labels = (target.model_id, target.provider_kind, target.purpose)
-        # Bound once per client (a turn's calls share one): the hot path skips the label lookup.
+        # Bound once per client (a turn's calls share one): the hot path skips label lookups.
         self._duration = metrics.model_call_duration.labels(*labels)
         self._first_byte = metrics.model_call_first_byte.labels(*labels)
+        model = target.model_id
+        self._input = metrics.input_tokens.labels(model)
+        self._output = metrics.output_tokens.labels(model)
+        self._cached = metrics.cached_tokens.labels(model)
+        self._reasoning = metrics.reasoning_tokens.labels(model)
 
     async def complete(
         self, request: dict[str, Any], *, sink: StreamSink | None = None
@@ -93,19 +98,21 @@ class ObservedModelClient:
         self, request: dict[str, Any], sink: StreamSink | None, span: trace.Span | None
     ) -> ModelResponse:
         started = time.perf_counter()
-        with collecting() as stats:
-            try:
-                response = await self.inner.complete(request, sink=sink)
-            except ProviderError as exc:
-                self._failed(exc.code, stats, started, span, exc)
-                raise
-            except asyncio.CancelledError:
-                # Abandoned (a turn's cancel, a summary attempt's timeout): not a provider error.
-                self._failed("cancelled", stats, started, span, None)
-                raise
-            except Exception as exc:
-                self._failed("internal", stats, started, span, exc)
-                raise
+        stats, token = collecting()
+        try:
+            response = await self.inner.complete(request, sink=sink)
+        except ProviderError as exc:
+            self._failed(exc.code, stats, started, span, exc)
+            raise
+        except asyncio.CancelledError:
+            # Abandoned (a turn's cancel, a summary attempt's timeout): not a provider error.
+            self._failed("cancelled", stats, started, span, None)
+            raise
+        except Exception as exc:
+            self._failed("internal", stats, started, span, exc)
+            raise
+        finally:
+            stop_collecting(token)
         self._succeeded(response, stats, started, span)
         return response
 
@@ -127,16 +134,15 @@ class ObservedModelClient:
         self, response: ModelResponse, stats: CallStats, started: float, span: trace.Span | None
     ) -> None:
         elapsed = self._record_attempts(stats, started, count_duration=True)
-        usage, model = response.usage, self._target.model_id
-        m = self._metrics
+        usage = response.usage
         for counter, value in (
-            (m.input_tokens, usage.input_tokens),
-            (m.output_tokens, usage.output_tokens),
-            (m.cached_tokens, usage.cached_tokens),
-            (m.reasoning_tokens, usage.reasoning_tokens),
+            (self._input, usage.input_tokens),
+            (self._output, usage.output_tokens),
+            (self._cached, usage.cached_tokens),
+            (self._reasoning, usage.reasoning_tokens),
         ):
             if value:
-                counter.labels(model).inc(value)
+                counter.inc(value)
         if span is not None:
             span.set_attributes(_response_attributes(response, stats))
         if log.isEnabledFor(logging.INFO):

@@ -115,10 +115,17 @@ class Observability:
         )
         self.turns = TurnObserver(self.metrics, self.tracer)
         self.compactions = CompactionObserver(self.metrics, self.tracer)
+        # Label children bound once: every model call uses a few (a lookup takes a lock).
         self._prepare = {
             kind: self.metrics.prepare.labels(kind)
             for kind in ("stateless", "session", "inspection", "turn")
         }
+        self._world_state = {
+            (phase, source): self.metrics.world_state.labels(phase, source)
+            for phase in ("capture", "write")
+            for source in ("directory", "provided", "none")
+        }
+        self._ratios: dict[tuple[str, str], Histogram] = {}
 
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, version: str) -> Observability:
@@ -158,7 +165,7 @@ class Observability:
             f"world_state.{phase}",
             {"ctxsvc.world_state.phase": phase, "ctxsvc.world_state.source": source},
         )
-        return Timed(self.metrics.world_state.labels(phase, source), span)
+        return Timed(self._world_state[phase, source], span)
 
     def model_client(self, inner: ModelClient, target: CallTarget) -> ModelClient:
         return ObservedModelClient(inner, target, self.metrics, self.tracer)
@@ -167,8 +174,14 @@ class Observability:
         self, model_id: str, counter: str, estimated: int, reported: int
     ) -> None:
         """One provider answer's reported input tokens next to the estimate it was sent with."""
-        if estimated > 0 and reported > 0:
-            self.metrics.calibration_ratio.labels(model_id, counter).observe(reported / estimated)
+        if estimated <= 0 or reported <= 0:
+            return
+        ratios = self._ratios.get((model_id, counter))
+        if ratios is None:
+            ratios = self._ratios[model_id, counter] = self.metrics.calibration_ratio.labels(
+                model_id, counter
+            )
+        ratios.observe(reported / estimated)
 
     def traceparent(self) -> str | None:
         """The current span's W3C ``traceparent`` (``None`` with traces off): stored with a turn,

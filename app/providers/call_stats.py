@@ -2,21 +2,27 @@
 it made, which errors it retried, and when the answering attempt's first body bytes arrived.
 
 The caller that wants them (the model-call observer, ``app.observability.model_calls``) opens a
-``CallStats`` with ``collecting()`` around the call; the adapters report into whatever is open
-for the current task (``note_*``), and report nothing when none is. A context variable rather
-than a parameter: ``ModelClient.complete`` keeps its signature, and clients that do not stream
-(the offline kinds) simply leave the defaults (one attempt, no first byte).
+``CallStats`` with ``collecting()`` before the call and closes it with ``stop_collecting()``
+after; the adapters report into whatever is open for the current task (``note_*``), and report
+nothing when none is. A context variable rather than a parameter: ``ModelClient.complete`` keeps
+its signature, and clients that do not stream (the offline kinds) simply leave the defaults (one
+attempt, no first byte).
 """
 
 from __future__ import annotations
 
 import contextvars
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field
 
-__all__ = ["CallStats", "collecting", "note_attempt", "note_first_byte", "note_retry"]
+__all__ = [
+    "CallStats",
+    "collecting",
+    "note_attempt",
+    "note_first_byte",
+    "note_retry",
+    "stop_collecting",
+]
 
 
 @dataclass(slots=True)
@@ -41,15 +47,16 @@ _current: contextvars.ContextVar[CallStats | None] = contextvars.ContextVar(
 )
 
 
-@contextmanager
-def collecting() -> Iterator[CallStats]:
-    """Collect the adapter's reports for the call made inside the block (this task only)."""
+def collecting() -> tuple[CallStats, contextvars.Token[CallStats | None]]:
+    """Collect the adapter's reports for the calls this task makes until ``stop_collecting``
+    (with the token returned here; a plain pair, not a context manager: it is on every model
+    call's path)."""
     stats = CallStats()
-    token = _current.set(stats)
-    try:
-        yield stats
-    finally:
-        _current.reset(token)
+    return stats, _current.set(stats)
+
+
+def stop_collecting(token: contextvars.Token[CallStats | None]) -> None:
+    _current.reset(token)
 
 
 def note_attempt(attempt: int) -> None:

@@ -124,7 +124,7 @@ async def test_a_failed_turn_counts_the_error_by_class_and_the_outcome_by_code(
     assert value(found, "ctxsvc_model_call_errors_total", error_class="server_error", **labels) == 1
     assert value(found, "ctxsvc_turns_finished_total", status="failed", code="model_error") == 1
     assert absent(found, "ctxsvc_turns_finished_total", status="completed")
-    assert absent(found, "ctxsvc_model_input_tokens_total", model=model_id)
+    assert value(found, "ctxsvc_model_input_tokens_total", model=model_id) == 0
 
 
 async def test_retried_attempts_and_first_bytes_of_a_provider_call(

@@ -5,13 +5,18 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
 
+from app.storage.base import utc_now
+from app.storage.database import unit_of_work
+from app.storage.repositories.turns import TurnRepository
 from tests.api.helpers import append, new_session, scripted_model, user
-from tests.api.test_turns import agent, ok
+from tests.api.test_turns import agent, call, ok
 from tests.observability.conftest import FAKE_KEY, Lines, Served, provider_model, serve
+from tests.ops.test_observability import samples, value
 from tests.providers.fakes import (
     FakeProviderServer,
     FakeToolCall,
@@ -253,7 +258,72 @@ async def test_refused_requests_are_logged_with_their_problem_code(
     (schema,) = [line for line in lines.events("request") if line["status"] == 422]
     assert schema["code"] == invalid.json()["code"]
     assert schema["session_id"] == sid
+    failing = await scripted_model(api, [{"error": "server_error"}] * 3)
+    patched = await api.patch(f"/v1/sessions/{sid}", json={"summary_model_id": failing})
+    assert patched.status_code == 200, patched.text
+    assert (await append(api, sid, user("please summarize me"))).status_code == 201
+    upstream = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    assert upstream.status_code == 502
+    (failed,) = [line for line in lines.events("request") if line["status"] == 502]
+    assert (failed["message"], failed["level"]) == ("request failed", "WARNING")
+    assert failed["code"] == "summary_retries_exhausted"
+    assert failed["route"] == "/v1/sessions/{session_id}/compactions"
     ok_line = lines.events("request", route="/v1/sessions", status=201)
     assert ok_line
     assert ok_line[0]["message"] == "request"
     assert "code" not in ok_line[0]
+
+
+async def test_turns_ended_outside_a_runner_are_logged_too(served: Served, lines: Lines) -> None:
+    """A cancel while the turn waits for the caller, and a turn whose runner died (its lease
+    expired): both end without a runner, and both have their line and their count."""
+    api = served.api
+    model_id = await scripted_model(api, [{"tool_calls": [call("read", path="a")]}])
+    waiting_sid = await new_session(api, model_id=model_id, agent=agent())
+    waiting = (
+        await api.post(
+            f"/v1/sessions/{waiting_sid}/turns", params={"wait": "true"}, json=start("go")
+        )
+    ).json()
+    assert waiting["phase"] == "waiting_tool_results"
+    cancelled = await api.post(
+        f"/v1/sessions/{waiting_sid}/turns/{waiting['turn_id']}/cancel",
+        headers={"X-Request-ID": "cancel-1"},
+    )
+    assert cancelled.json()["status"] == "cancelled"
+
+    # A turn left running by a process that died: its lease ran out a minute ago.
+    dead_sid = await new_session(api, agent=agent())
+    container = served.app.state.container
+    async with unit_of_work(container.db) as db:
+        await TurnRepository(db).create_running(
+            session_id=dead_sid,
+            turn_id="turn-dead",
+            client_request_id="d",
+            input=[],
+            phase="running_model",
+            model_call_index=1,
+            lease_owner="gone:1",
+            lease_expires_at=utc_now() - timedelta(minutes=1),
+        )
+    read = await api.get(f"/v1/sessions/{dead_sid}/turns/turn-dead")  # reaps it first
+    assert read.json()["status"] == "interrupted"
+
+    by_cancel = lines.one("turn_finished", turn_id=waiting["turn_id"])
+    assert (by_cancel["status"], by_cancel["code"], by_cancel["level"]) == (
+        "cancelled",
+        None,
+        "INFO",
+    )
+    assert by_cancel["request_id"] == "cancel-1"
+    assert by_cancel["model_calls"] == 1
+    by_reaper = lines.one("turn_finished", turn_id="turn-dead")
+    assert (by_reaper["status"], by_reaper["code"]) == ("interrupted", "process_restart")
+    assert (by_reaper["level"], by_reaper["session_id"]) == ("WARNING", dead_sid)
+    assert by_reaper["duration_ms"] > 0
+    metrics = samples((await api.get("/metrics")).text)
+    assert value(metrics, "ctxsvc_turns_finished_total", status="cancelled", code="none") == 1
+    assert (
+        value(metrics, "ctxsvc_turns_finished_total", status="interrupted", code="process_restart")
+        == 1
+    )

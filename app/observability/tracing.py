@@ -20,7 +20,6 @@ statement) are instrumented per app, with this app's tracer provider.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
@@ -49,8 +48,6 @@ __all__ = [
     "tracer_provider_from_env",
     "traces_wanted",
 ]
-
-log = logging.getLogger("ctxsvc.tracing")
 
 INSTRUMENTATION_NAME = "ctxsvc"
 _TRACEPARENT = TraceContextTextMapPropagator()
@@ -118,7 +115,6 @@ def tracer_provider_from_env(env: Mapping[str, str], version: str) -> TracerProv
     provider = TracerProvider(resource=resource.merge(Resource(defaults)), shutdown_on_exit=False)
     for name in _exporter_names(env):
         provider.add_span_processor(BatchSpanProcessor(_exporter(name, env)))
-    log.info("traces on", extra={"fields": {"exporters": _exporter_names(env)}})
     return provider
 
 

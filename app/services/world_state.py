@@ -197,50 +197,28 @@ class WorldStateSampler:
         ``world_state_version`` is current and the cached baselines are used if it matches.
         """
         with self._observability.world_state("write", _source_of(session)):
-            return await self._write(
-                db,
-                session,
-                conversation,
-                inputs,
-                turn_id,
-                model_call_index,
-                sample_index,
-                record_turn,
+            sessions = SessionRepository(db)
+            # Asked before ``lock``: a row loaded before the lock may show an outdated token.
+            current_row = sessions.is_current(session)
+            await sessions.lock(session.id)
+            sections = render_sections(inputs, _sandbox_of(session), session.disabled_skills)
+            self._log_skipped(session.id, inputs, [s.dropped for s in sections])
+            current = await self._stored_baselines(db, session, current_row)
+            messages = diff_sections(sections, current, conversation)
+            if not messages:
+                return []
+            written = await self._insert(
+                db, session.id, messages, turn_id, model_call_index, sample_index, record_turn
             )
-
-    async def _write(
-        self,
-        db: AsyncSession,
-        session: AgentSession,
-        conversation: Sequence[Item],
-        inputs: WorkspaceInputs,
-        turn_id: str,
-        model_call_index: int,
-        sample_index: int,
-        record_turn: bool,
-    ) -> list[Item]:
-        sessions = SessionRepository(db)
-        # Asked before ``lock``: a row loaded before the lock may show an outdated token.
-        current_row = sessions.is_current(session)
-        await sessions.lock(session.id)
-        sections = render_sections(inputs, _sandbox_of(session), session.disabled_skills)
-        self._log_skipped(session.id, inputs, [s.dropped for s in sections])
-        current = await self._stored_baselines(db, session, current_row)
-        messages = diff_sections(sections, current, conversation)
-        if not messages:
-            return []
-        written = await self._insert(
-            db, session.id, messages, turn_id, model_call_index, sample_index, record_turn
-        )
-        # Only now, with every message written: a failure above leaves the old baselines.
-        advanced = advance_baselines(current, messages)
-        version = await BaselineRepository(db).apply(
-            session.id, {m.section_id: advanced[m.section_id] for m in messages}
-        )
-        # Before the commit, and safely so: the new token is visible to nobody unless this
-        # transaction commits, and then it names exactly ``advanced``.
-        self._baselines.put(session.id, version, advanced)
-        return written
+            # Only now, with every message written: a failure above leaves the old baselines.
+            advanced = advance_baselines(current, messages)
+            version = await BaselineRepository(db).apply(
+                session.id, {m.section_id: advanced[m.section_id] for m in messages}
+            )
+            # Before the commit, and safely so: the new token is visible to nobody unless this
+            # transaction commits, and then it names exactly ``advanced``.
+            self._baselines.put(session.id, version, advanced)
+            return written
 
     async def _stored_baselines(
         self, db: AsyncSession, session: AgentSession, current_row: bool

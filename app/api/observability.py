@@ -108,9 +108,8 @@ class RequestContext:
             value = params.get(name)
             if isinstance(value, str):
                 fields[name] = value
+        message = "request"
         if status >= 400:
             fields["code"] = code
-        message = (
-            "request" if status < 400 else "request refused" if status < 500 else ("request failed")
-        )
+            message = "request refused" if status < 500 else "request failed"
         event_line(access_log, level, "request", message, fields)

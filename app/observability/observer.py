@@ -9,6 +9,7 @@ and every hook does only its metric update (and its log line at info, when that 
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Awaitable, Mapping
 from contextlib import AbstractContextManager
@@ -136,7 +137,7 @@ class Observability:
 
     def instrument_app(self, app: FastAPI) -> None:
         if self.tracer_provider is not None:
-            tracing.instrument_app(app, self.tracer_provider)
+            tracing.instrument_app(app, self.tracer_provider, os.environ)
 
     def instrument_engine(self, engine: AsyncEngine) -> None:
         if self.tracer_provider is not None:

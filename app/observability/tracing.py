@@ -13,7 +13,8 @@ limits (``OTEL_BSP_*``), the resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_AT
 ``service.instance.id``) and the propagators (``OTEL_PROPAGATORS``). Exporters:
 ``otlp`` (``http/protobuf``, the default protocol; ``grpc`` needs
 ``opentelemetry-exporter-otlp-proto-grpc`` installed), ``console`` and any other installed one
-by its entry-point name. FastAPI (one server span per request), the provider HTTP client (one
+by its entry-point name. FastAPI (one server span per request but probes and scrapes, unless
+``OTEL_PYTHON_FASTAPI_EXCLUDED_URLS`` says otherwise), the provider HTTP client (one
 client span per provider request, ``traceparent`` propagated) and SQLAlchemy (one span per
 statement) are instrumented per app, with this app's tracer provider.
 """
@@ -118,13 +119,20 @@ def tracer_provider_from_env(env: Mapping[str, str], version: str) -> TracerProv
     return provider
 
 
-def instrument_app(app: FastAPI, provider: trace.TracerProvider) -> None:
-    """One server span per request (named after the route template); no span per ASGI message
-    (a streamed answer would add one per event)."""
+# Probes and scrapes would each be a trace every few seconds; the instrumentation's own
+# variables (OTEL_PYTHON_FASTAPI_EXCLUDED_URLS, OTEL_PYTHON_EXCLUDED_URLS) replace this list.
+_DEFAULT_EXCLUDED_URLS = "/healthz$,/readyz$,/metrics$"
+
+
+def instrument_app(app: FastAPI, provider: trace.TracerProvider, env: Mapping[str, str]) -> None:
+    """One server span per request (named after the route template), none for probes and
+    scrapes; no span per ASGI message (a streamed answer would add one per event)."""
+    configured = "OTEL_PYTHON_FASTAPI_EXCLUDED_URLS" in env or "OTEL_PYTHON_EXCLUDED_URLS" in env
     FastAPIInstrumentor.instrument_app(
         app,
         tracer_provider=provider,
         meter_provider=_NO_METERS,
+        excluded_urls=None if configured else _DEFAULT_EXCLUDED_URLS,
         exclude_spans=["receive", "send"],
     )
 

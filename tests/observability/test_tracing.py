@@ -256,3 +256,10 @@ async def test_a_failed_model_call_marks_its_span_with_the_error_class(traced: S
     (leg,) = named(spans, "turn")
     assert attrs(leg)["ctxsvc.turn.status"] == "failed"
     assert attrs(leg)["ctxsvc.turn.outcome_code"] == "model_error"
+
+
+async def test_probes_and_scrapes_are_not_traced(traced: Served) -> None:
+    for path in ("/healthz", "/readyz", "/metrics", "/v1/sessions"):
+        assert (await traced.api.get(path)).status_code == 200
+    servers = [s for s in traced.spans() if s.kind is SpanKind.SERVER]
+    assert [s.name for s in servers] == ["GET /v1/sessions"]

@@ -2,7 +2,8 @@
 
 One JSON object per line on stderr: ``time``, ``level``, ``logger``, ``message``, ``request_id``,
 the ``session_id`` / ``turn_id`` the task works for (``context.bound_work``), the trace and span
-ids when a span is being recorded, then the line's own fields (``extra={"fields": {...}}``).
+ids when a span is being recorded, then the line's own fields (``extra={"fields": {...}}``, or
+any other ``extra`` key).
 The service's event lines (``event_line``) carry an ``event`` name and counts, ids, timings and
 codes only: never message content, tool input or output, keys or provider error bodies.
 """
@@ -20,6 +21,18 @@ from opentelemetry import trace
 from app.observability.context import current_work, request_id_var
 
 __all__ = ["JsonFormatter", "configure_logging", "event_line"]
+
+
+# What every LogRecord has (and ``fields``, merged on its own): anything else came from ``extra``.
+_RECORD_ATTRIBUTES = frozenset(
+    {
+        *logging.LogRecord("", 0, "", 0, "", None, None).__dict__,
+        "message",
+        "asctime",
+        "taskName",
+        "fields",
+    }
+)
 
 
 class JsonFormatter(logging.Formatter):
@@ -41,6 +54,10 @@ class JsonFormatter(logging.Formatter):
         if span.is_valid:
             entry["trace_id"] = format(span.trace_id, "032x")
             entry["span_id"] = format(span.span_id, "016x")
+        # ``extra={...}`` keys become fields too (``extra={"fields": {...}}`` is the usual way).
+        for key, value in record.__dict__.items():
+            if key not in _RECORD_ATTRIBUTES:
+                entry[key] = value
         entry.update(getattr(record, "fields", {}))
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)

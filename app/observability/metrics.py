@@ -148,7 +148,8 @@ class Metrics:
         # -- prepare, World State, compaction -----------------------------------------------
         self.prepare = Histogram(
             "ctxsvc_prepare_duration_seconds",
-            "Time in the prepare pipeline, by caller (stateless, session, inspection, turn).",
+            "Time in the prepare pipeline, by caller (stateless, session, inspection, tokens,"
+            " turn).",
             ["kind"],
             buckets=_FAST_BUCKETS,
             registry=r,

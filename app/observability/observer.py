@@ -119,7 +119,7 @@ class Observability:
         # Label children bound once: every model call uses a few (a lookup takes a lock).
         self._prepare = {
             kind: self.metrics.prepare.labels(kind)
-            for kind in ("stateless", "session", "inspection", "turn")
+            for kind in ("stateless", "session", "inspection", "tokens", "turn")
         }
         self._world_state = {
             (phase, source): self.metrics.world_state.labels(phase, source)
@@ -156,7 +156,7 @@ class Observability:
     # ----- hooks ---------------------------------------------------------------------------------
 
     def prepare(self, kind: str) -> Timed:
-        """Time one prepare (``kind``: stateless, session, inspection, turn)."""
+        """Time one prepare (``kind``: stateless, session, inspection, tokens, turn)."""
         return Timed(self._prepare[kind], self._span("prepare", {"ctxsvc.prepare.kind": kind}))
 
     def world_state(self, phase: str, source: str) -> Timed:

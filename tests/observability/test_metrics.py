@@ -218,3 +218,22 @@ async def test_the_process_collector_reports_memory_cpu_descriptors_and_gc(
     assert value(found, "process_cpu_seconds_total") > 0
     assert value(found, "python_gc_collections_total", generation="0") >= 0
     assert any(s.name == "python_info" for s in found)
+
+
+async def test_every_kind_of_prepare_is_timed(served: Served) -> None:
+    api = served.api
+    sid = await new_session(api)
+    assert (await append(api, sid, user("hello"))).status_code == 201
+    body = {
+        "model_id": "local",
+        "system_context": [],
+        "conversation": [user("hi")],
+        "tools": [],
+    }
+    assert (await api.post("/v1/prepare", json=body)).status_code == 200
+    assert (await api.post("/v1/tokens/count", json={"prepare": body})).status_code == 200
+    assert (await api.post(f"/v1/sessions/{sid}/prepare", json={})).status_code == 200
+    assert (await api.get(f"/v1/sessions/{sid}/context")).status_code == 200
+    found = await scrape(api)
+    for kind in ("stateless", "tokens", "session", "inspection"):
+        assert value(found, "ctxsvc_prepare_duration_seconds_count", kind=kind) == 1, kind

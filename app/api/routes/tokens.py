@@ -37,7 +37,9 @@ async def count_tokens(body: TokenCountBody, container: ContainerDep) -> Respons
             capabilities = (await container.models.get(body.prepare.model_id)).capabilities
         counter = container.counter(body.counter or capabilities.token_counter)
         system, items, tools, pruning = prepare_regions(body.prepare)
-        return json_response(count_prepare(system, items, tools, capabilities, pruning, counter))
+        with container.observability.prepare("tokens"):
+            counted = count_prepare(system, items, tools, capabilities, pruning, counter)
+        return json_response(counted)
     counter = container.counter(body.counter or "estimate")
     if body.text is not None:
         tokens = count_text(counter, body.text)

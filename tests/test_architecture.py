@@ -13,7 +13,18 @@ from pathlib import Path
 import pytest
 
 CORE = Path(__file__).resolve().parents[1] / "app" / "core"
-FORBIDDEN = {"fastapi", "pydantic", "sqlalchemy", "httpx", "tiktoken", "starlette", "alembic"}
+FORBIDDEN = {
+    "fastapi",
+    "pydantic",
+    "sqlalchemy",
+    "httpx",
+    "tiktoken",
+    "starlette",
+    "alembic",
+    # Observability is wired at the service layer (app/observability), never in the core.
+    "opentelemetry",
+    "prometheus_client",
+}
 
 
 def core_modules() -> list[Path]:
@@ -63,6 +74,8 @@ def test_core_module_imports_only_the_standard_library_and_the_core(path: Path) 
         ("fastapi", False),
         ("pydantic.dataclasses", False),
         ("tiktoken", False),
+        ("opentelemetry.trace", False),
+        ("prometheus_client", False),
         ("yaml", False),
     ],
 )

@@ -29,8 +29,9 @@ access_log = logging.getLogger("ctxsvc.access")
 UNMATCHED = "unmatched"
 
 
-def route_template(scope: Scope) -> str:
-    """The template of the route that served ``scope`` (``unmatched`` for none).
+def route_template(scope: Scope, received: Scope) -> str:
+    """The template of the route that served ``scope`` (``unmatched`` for none); ``received``
+    is the scope as it arrived (a mount rewrites the paths of the one it passes on).
 
     FastAPI's own routes put themselves in the scope; Starlette's (the docs pages, the OpenAPI
     document, mounted files) do not, so they are matched again here."""
@@ -40,7 +41,7 @@ def route_template(scope: Scope) -> str:
         return path
     app = scope.get("app")
     for candidate in getattr(getattr(app, "router", None), "routes", ()):
-        match, _ = candidate.matches(scope)
+        match, _ = candidate.matches(received)
         if match is Match.FULL:
             template = str(getattr(candidate, "path", UNMATCHED))
             return f"{template}/{{path}}" if isinstance(candidate, Mount) else template
@@ -65,6 +66,7 @@ class RequestContext:
         header = (b"x-request-id", request_id.encode("latin-1"))
         status = 500
         started = time.perf_counter()
+        received = dict(scope)
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
@@ -82,7 +84,7 @@ class RequestContext:
                 raise
             finally:
                 elapsed = time.perf_counter() - started
-                route = route_template(scope)
+                route = route_template(scope, received)
                 method = scope.get("method", "-")
                 self.metrics.requests.labels(method, route, str(status)).inc()
                 self.metrics.latency.labels(method, route).observe(elapsed)

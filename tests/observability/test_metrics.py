@@ -199,12 +199,24 @@ async def test_compactions_count_by_kind_and_outcome_with_the_tokens_saved(
     assert value(found, "ctxsvc_model_input_tokens_total", model=summarizer) == 900
 
 
-@pytest.mark.parametrize("path", ["/docs", "/openapi.json", "/redoc", "/healthz"])
-async def test_every_route_is_counted_by_its_template(served: Served, path: str) -> None:
+@pytest.mark.parametrize(
+    ("path", "template"),
+    [
+        ("/docs", "/docs"),
+        ("/openapi.json", "/openapi.json"),
+        ("/redoc", "/redoc"),
+        ("/healthz", "/healthz"),
+        ("/ui", "/ui"),
+        ("/ui/static/ui.css", "/ui/static/{path}"),  # mounted files: one series for all
+    ],
+)
+async def test_every_route_is_counted_by_its_template(
+    served: Served, path: str, template: str
+) -> None:
     assert (await served.api.get(path)).status_code == 200
     assert (await served.api.get("/no/such/path")).status_code == 404
     found = await scrape(served.api)
-    assert value(found, "ctxsvc_http_requests_total", route=path, status="200") == 1
+    assert value(found, "ctxsvc_http_requests_total", route=template, status="200") == 1
     assert value(found, "ctxsvc_http_requests_total", route="unmatched", status="404") == 1
     assert not any(s.labels.get("route") == "/no/such/path" for s in found)
 

@@ -70,6 +70,9 @@ class Settings(BaseSettings):
     turn_reaper_interval_seconds: float = Field(default=10.0, gt=0, description=_SECONDS)
     # Longest ``?wait=true`` (and cancel) answer time before the current state is returned.
     turn_wait_timeout_seconds: float = Field(default=60.0, gt=0, description=_SECONDS)
+    # How long a turn waits for the caller's tool results before it ends (``failed``,
+    # ``tool_results_timeout``); a session's agent may set its own.
+    tool_results_timeout_seconds: float = Field(default=3600.0, gt=0, description=_SECONDS)
     # Stored messages a process keeps of its sessions' last Conversation reads, so the next turn
     # reads only what was stored since (0: every turn reads its whole Conversation).
     turn_conversation_cache_messages: int = Field(

@@ -27,6 +27,7 @@ __all__ = [
     "ServerProcess",
     "clean_env",
     "free_port",
+    "one_server",
     "running",
     "serve_command",
     "streaming_env",
@@ -158,6 +159,24 @@ class ServerProcess:
                 self.process.wait(STOP_TIMEOUT_SECONDS)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+@contextmanager
+def one_server(database_url: str, cwd: Path, **settings: str) -> Iterator[ServerProcess]:
+    """One ``uvicorn`` process on an already migrated ``database_url`` with ``CTXSVC_*``
+    ``settings`` (names without the prefix), its log in ``cwd``; stopped afterwards."""
+    env = clean_env(
+        CTXSVC_DATABASE_URL=database_url,
+        CTXSVC_MIGRATE_ON_START="false",
+        CTXSVC_JSON_LOGS="false",
+        **{f"CTXSVC_{name.upper()}": value for name, value in settings.items()},
+    )
+    process = ServerProcess(uvicorn_command(free_port()), env, cwd=cwd, log_path=cwd / "server.log")
+    process.start()
+    try:
+        yield process
+    finally:
+        process.stop()
 
 
 @contextmanager

@@ -35,9 +35,11 @@ def validate_system_context(parts: Sequence[SystemPart], counter: TokenCounter) 
 
 
 def measure_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -> int:
-    """``validate_system_context``, returning Σ of the parts' ``measure_content`` figures.
+    """``validate_system_context``, returning Σ of the parts' measures as messages.
 
-    Each part is measured once, and that figure serves both its cap and the budget.
+    Each part is measured once: its content's figure is what its cap applies to (the part as
+    authored), and that figure framed as a ``system`` message is its share of the budget (each
+    part is one message of the request, framed as conversation messages are).
     """
     seen: set[str] = set()
     total = 0
@@ -63,7 +65,7 @@ def measure_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -
             )
         measure = counter.measure_content(part.content)
         check_system_part_measure(part.key, measure, counter)
-        total += measure
+        total += counter.frame_message("system", measure)
     return total
 
 

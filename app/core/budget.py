@@ -45,7 +45,10 @@ def measure_budget(
 ) -> tuple[Budget, list[int]]:
     """The budget of the prepared copy and each message's measure (provenance shares the
     region by them); ``original_items`` are the caller's untouched items."""
-    system_measure = sum(counter.measure_content(p.content) for p in system_context)
+    # Each system part is one ``system`` message: framed as a conversation message is.
+    system_measure = sum(
+        counter.frame_message("system", counter.measure_content(p.content)) for p in system_context
+    )
     measures = message_measures(items, counter, original_items)
     return budget_of(system_measure, sum(measures), tools, limits, counter), measures
 

@@ -42,7 +42,13 @@ class TokenCounter(Protocol):
         ...
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
-        """Additive figure of one conversation message, with per-message framing if any."""
+        """Additive figure of one message (conversation or system part), with the per-message
+        framing if any: ``frame_message(role, measure_content(content))``."""
+        ...
+
+    def frame_message(self, role: str, content_measure: int) -> int:
+        """``content_measure`` (a ``measure_content`` figure) framed as one message of
+        ``role``: every region's messages are framed by this one rule."""
         ...
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
@@ -76,6 +82,9 @@ class EstimateCounter:
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         # Role is not counted (SPEC §3.1).
         return self.measure_content(content)
+
+    def frame_message(self, role: str, content_measure: int) -> int:
+        return content_measure  # SPEC §3.1 measures content only: no framing
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return utf8_len(compact_json(list(tools))) if tools else 0
@@ -113,6 +122,9 @@ class CounterWrapper:
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         return self._inner.measure_message(role, content)
+
+    def frame_message(self, role: str, content_measure: int) -> int:
+        return self._inner.frame_message(role, content_measure)
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return self._inner.measure_tools(tools)

@@ -106,20 +106,30 @@ async def load_checkpoint(db: AsyncSession, row: Compaction) -> Checkpoint:
 
 
 async def load_active(
-    db: AsyncSession, session: AgentSession, counter: str = "estimate"
+    db: AsyncSession,
+    session: AgentSession,
+    counter: str = "estimate",
+    *,
+    through: int | None = None,
 ) -> ActiveConversation:
-    """All messages in order, or after a compaction: its three items + the messages after it."""
+    """All messages in order, or after a compaction: its three items + the messages after it;
+    with ``through``, only the stored messages up to that sequence (what a summary request
+    served back then covered)."""
     messages = MessageRepository(db)
     # The session row names its latest checkpoint: a session never compacted needs no lookup.
     latest = None
     if session.latest_compaction_id is not None:
         latest = await CompactionRepository(db).latest(session.id)
     if latest is None:
-        rows = _checked(await messages.load(session.id))
+        rows = _checked(await messages.load(session.id, through_sequence=through))
         return ActiveConversation([r.to_item(counter) for r in rows], None, rows)
     checkpoint = await load_checkpoint(db, latest)
     rows = _checked(
-        await messages.load(session.id, after_sequence=latest.replaced_through_message_sequence)
+        await messages.load(
+            session.id,
+            after_sequence=latest.replaced_through_message_sequence,
+            through_sequence=through,
+        )
     )
     items = compacted_projection(checkpoint, [r.to_item(counter) for r in rows])
     return ActiveConversation(items, checkpoint, rows)

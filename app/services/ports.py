@@ -53,3 +53,10 @@ class TurnCompactor(Protocol):
         """Summarize and install a checkpoint linked to the running turn (own transactions).
         Raises ``ServiceError`` (the runner fails the turn with ``compaction_error``)."""
         ...
+
+    async def compact_for_prepare(
+        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+    ) -> None:
+        """The same for a session prepare that reached the trigger line (``threshold``): no
+        turn runs, so the checkpoint names ``prepare_id`` instead. Raises ``ServiceError``."""
+        ...

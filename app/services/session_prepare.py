@@ -3,10 +3,11 @@ its own model.
 
 Unlike context inspection this *does* what a turn's model call would do before calling the
 model: it samples World State into the session (stored), then prepares the active Conversation.
-The sampling ids use a request-scoped turn id ``prepare-<uuid32>`` with model call index 1 and
-sample index 1 (2 for the re-sampling after a compaction): every request is its own "model
-call", there is no turn row, and a retried request (a new id) still sends nothing twice because
-the baselines make an unchanged world silent.
+The sampling ids use a request id ``prepare-<uuid32>`` in the place of a turn id, with model
+call index 1 and sample index 1 (2 for the re-sampling after a compaction): every request is its
+own "model call", there is no turn row, and a retried request (a new id) still sends nothing
+twice because the baselines make an unchanged world silent. A compaction it triggers names that
+request id (``trigger_prepare_id``), never as a turn.
 """
 
 from __future__ import annotations
@@ -85,10 +86,9 @@ class SessionPrepareService:
             if await compactor.prune(session_id):
                 sampled = await self._sample_and_prepare(session_id, model, request_id, None)
             if sampled.prepared.budget.reaches_auto_compact_limit:
-                await compactor.compact_in_turn(
+                await compactor.compact_for_prepare(
                     session_id,
-                    trigger="threshold",
-                    turn_id=request_id,
+                    prepare_id=request_id,
                     evidence={
                         "context_window_tokens": sampled.prepared.budget.context_window_tokens,
                         "estimated_input_tokens": sampled.prepared.budget.estimated_input_tokens,

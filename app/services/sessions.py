@@ -14,6 +14,7 @@ from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.services.conversation import SERVER_TOOL_NAMES
 from app.services.cursors import decode_cursor, encode_cursor
 from app.services.models import resolve_model
+from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
 from app.storage.base import utc_now
 from app.storage.database import SessionFactory, unit_of_work
@@ -85,6 +86,19 @@ class SessionService:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise InvalidInput("duplicate_tool_name", f"tool name(s) {dupes} appear twice")
+        for tool in agent.get("tools", []):
+            unresolvable = unresolvable_reference(tool["input_schema"])
+            if unresolvable is not None:
+                reference, why = unresolvable
+                raise InvalidInput(
+                    "unresolvable_schema_ref",
+                    f"the input_schema of tool '{tool['name']}' has a $ref {reference!r} that "
+                    f"cannot be resolved ({why}); no call of that tool could be checked. Define "
+                    "the referenced subschema inside the schema (e.g. under $defs) and point "
+                    "the $ref at it",
+                    tool=tool["name"],
+                    ref=reference,
+                )
 
     def _check_workspace(self, workspace: dict[str, Any] | None) -> dict[str, Any] | None:
         """Validate and canonicalize a workspace; a 4xx before anything is stored."""

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 
 import httpx
 import pytest
@@ -42,6 +45,45 @@ async def test_queued_message_is_drained_before_the_next_model_call(
         "<agent_message>\n<task>explore-1</task>\n<kind>final_answer</kind>\n<body>\n"
         "Found it.\n</body>\n</agent_message>"
     )
+
+
+def backwards_clock() -> Iterator[datetime]:
+    """Each reading a minute before the last: replicas whose clocks disagree."""
+    now = datetime(2026, 12, 1, 12, 0, tzinfo=UTC)
+    while True:
+        yield now
+        now -= timedelta(minutes=1)
+
+
+async def test_messages_drain_in_the_order_queued_whatever_the_clocks_say(
+    api: httpx.AsyncClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sid = await session_with(api, [{"text": "thanks"}])
+    clock = backwards_clock()
+    monkeypatch.setattr("app.storage.repositories.state.utc_now", lambda: next(clock))
+    # Ids sort the other way too: neither the clock nor the id may decide the order.
+    for message_id, body in (("am-z", "first"), ("am-m", "second"), ("am-a", "third")):
+        queued = await deliver(api, sid, agent_message_id=message_id, body=body)
+        assert queued.status_code == 202, queued.text
+    monkeypatch.undo()
+    await run_turn(api, sid, "what came back?")
+    bodies = [
+        m["content"][0]["text"].split("<body>\n")[1].split("\n</body>")[0]
+        for m in await history(api, sid)
+        if m["kind"] == "agent_message"
+    ]
+    assert bodies == ["first", "second", "third"]
+
+
+async def test_concurrent_deliveries_are_all_queued_once(api: httpx.AsyncClient) -> None:
+    sid = await session_with(api, [{"text": "ok"}])
+    answers = await asyncio.gather(
+        *(deliver(api, sid, agent_message_id=f"am-{i}", body=f"b{i}") for i in range(12))
+    )
+    assert [a.status_code for a in answers] == [202] * 12, [a.text for a in answers]
+    await run_turn(api, sid)
+    delivered = [m for m in await history(api, sid) if m["kind"] == "agent_message"]
+    assert len(delivered) == 12
 
 
 async def test_retried_delivery_is_queued_once(api: httpx.AsyncClient) -> None:

@@ -64,11 +64,24 @@ async def test_updates_replay_in_order_with_ids_and_resume_after_last_event_id(
     assert [e.id for e in same] == [e.id for e in rest]
 
 
+class Heard(list[str]):
+    """Comment lines of a stream; ``heartbeat`` is set when the first heartbeat arrives."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.heartbeat = anyio.Event()
+
+    def append(self, line: str) -> None:
+        super().append(line)
+        if line == ": heartbeat":
+            self.heartbeat.set()
+
+
 async def test_live_deltas_and_heartbeats_reach_a_connected_client(
     live: httpx.AsyncClient,
 ) -> None:
     sid = await session_with(live, [{"text": "streamed answer"}])
-    comments: list[str] = []
+    comments = Heard()
     received: list[object] = []
 
     async def listen() -> None:
@@ -77,7 +90,9 @@ async def test_live_deltas_and_heartbeats_reach_a_connected_client(
     with anyio.fail_after(10):
         async with anyio.create_task_group() as group:
             group.start_soon(listen)
-            await anyio.sleep(0.5)  # connected, idle: heartbeats flow
+            # Connected and idle once a heartbeat arrives (a fixed pause lost the deltas when
+            # the machine was too busy to connect in time): only then does the turn run.
+            await comments.heartbeat.wait()
             await run_turn(live, sid)
     deltas = [e for e in received if e.id is None]  # type: ignore[attr-defined]
     assert [d.event for d in deltas] == ["text_delta"]  # type: ignore[attr-defined]

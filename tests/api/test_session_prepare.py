@@ -11,10 +11,12 @@ from typing import Any, Literal
 
 import httpx
 import pytest
+from sqlalchemy import select
 
 from app.main import create_app
 from app.settings import Settings
-from app.storage.database import unit_of_work
+from app.storage.database import create_engine, unit_of_work
+from app.storage.models import SessionEvent
 from app.storage.repositories.turns import TurnRepository
 from tests.api.helpers import (
     append,
@@ -64,7 +66,12 @@ class FakeCompactor:
         turn_id: str,
         evidence: dict[str, Any],
     ) -> None:
-        self.calls.append(("compact", {"trigger": trigger, "turn_id": turn_id, **evidence}))
+        raise AssertionError("session prepare runs no turn")
+
+    async def compact_for_prepare(
+        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+    ) -> None:
+        self.calls.append(("compact", {"prepare_id": prepare_id, **evidence}))
         self._agents_md.write_text("Changed during compaction.")
 
 
@@ -240,17 +247,57 @@ async def test_at_the_trigger_line_it_prunes_compacts_and_samples_again(
 
         assert [name for name, _ in compactor.calls] == ["prune", "compact"]
         compact = compactor.calls[1][1]
-        assert compact["trigger"] == "threshold"
-        assert compact["turn_id"].startswith("prepare-")
+        assert compact["prepare_id"].startswith("prepare-")
         assert compact["estimated_input_tokens"] + 100 >= 765  # at the trigger line
         ids = result["world_state_message_ids"]
         assert len(ids) == 4  # three sections first, then AGENTS.md again after compaction
-        assert ids[3] == f"world-state:{compact['turn_id']}:1:2:project/AGENTS.md"
-        assert all(i.startswith(f"world-state:{compact['turn_id']}:1:1:") for i in ids[:3])
+        assert ids[3] == f"world-state:{compact['prepare_id']}:1:2:project/AGENTS.md"
+        assert all(i.startswith(f"world-state:{compact['prepare_id']}:1:1:") for i in ids[:3])
         last = result["request"]["messages"][-1]["content"][0]["text"]
         assert last.endswith(
             "<project_instructions>\nChanged during compaction.\n</project_instructions>"
         )
+
+
+async def test_its_compaction_names_the_prepare_and_no_turn(database_url: str) -> None:
+    """The checkpoint a session prepare installs links no turn (none runs): its
+    ``trigger_prepare_id`` is the prepare's request id, which also names the World State it
+    wrote, and so do its live updates (on both engines)."""
+    async for api in client_with(make_settings(database_url)):
+        sid = await new_session(api, model_id=await small_model(api), summary_model_id="local")
+        for i in range(3):
+            await append(api, sid, user(f"request {i}: " + "y" * 1000), assistant(f"done {i}"))
+        response = await prepare_session(api, sid)
+        assert response.status_code == 200, response.text
+        (checkpoint,) = (await api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"]
+        assert (checkpoint["kind"], checkpoint["trigger_turn_id"]) == ("threshold", None)
+        prepare_id = checkpoint["trigger_prepare_id"]
+        assert re.fullmatch("prepare-[0-9a-f]{32}", prepare_id)
+        assert all(
+            i.startswith(f"world-state:{prepare_id}:")
+            for i in response.json()["world_state_message_ids"]
+        )
+        events = await stored_events(database_url, sid, "compaction_started", "compaction_finished")
+        assert [(turn_id, payload["prepare_id"]) for turn_id, payload in events] == [
+            (None, prepare_id),
+            (None, prepare_id),
+        ]
+
+
+async def stored_events(
+    database_url: str, session_id: str, *types: str
+) -> list[tuple[str | None, dict[str, Any]]]:
+    engine = create_engine(database_url)
+    try:
+        async with engine.connect() as connection:
+            rows = await connection.execute(
+                select(SessionEvent.turn_id, SessionEvent.payload)
+                .where(SessionEvent.session_id == session_id, SessionEvent.type.in_(types))
+                .order_by(SessionEvent.sequence)
+            )
+            return [(row[0], row[1]) for row in rows]
+    finally:
+        await engine.dispose()
 
 
 async def test_below_the_trigger_line_the_compaction_service_is_not_asked(

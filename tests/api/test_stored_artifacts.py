@@ -61,7 +61,9 @@ async def test_append_refuses_it_and_compaction_keeps_working(
 ) -> None:
     sid = await new_session(api)
     await append(api, sid, user("u1"), assistant("a2"))
-    first = await api.post(f"/v1/sessions/{sid}/compactions", json={"summary": VALID})
+    first = await api.post(
+        f"/v1/sessions/{sid}/compactions", json={"summary": VALID, "through_message_sequence": 2}
+    )
     assert first.status_code == 201, first.text
 
     refused = await append(
@@ -76,7 +78,7 @@ async def test_append_refuses_it_and_compaction_keeps_working(
     )
     assert accepted.status_code == 201, accepted.text
     for path, body in (
-        ("compactions", {"summary": VALID}),
+        ("compactions", {"summary": VALID, "through_message_sequence": 5}),
         ("compactions", {}),
         ("rewind", {"compaction_id": first.json()["compaction_id"]}),
     ):

@@ -113,9 +113,10 @@ async def test_a_prepare_body_with_an_exact_counter(sqlite_api: httpx.AsyncClien
         + regions["conversation_tokens"]
         + regions["tool_surface_tokens"]
     )
-    # "agent" and "project" are one o200k token each; the user message is framed (3 + role)
-    # and the reply priming adds 3: far from the estimate's 407 for 1600 repeated letters.
-    assert regions["system_context_tokens"] == 2
+    # "agent" and "project" are one o200k token each, and each part is framed as a system
+    # message (3 + role), as the user message is; the reply priming adds 3: far from the
+    # estimate's 407 for 1600 repeated letters.
+    assert regions["system_context_tokens"] == 2 * (1 + 3 + 1)
     assert 3 + 1 + 3 < regions["conversation_tokens"] < 407
 
 

@@ -1,6 +1,10 @@
 """Tool calls the runner must refuse with a result the model sees, never by failing the turn
 (SPEC §6): arguments that are not JSON, a schema that cannot be applied, and
-``conversation_history`` arguments no database can take."""
+``conversation_history`` arguments no database can take.
+
+A schema whose ``$ref`` resolves to nothing is refused when a session is created
+(``test_tool_schema_refs``); sessions stored before that check may still hold one, so those
+tests write it into the stored agent directly."""
 
 from __future__ import annotations
 
@@ -8,12 +12,35 @@ from typing import Any
 
 import httpx
 import pytest
+import sqlalchemy as sa
 
+from app.storage.database import create_engine
 from tests.api.helpers import run_turn
 from tests.api.test_turns import history, result_text, results_of, session_with
 from tests.providers.fakes import FakeProviderServer
 
 pytestmark = pytest.mark.anyio
+
+_sessions = sa.table("sessions", sa.column("id"), sa.column("agent", sa.JSON))
+
+
+async def store_schema(database_url: str, session_id: str, schema: dict[str, Any]) -> None:
+    """Give the session's only tool ``schema``, as a session stored before the check could."""
+    engine = create_engine(database_url)
+    try:
+        async with engine.begin() as connection:
+            agent = (
+                await connection.execute(
+                    sa.select(_sessions.c.agent).where(_sessions.c.id == session_id)
+                )
+            ).scalar_one()
+            (tool,) = agent["tools"]
+            agent["tools"] = [{**tool, "input_schema": schema}]
+            await connection.execute(
+                sa.update(_sessions).where(_sessions.c.id == session_id).values(agent=agent)
+            )
+    finally:
+        await engine.dispose()
 
 
 async def only_result(api: httpx.AsyncClient, sid: str) -> dict[str, Any]:
@@ -47,28 +74,30 @@ async def test_nan_and_infinity_are_not_json(api: httpx.AsyncClient, raw: str) -
     ],
 )
 async def test_a_schema_that_cannot_be_applied_is_a_result(
-    api: httpx.AsyncClient, schema: dict[str, Any], reason: str
+    api: httpx.AsyncClient, database_url: str, schema: dict[str, Any], reason: str
 ) -> None:
     sid = await session_with(
         api,
         [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
-        tools=[{"name": "t", "description": "d", "input_schema": schema}],
+        tools=[{"name": "t", "description": "d", "input_schema": {}}],
     )
+    await store_schema(database_url, sid, schema)
     text = result_text(await only_result(api, sid))
     assert text.startswith("tool 't' was not run: its input schema cannot be applied (")
     assert reason in text
 
 
 async def test_a_ref_to_another_document_is_a_result_and_never_fetched(
-    api: httpx.AsyncClient,
+    api: httpx.AsyncClient, database_url: str
 ) -> None:
     with FakeProviderServer() as server:
         schema = {"properties": {"p": {"$ref": f"{server.base_url}/schema.json"}}}
         sid = await session_with(
             api,
             [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
-            tools=[{"name": "t", "description": "d", "input_schema": schema}],
+            tools=[{"name": "t", "description": "d", "input_schema": {}}],
         )
+        await store_schema(database_url, sid, schema)
         text = result_text(await only_result(api, sid))
         # The agent's schema makes the service send no request anywhere.
         assert server.connections == 0

@@ -167,7 +167,10 @@ class FramingCounter:
         return json_bytes(list(content))
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
-        return self.measure_content(content) + 3
+        return self.frame_message(role, self.measure_content(content))
+
+    def frame_message(self, role: str, content_measure: int) -> int:
+        return content_measure + 3
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return json_bytes(list(tools)) if tools else 0
@@ -186,7 +189,8 @@ def test_another_counter_is_applied_per_region_and_named() -> None:
         counter=FramingCounter(),
     ).budget
     assert budget.counter == "framing"
-    assert budget.system_context_tokens == json_bytes([text_block("agent")])
+    # Every region's messages are framed by the same rule: a system part as a message.
+    assert budget.system_context_tokens == json_bytes([text_block("agent")]) + 3
     assert budget.conversation_tokens == json_bytes(items[0].content) + 3 + 3
     assert budget.tool_surface_tokens == json_bytes([tool_def("read")])
 

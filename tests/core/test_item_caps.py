@@ -56,6 +56,9 @@ def test_the_count_is_the_counters_figure_of_the_content() -> None:
         def measure_message(self, role: str, content: Sequence[Block]) -> int:
             return self.measure_content(content)
 
+        def frame_message(self, role: str, content_measure: int) -> int:
+            return content_measure
+
         def measure_tools(self, tools: Sequence[object]) -> int:
             return 0
 

@@ -95,7 +95,10 @@ class FramingCounter:
         return ESTIMATE.measure_content(content)
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
-        return self.measure_content(content) + 3
+        return self.frame_message(role, self.measure_content(content))
+
+    def frame_message(self, role: str, content_measure: int) -> int:
+        return content_measure + 3
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return ESTIMATE.measure_tools(tools)

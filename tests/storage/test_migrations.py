@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from alembic import command
 from app.core.content import Block, text_block
+from app.storage.base import UTCDateTime
 from app.storage.database import (
     SessionFactory,
     create_engine,
@@ -26,7 +27,7 @@ from app.storage.database import (
     unit_of_work,
 )
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
-from app.storage.models import AgentMessage, Base, WorldStateBaseline
+from app.storage.models import Base, Compaction, WorldStateBaseline
 from app.storage.repositories import (
     MessageRepository,
     NewMessage,
@@ -121,6 +122,24 @@ _initial_sessions = sa.table(
 )
 
 
+# ``conversation_compactions`` as the initial revision has it (no ``trigger_prepare_id`` yet).
+_initial_compactions = sa.table(
+    "conversation_compactions",
+    *(
+        sa.column(c.name, c.type)
+        for c in Compaction.__table__.columns
+        if c.name != "trigger_prepare_id"
+    ),
+)
+# ``agent_messages`` as the initial revision has it (no ``sequence`` yet).
+_initial_agent_messages = sa.table(
+    "agent_messages",
+    *(sa.column(name) for name in ("session_id", "agent_message_id", "task", "kind", "body")),
+    sa.column("created_at", UTCDateTime()),
+    sa.column("delivered_message_sequence"),
+)
+
+
 async def _downgrade_to(engine: AsyncEngine, revision: str) -> None:
     await _migrate(engine, command.downgrade, revision)
 
@@ -163,19 +182,22 @@ async def _populate_initial(factory: SessionFactory) -> None:
                 )
             )
         for i, delivered in enumerate((None, 7, None)):
-            db.add(
-                AgentMessage(
+            await db.execute(
+                sa.insert(_initial_agent_messages).values(
                     session_id="s1",
                     agent_message_id=f"m{i}",
                     task="t",
                     kind="final_answer",
                     body="b",
+                    created_at=now,
                     delivered_message_sequence=delivered,
                 )
             )
         # Added out of order: the latest is the highest sequence, not the last written.
-        db.add(checkpoint("s1", "c2", sequence=2))
-        db.add(checkpoint("s1", "c1", sequence=1))
+        for compaction_id, sequence in (("c2", 2), ("c1", 1)):
+            row = checkpoint("s1", compaction_id, sequence=sequence, created_at=now)
+            values = {c.name: getattr(row, c.key) for c in _initial_compactions.columns}
+            await db.execute(sa.insert(_initial_compactions).values({**values, "attempts": 0}))
         db.add(WorldStateBaseline(session_id="s1", section_id="project/AGENTS.md", body="a"))
 
 

@@ -37,6 +37,7 @@ async def compact(session_id: SessionId, body: CompactBody, container: Container
         summary=body.summary,
         model=body.model,
         expected_through_message_sequence=body.expected_through_message_sequence,
+        through_message_sequence=body.through_message_sequence,
     )
     return json_response(checkpoint, status_code=201)
 
@@ -47,7 +48,8 @@ async def summary_request(
     container: ContainerDep,
     encode: Annotated[EncodeName | None, Query()] = None,
 ) -> Response:
-    """The exact summary request your own model should answer (read-only)."""
+    """The exact summary request your own model should answer (remembered as the session's last
+    served request; the conversation is not changed)."""
     return json_response(await container.compactor.summary_request(session_id, encode_as=encode))
 
 

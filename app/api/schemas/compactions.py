@@ -11,6 +11,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas.prepare import PrepareResponse
+from app.core.chat_rules import MAX_SEQUENCE
 
 __all__ = [
     "CheckpointListOut",
@@ -44,6 +45,17 @@ class CompactBody(_Strict):
         description="`through_message_sequence` of the summary request you answered; refused "
         "with 409 `conversation_changed` when the conversation has moved on since.",
     )
+    through_message_sequence: int | None = Field(
+        default=None,
+        ge=1,
+        le=MAX_SEQUENCE,
+        description="What `summary` covers: the `through_message_sequence` of the summary "
+        "request it answers. The checkpoint is installed over that message and the ones before "
+        "it; messages appended since stay in the conversation after it. Without it, the "
+        "summary is taken as the answer to the last request served for the session, and "
+        "refused with 409 `summary_coverage_unknown` if messages were appended since (or none "
+        "was served). Only with `summary`.",
+    )
 
 
 class RewindBody(_Strict):
@@ -73,7 +85,14 @@ class CheckpointSummaryOut(BaseModel):
     model: str | None
     input_tokens: int | None
     output_tokens: int | None
-    trigger_turn_id: str | None
+    trigger_turn_id: str | None = Field(
+        description="The running turn whose model call crossed the line (threshold, overflow)."
+    )
+    trigger_prepare_id: str | None = Field(
+        description="The session prepare (`POST .../prepare`, its `prepare-<uuid32>` request id, "
+        "which also names the World State messages it wrote) that crossed the line; no turn "
+        "runs then, so `trigger_turn_id` is null."
+    )
     parent_compaction_id: str | None
     trigger: dict[str, Any] | None = Field(
         description="Trigger evidence (threshold/overflow budget figures); null for manual."
@@ -98,7 +117,11 @@ class CheckpointListOut(BaseModel):
 
 
 class SummaryRequestOut(PrepareResponse):
-    through_message_sequence: int
+    through_message_sequence: int = Field(
+        description="The last message this request covers; name it back as "
+        "`through_message_sequence` when posting the summary (messages appended meanwhile stay "
+        "after the checkpoint). The session remembers the last request served."
+    )
     summary_model_id: str
 
 

@@ -36,6 +36,14 @@ class AgentIn(_Strict):
     tools: list[ToolDefinitionIn] = Field(default_factory=list)
     max_model_calls: int = Field(default=20, ge=1, le=1000)
     doom_loop_threshold: int = Field(default=3, ge=2, le=100)
+    tool_results_timeout_seconds: float | None = Field(
+        default=None,
+        ge=1,
+        le=604_800,
+        description="How long a turn waits for your tool results (seconds, up to 7 days) "
+        "before it ends with `tool_results_timeout`; null: the service's "
+        "`CTXSVC_TOOL_RESULTS_TIMEOUT_SECONDS` (1 hour by default).",
+    )
 
 
 class SandboxIn(_Strict):

@@ -88,6 +88,15 @@ class TurnOut(BaseModel):
         description="completed: {final_text}; failed/interrupted: {code, message}; cancelled: {}"
     )
     pending_tool_calls: list[PendingToolCall]
+    tool_results_deadline: str | None = Field(
+        description="While the turn waits for tool results: the time by which all of them must "
+        "be posted (the session agent's `tool_results_timeout_seconds` after it started "
+        "waiting); past it the turn ends `failed` with `tool_results_timeout`. Null otherwise."
+    )
+    tool_results_remaining_seconds: float | None = Field(
+        description="While waiting for tool results: seconds left until the deadline (0 once "
+        "it has passed). Null otherwise."
+    )
     plan: dict[str, Any] | None
     model_calls: int
     usage: Usage

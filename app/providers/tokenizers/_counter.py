@@ -13,10 +13,11 @@ What counts, per block (``measure_content``):
 - ``provider_opaque`` → 0: an opaque payload echoed to its provider (signatures, encrypted
   reasoning) is not text the model reads, and no provider publishes its cost.
 
-``measure_message`` adds the cookbook's per-message framing (3 tokens + the role's tokens);
-``request_overhead_tokens`` is the 3 reply-priming tokens; ``tokens`` is the identity because
-measures are already tokens. The per-call framing of tool calls inside an assistant message is
-not in any published recipe and is not added.
+``measure_message`` adds the cookbook's per-message framing (3 tokens + the role's tokens), to
+conversation messages and system parts alike (``frame_message``: each system part is one
+``system`` message of the request); ``request_overhead_tokens`` is the 3 reply-priming tokens;
+``tokens`` is the identity because measures are already tokens. The per-call framing of tool
+calls inside an assistant message is not in any published recipe and is not added.
 """
 
 from __future__ import annotations
@@ -77,9 +78,9 @@ class TiktokenCounter:
     def measure_content(self, content: Sequence[Block]) -> int:
         return sum(self._block_tokens(block) for block in content)
 
-    def frame_message(self, role: str, content_tokens: int, *, name: str | None = None) -> int:
-        """Tokens of one chat message whose content costs ``content_tokens`` (cookbook §6)."""
-        total = TOKENS_PER_MESSAGE + self.count_text(role) + content_tokens
+    def frame_message(self, role: str, content_measure: int, *, name: str | None = None) -> int:
+        """Tokens of one chat message whose content costs ``content_measure`` (cookbook §6)."""
+        total = TOKENS_PER_MESSAGE + self.count_text(role) + content_measure
         if name is not None:
             total += TOKENS_PER_NAME + self.count_text(name)
         return total

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -35,7 +36,14 @@ from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
-__all__ = ["InstallHook", "install", "reload_required_error", "store_checkpoint"]
+__all__ = [
+    "InstallHook",
+    "emit_update",
+    "install",
+    "prepare_link",
+    "reload_required_error",
+    "store_checkpoint",
+]
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +58,13 @@ async def _check_preconditions(
     await SessionRepository(db).require(session_id, for_update=True)
     if row.kind in ("manual", "rewind"):
         await require_idle(db, session_id, "compacted" if row.kind == "manual" else "rewound")
+    elif row.trigger_turn_id is None:
+        # A caller running its own model (``POST .../prepare``) compacts without a turn: then
+        # no service turn may be running either.
+        await require_idle(db, session_id, "compacted")
     else:
-        turn = await TurnRepository(db).get(session_id, row.trigger_turn_id or "")
-        if turn is None:
-            # A caller running its own model (``POST .../prepare``) compacts under a request id
-            # of its own, not a stored turn: then no service turn may be running either.
-            await require_idle(db, session_id, "compacted")
-        elif turn.status != "running":
+        turn = await TurnRepository(db).get(session_id, row.trigger_turn_id)
+        if turn is None or turn.status != "running":
             raise Conflict(
                 "turn_not_running",
                 f"turn {row.trigger_turn_id} is no longer running, so its compaction was not "
@@ -111,10 +119,37 @@ async def store_checkpoint(
             "through_message_sequence": stored.through_message_sequence,
             "conversation_tokens_before": stored.conversation_tokens_before,
             "conversation_tokens_after": stored.conversation_tokens_after,
+            **prepare_link(row.trigger_prepare_id),
         },
         turn_id=row.trigger_turn_id,
     )
     return stored
+
+
+def prepare_link(prepare_id: str | None) -> dict[str, str]:
+    """What a live update of a session prepare's compaction adds to its payload (it has no
+    turn to name)."""
+    return {} if prepare_id is None else {"prepare_id": prepare_id}
+
+
+async def emit_update(
+    factory: SessionFactory,
+    events: EventPublisher,
+    session_id: str,
+    type: str,
+    payload: dict[str, Any],
+    *,
+    turn_id: str | None,
+    prepare_id: str | None,
+) -> None:
+    """A triggered compaction's ``compaction_started``/failed update, in a transaction of its
+    own; best effort: a failure to announce is logged, never the compaction's outcome."""
+    try:
+        async with unit_of_work(factory) as db:
+            payload = {**payload, **prepare_link(prepare_id)}
+            await events.emit(db, session_id, type, payload, turn_id=turn_id)
+    except Exception:
+        log.warning("could not emit %s", type, exc_info=True)
 
 
 def reload_required_error(session_id: str, compaction_id: str | None, cause: str) -> Conflict:

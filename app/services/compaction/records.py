@@ -45,6 +45,7 @@ def checkpoint_summary_json(row: Compaction) -> dict[str, Any]:
         "input_tokens": row.input_tokens,
         "output_tokens": row.output_tokens,
         "trigger_turn_id": row.trigger_turn_id,
+        "trigger_prepare_id": row.trigger_prepare_id,
         "parent_compaction_id": row.parent_compaction_id,
         "trigger": row.trigger,
         "attempts": row.attempts,

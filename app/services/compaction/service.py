@@ -19,15 +19,16 @@ from app.core.compaction import (
     RetryPolicy,
     compacted_projection,
     runtime_state_to_json,
-    validate_summary,
 )
 from app.core.counting import TokenCounter
-from app.core.errors import Conflict, ServiceError, TooLarge, Unavailable
+from app.core.errors import ServiceError, TooLarge, Unavailable
 from app.observability import note_source
 from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
+from app.services.compaction.coverage import PostedSummary, conversation_changed
 from app.services.compaction.persist import (
     InstallHook,
+    emit_update,
     install,
     reload_required_error,
     store_checkpoint,
@@ -114,19 +115,43 @@ class CompactionService(CompactionReads):
         evidence: dict[str, Any],
     ) -> None:
         """Summarize and install a checkpoint linked to the running turn ``turn_id``."""
-        await self._emit_in_turn(session_id, turn_id, "compaction_started", {"kind": trigger})
+        await self._compact_triggered(session_id, trigger, evidence, turn_id=turn_id)
+
+    async def compact_for_prepare(
+        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+    ) -> None:
+        """Summarize and install a ``threshold`` checkpoint for the session prepare
+        ``prepare_id`` (no turn runs: the checkpoint and its live updates name the prepare)."""
+        await self._compact_triggered(session_id, "threshold", evidence, prepare_id=prepare_id)
+
+    async def _compact_triggered(
+        self,
+        session_id: str,
+        trigger: Literal["threshold", "overflow"],
+        evidence: dict[str, Any],
+        *,
+        turn_id: str | None = None,
+        prepare_id: str | None = None,
+    ) -> None:
+        link = {"turn_id": turn_id, "prepare_id": prepare_id}
+        started = {"kind": trigger}
+        await emit_update(self._db, self._events, session_id, "compaction_started", started, **link)
         try:
             await self._observed(
-                self._summarize(session_id, kind=trigger, turn_id=turn_id, evidence=evidence),
+                self._summarize(
+                    session_id,
+                    kind=trigger,
+                    evidence=evidence,
+                    turn_id=turn_id,
+                    prepare_id=prepare_id,
+                ),
                 trigger,
                 session_id,
             )
         except ServiceError as exc:
-            await self._emit_in_turn(
-                session_id,
-                turn_id,
-                "compaction_finished",
-                {"status": "failed", "kind": trigger, "code": exc.code, "detail": exc.detail},
+            failed = {"status": "failed", "kind": trigger, "code": exc.code, "detail": exc.detail}
+            await emit_update(
+                self._db, self._events, session_id, "compaction_finished", failed, **link
             )
             raise
 
@@ -139,16 +164,21 @@ class CompactionService(CompactionReads):
         summary: str | None = None,
         model: str | None = None,
         expected_through_message_sequence: int | None = None,
+        through_message_sequence: int | None = None,
     ) -> dict[str, Any]:
         """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
-        the caller's own model to ``summary_request``)."""
+        the caller's own model to ``summary_request``), installed over what that request covered
+        (``coverage.PostedSummary``)."""
+        posted, expected = PostedSummary.of_post(
+            summary, through_message_sequence, expected_through_message_sequence
+        )
         row = await self._observed(
             self._summarize(
                 session_id,
                 kind="manual",
-                provided=summary,
+                posted=posted,
                 provided_model=model,
-                expected_through=expected_through_message_sequence,
+                expected_through=expected,
             ),
             "manual",
             session_id,
@@ -158,7 +188,9 @@ class CompactionService(CompactionReads):
     async def summary_request(
         self, session_id: str, *, encode_as: str | None = None
     ) -> dict[str, Any]:
-        """The exact request a manual compaction would send to the summary model (SPEC §7.8)."""
+        """The exact request a manual compaction would send to the summary model (SPEC §7.8).
+        The session remembers it (what it covers, the checkpoint it was built on): a summary
+        posted back without saying what it covers is taken as this request's answer."""
         async with unit_of_work(self._db, read_only=True) as db:
             source = await load_source(db, session_id, self._counters, turn_id=None)
         result = prepared_to_json(
@@ -166,7 +198,11 @@ class CompactionService(CompactionReads):
             encode_as=encode_as,
             model_name=source.summary_model.provider.model_name,
         )
-        # What a caller passes back to make sure its summary still covers the conversation.
+        async with unit_of_work(self._db) as db:
+            await CompactionRepository(db).record_summary_request(
+                session_id, through=source.through, compaction_id=source.base_compaction_id
+            )
+        # What the summary covers: the caller names it back when posting the summary.
         result["through_message_sequence"] = source.through
         result["summary_model_id"] = source.summary_model.id
         return result
@@ -177,19 +213,23 @@ class CompactionService(CompactionReads):
         *,
         kind: Trigger,
         turn_id: str | None = None,
+        prepare_id: str | None = None,
         evidence: dict[str, Any] | None = None,
-        provided: str | None = None,
+        posted: PostedSummary | None = None,
         provided_model: str | None = None,
         expected_through: int | None = None,
     ) -> Compaction:
         async with unit_of_work(self._db, read_only=True) as db:
-            source = await load_source(db, session_id, self._counters, turn_id=turn_id)
+            # A posted summary is validated there, and decides what the checkpoint covers.
+            source = await load_source(
+                db, session_id, self._counters, turn_id=turn_id, covered=posted
+            )
         note_source(source.before.conversation_tokens)
         if expected_through is not None and expected_through != source.through:
-            raise _conversation_changed(expected_through, source.through)
-        if provided is not None:
-            text = validate_summary(provided, finish_reason="stop", has_tool_calls=False)
-            generated = GeneratedSummary(text, Usage(), attempts=1, elapsed_ms=0)
+            raise conversation_changed(expected_through, source.through)
+        if posted is not None:
+            assert posted.text is not None  # validated by load_source's coverage call
+            generated = GeneratedSummary(posted.text, Usage(), attempts=1, elapsed_ms=0)
             model_name = provided_model or "caller"
         else:
             _check_summary_fits(source)
@@ -199,6 +239,7 @@ class CompactionService(CompactionReads):
         if kind != "manual":
             evidence = {**trigger_evidence(source.before), **(evidence or {})}
         row = self._row(source, kind, turn_id, evidence, generated, model_name)
+        row.trigger_prepare_id = prepare_id
         row = await self._store(row, source.base_compaction_id, generated.usage)
         await self._install(row)
         return row
@@ -345,15 +386,6 @@ class CompactionService(CompactionReads):
             "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
         }
 
-    async def _emit_in_turn(
-        self, session_id: str, turn_id: str, type: str, payload: dict[str, Any]
-    ) -> None:
-        try:
-            async with unit_of_work(self._db) as db:
-                await self._events.emit(db, session_id, type, payload, turn_id=turn_id)
-        except Exception:
-            log.warning("could not emit %s", type, exc_info=True)
-
 
 def _check_summary_fits(source: CompactionSource) -> None:
     """Fail before the model call when the summary request cannot fit the summary model."""
@@ -368,13 +400,3 @@ def _check_summary_fits(source: CompactionSource) -> None:
             estimated_input_tokens=budget.estimated_input_tokens,
             effective_input_tokens=budget.effective_input_tokens,
         )
-
-
-def _conversation_changed(expected: int, actual: int) -> ServiceError:
-    return Conflict(
-        "conversation_changed",
-        f"the summary was written for the conversation through message {expected}, but it now "
-        f"ends at message {actual}; fetch the summary request again and summarize that",
-        expected_through_message_sequence=expected,
-        through_message_sequence=actual,
-    )

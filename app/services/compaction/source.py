@@ -8,7 +8,7 @@ conversation, no user request, an undecodable artifact) changes nothing stored.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -47,6 +47,7 @@ from app.storage.repositories.turns import TurnRepository
 
 __all__ = [
     "CompactionSource",
+    "Coverage",
     "conversation_tokens",
     "load_source",
     "require_idle",
@@ -55,6 +56,8 @@ __all__ = [
 ]
 
 Counters = Callable[[str], TokenCounter]
+# What a caller's summary covers, given the session and its last message (raises when unknown).
+Coverage = Callable[[AsyncSession, AgentSession, int], Awaitable[int]]
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,8 +68,8 @@ class CompactionSource:
     # The checkpoint in force when the source was read (``None``: none yet); the write refuses
     # to install over a newer one.
     base_compaction_id: str | None
-    # The last stored message when read: the new fact and install boundary. Messages appended
-    # while the summary is being written stay after it, in the tail.
+    # The last stored message when read (or what a caller's summary covers): the new fact and
+    # install boundary. Messages appended after it stay after it, in the tail.
     through: int
     items: list[Item]
     last_user: LastUserRequest
@@ -104,20 +107,25 @@ def _plan_of(stored: dict[str, Any] | None) -> Plan | None:
 
 
 async def runtime_state_for(
-    db: AsyncSession, session_id: str, *, turn_id: str | None, counter: str
+    db: AsyncSession,
+    session_id: str,
+    *,
+    turn_id: str | None,
+    counter: str,
+    through: int | None = None,
 ) -> tuple[RuntimeState, str]:
     """The runtime state and reminder for a new checkpoint (SPEC §7.5).
 
-    ``edited_paths`` comes from every stored message; the plan is the trigger turn's, or (manual,
-    rewind, or a turn without a plan yet) carried from the latest checkpoint, as are unknown
-    extension keys.
+    ``edited_paths`` comes from every stored message (up to ``through``: what the checkpoint
+    covers); the plan is the trigger turn's, or (manual, rewind, or a turn without a plan yet)
+    carried from the latest checkpoint, as are unknown extension keys.
     """
     latest = await CompactionRepository(db).latest(session_id)
     previous = runtime_state_from_json(latest.runtime_state) if latest is not None else None
     plan = None
     if turn_id is not None:
         plan = _plan_of(await TurnRepository(db).plan_of(session_id, turn_id))
-    rows = await MessageRepository(db).load(session_id)
+    rows = await MessageRepository(db).load(session_id, through_sequence=through)
     state = derive_runtime_state([r.to_item(counter) for r in rows], previous, plan)
     return state, render_reminder(state)
 
@@ -152,9 +160,18 @@ def trigger_evidence(before: Budget) -> dict[str, Any]:
 
 
 async def load_source(
-    db: AsyncSession, session_id: str, counters: Counters, *, turn_id: str | None
+    db: AsyncSession,
+    session_id: str,
+    counters: Counters,
+    *,
+    turn_id: str | None,
+    covered: Coverage | None = None,
 ) -> CompactionSource:
-    """Read everything a compaction needs before its summary call."""
+    """Read everything a compaction needs before its summary call.
+
+    It covers the conversation through its last stored message, or through what ``covered``
+    answers for the session and that last message (a caller's summary written earlier: the
+    messages after it stay in the tail)."""
     started = time.perf_counter()
     session = await SessionRepository(db).require(session_id)
     if turn_id is None:
@@ -162,16 +179,18 @@ async def load_source(
     model = await resolve_model(db, session.model_id)
     summary_model = await resolve_model(db, session.summary_model_id)
     summary_counter = counters(summary_model.capabilities.token_counter)
-    through = await MessageRepository(db).last_sequence(session_id) or 0
-    if through == 0:
+    last = await MessageRepository(db).last_sequence(session_id) or 0
+    if last == 0:
         raise Conflict(
             "empty_conversation",
             "the conversation is empty and cannot be compacted; append messages first",
         )
-    active = await load_active(db, session, summary_counter.name)
+    through = last if covered is None else await covered(db, session, last)
+    bound = None if through == last else through
+    active = await load_active(db, session, summary_counter.name, through=bound)
     last_user = select_last_user_request(active.items)
     state, reminder = await runtime_state_for(
-        db, session_id, turn_id=turn_id, counter=summary_counter.name
+        db, session_id, turn_id=turn_id, counter=summary_counter.name, through=bound
     )
     summary_request = prepare(
         system_context_of(session),

@@ -11,12 +11,38 @@ from app.services.turns.calls import CallEntry, finished_payload, write_results
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expiry
 from app.services.turns.tools import DoomRecord
+from app.services.turns.waiting import end_waiting, tool_results_overdue
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
-__all__ = ["ResultsOutcome", "cancel_waiting_or_flag", "post_tool_results", "require_turn"]
+__all__ = [
+    "DeadlinePassed",
+    "ResultsOutcome",
+    "cancel_waiting_or_flag",
+    "post_tool_results",
+    "require_turn",
+    "turn_not_waiting",
+]
+
+
+class DeadlinePassed(Exception):
+    """The turn waits for tool results past its deadline: it has to end (``expire_waiting``)
+    before anything else is done to it. Raised before anything is written."""
+
+    def __init__(self, turn_id: str) -> None:
+        super().__init__(turn_id)
+        self.turn_id = turn_id
+
+
+def turn_not_waiting(turn: Turn) -> Conflict:
+    return Conflict(
+        "turn_not_waiting",
+        f"turn {turn.turn_id} is {turn.status} ({turn.phase}), not waiting for tool results",
+        turn_id=turn.turn_id,
+        turn_status=turn.status,
+    )
 
 
 def turn_not_found(turn_id: str) -> NotFound:
@@ -89,12 +115,9 @@ async def post_tool_results(
         if turn is None:
             raise turn_not_found(turn_id)
         if turn.status != "running" or turn.phase != "waiting_tool_results":
-            raise Conflict(
-                "turn_not_waiting",
-                f"turn {turn_id} is {turn.status} ({turn.phase}), not waiting for tool results",
-                turn_id=turn_id,
-                turn_status=turn.status,
-            )
+            raise turn_not_waiting(turn)
+        if tool_results_overdue(turn):
+            raise DeadlinePassed(turn_id)  # too late: no result is taken after the deadline
         entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
         _check_results(entries, results)
         by_id = {e["tool_call_id"]: e for e in entries}
@@ -152,26 +175,9 @@ async def cancel_waiting_or_flag(deps: TurnDeps, session_id: str, turn_id: str) 
         if turn.phase != "waiting_tool_results":
             await turns.request_cancel(session_id, turn_id)
             return True
-        entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
-        model = await resolve_model(db, session.model_id)
-        await write_results(
-            db,
-            deps.events,
-            deps.counter(model.capabilities.token_counter),
-            session_id=session_id,
-            turn_id=turn_id,
-            entries=entries,
-        )
-        finished = await turns.finish(
-            session_id, turn_id, status="cancelled", outcome={}, phase="terminal"
-        )
-        await deps.events.emit(
-            db,
-            session_id,
-            "turn_finished",
-            {"status": "cancelled", "outcome": {}},
-            turn_id=turn_id,
-        )
+        if tool_results_overdue(turn):
+            raise DeadlinePassed(turn_id)  # it ended at its deadline, before this cancel
+        finished = await end_waiting(deps, db, session, turn, status="cancelled", outcome={})
     if finished is not None:
         deps.observability.turns.finished(finished)
     return False

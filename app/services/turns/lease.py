@@ -4,7 +4,8 @@ The process running a turn holds a lease on its row and renews it; a turn whose 
 while it was not waiting for the caller lost its runner (the process died) and is made
 ``interrupted`` by whichever process notices first: every process sweeps on start-up and
 periodically, and reads and starts sweep lazily. Nothing is replayed. A turn waiting for tool
-results holds no lease (no process works on it), so it never expires.
+results holds no lease (no process works on it): it ends at its deadline for the results
+instead (``waiting``).
 """
 
 from __future__ import annotations

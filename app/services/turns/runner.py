@@ -39,6 +39,7 @@ from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, p
 from app.services.turns.sampling import Captured, capture
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord, handle_calls
+from app.services.turns.waiting import start_waiting
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
@@ -591,9 +592,11 @@ class TurnRunner:
             if round_.plan is not None:
                 values["plan"] = round_.plan
             if round_.next == "wait":
-                # No process works on a waiting turn: it holds no lease and never expires.
+                # No process works on a waiting turn: it holds no lease, and ends at its
+                # deadline for the results instead (``waiting``).
                 values.update(pending_tool_calls=entries, release_lease=True)
                 await self._set_phase(db, events, "waiting_tool_results", **values)
+                await start_waiting(self.deps, db, fresh, self.turn_id)
             elif round_.next == "continue" and following is not None:
                 await self._set_phase(
                     db, events, "running_model", model_call_index=following, **values

@@ -21,9 +21,11 @@ from typing import Any
 from app.services.cursors import decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
 from app.services.turns.control import (
+    DeadlinePassed,
     cancel_waiting_or_flag,
     post_tool_results,
     require_turn,
+    turn_not_waiting,
 )
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
@@ -34,6 +36,7 @@ from app.services.turns.start import RunningTurnExpired, Started, busy, start_tu
 from app.services.turns.stream import open_event_stream
 from app.services.turns.tools import DoomRecord
 from app.services.turns.views import awaiting_calls, turn_to_json
+from app.services.turns.waiting import expire_overdue, expire_waiting, tool_results_overdue
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories.sessions import SessionRepository
@@ -91,6 +94,7 @@ class TurnService:
         while not self._stopping.is_set():
             try:
                 await reap_expired(self._deps)
+                await expire_overdue(self._deps)
             except Exception:
                 logger.exception("lease reaper failed; retrying")
             with contextlib.suppress(TimeoutError):
@@ -170,8 +174,9 @@ class TurnService:
     ) -> tuple[dict[str, Any], bool]:
         try:
             started = await self._start(session_id, client_request_id, input_items)
-        except RunningTurnExpired:
+        except RunningTurnExpired as expired:
             await reap_expired(self._deps)
+            await expire_waiting(self._deps, session_id, expired.turn_id)
             try:
                 started = await self._start(session_id, client_request_id, input_items)
             except RunningTurnExpired as still:  # not reaped (e.g. its lease renewed meanwhile)
@@ -236,7 +241,11 @@ class TurnService:
         *,
         wait: bool = False,
     ) -> dict[str, Any]:
-        outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
+        try:
+            outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
+        except DeadlinePassed:
+            await expire_waiting(self._deps, session_id, turn_id)
+            raise turn_not_waiting(await require_turn(self._deps, session_id, turn_id)) from None
         turn = outcome.turn
         if outcome.resume:
             self._spawn(session_id, turn_id, outcome.doom, resumed_from=turn.trace_context or "")
@@ -248,7 +257,12 @@ class TurnService:
 
     async def cancel(self, session_id: str, turn_id: str) -> dict[str, Any]:
         """Request cancellation and answer once the turn is terminal (bounded wait)."""
-        if await cancel_waiting_or_flag(self._deps, session_id, turn_id):
+        try:
+            flagged = await cancel_waiting_or_flag(self._deps, session_id, turn_id)
+        except DeadlinePassed:  # it ended at its deadline: a cancel now finds it terminal
+            await expire_waiting(self._deps, session_id, turn_id)
+            flagged = await cancel_waiting_or_flag(self._deps, session_id, turn_id)
+        if flagged:
             local = self._runners.get((session_id, turn_id))
             if local is not None:
                 local[0].cancel.set()  # a pending model call is abandoned at once
@@ -267,6 +281,9 @@ class TurnService:
         turn = await require_turn(self._deps, session_id, turn_id)
         if lease_expired(turn):
             await reap_expired(self._deps)
+            turn = await require_turn(self._deps, session_id, turn_id)
+        elif tool_results_overdue(turn):
+            await expire_waiting(self._deps, session_id, turn_id)
             turn = await require_turn(self._deps, session_id, turn_id)
         return turn
 

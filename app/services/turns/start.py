@@ -24,6 +24,7 @@ from app.services.models import resolve_model
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCall, FirstCallPreparer
 from app.services.turns.lease import lease_expired, lease_expiry
+from app.services.turns.waiting import tool_results_overdue
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
@@ -36,7 +37,8 @@ __all__ = ["RunningTurnExpired", "Started", "busy", "start_turn"]
 
 
 class RunningTurnExpired(Exception):
-    """The session's running turn has an expired lease (its runner died)."""
+    """The session's running turn has an expired lease (its runner died), or waits for tool
+    results past its deadline: it has to end first."""
 
     def __init__(self, turn_id: str) -> None:
         super().__init__(turn_id)
@@ -135,7 +137,8 @@ async def start_turn(
     (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
     ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
     the caller reaps it and starts again. ``first_call`` prepares the first model call in the
-    same transaction when it applies (the turn is then stored in phase ``running_model``)."""
+    same transaction when it applies (the turn is then stored in phase ``running_model``).
+    A running turn past its deadline for tool results raises ``RunningTurnExpired`` too."""
     texts = _texts(input_items)
     async with unit_of_work(deps.db) as db:
         sessions = SessionRepository(db)
@@ -151,7 +154,7 @@ async def start_turn(
             )
         turns = TurnRepository(db)
         existing, running = await turns.start_candidates(session_id, client_request_id)
-        if running is not None and lease_expired(running):
+        if running is not None and (lease_expired(running) or tool_results_overdue(running)):
             raise RunningTurnExpired(running.turn_id)
         if existing is not None:
             return Started(existing, False, session, None)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from app.services.turns.waiting import tool_results_remaining
 from app.storage.models import Turn
 
 __all__ = ["awaiting_calls", "iso", "turn_to_json"]
@@ -26,6 +27,7 @@ def awaiting_calls(turn: Turn) -> list[dict[str, Any]]:
 
 
 def turn_to_json(turn: Turn) -> dict[str, Any]:
+    remaining = tool_results_remaining(turn)
     return {
         "turn_id": turn.turn_id,
         "session_id": turn.session_id,
@@ -35,6 +37,9 @@ def turn_to_json(turn: Turn) -> dict[str, Any]:
         "input": turn.input,
         "outcome": turn.outcome,
         "pending_tool_calls": awaiting_calls(turn),
+        # While waiting for tool results: by when they must all be posted, and how long is left.
+        "tool_results_deadline": iso(turn.tool_results_deadline) if remaining is not None else None,
+        "tool_results_remaining_seconds": remaining,
         "plan": turn.plan,
         "model_calls": turn.model_call_index,
         "usage": {

@@ -123,6 +123,12 @@ class Compaction(Base):
             # truncate it while SQLite would not, so the two schemas would disagree.
             name=conv("fk_conversation_compactions_parent"),
         ),
+        # The trigger turn is a turn of the session (named by hand, as the parent link).
+        ForeignKeyConstraint(
+            ["session_id", "trigger_turn_id"],
+            ["turns.session_id", "turns.turn_id"],
+            name=conv("fk_conversation_compactions_trigger_turn"),
+        ),
         CheckConstraint("sequence > 0", name="sequence_positive"),
         CheckConstraint("kind IN ('manual', 'threshold', 'overflow', 'rewind')", name="kind_valid"),
         CheckConstraint("summary_format_version = 1", name="summary_format_version_1"),
@@ -138,9 +144,15 @@ class Compaction(Base):
             "kind = 'rewind' OR replaced_through_message_sequence = through_message_sequence",
             name="only_rewind_hides_tail",
         ),
+        # A threshold or overflow compaction names what crossed the line: the running turn, or
+        # the session prepare (``POST .../prepare``) of a caller that runs its own model.
         CheckConstraint(
-            "(kind IN ('threshold', 'overflow')) = (trigger_turn_id IS NOT NULL)",
-            name="trigger_turn_iff_in_turn",
+            "(kind IN ('threshold', 'overflow')) = "
+            "(trigger_turn_id IS NOT NULL OR trigger_prepare_id IS NOT NULL)",
+            name="trigger_iff_in_turn",
+        ),
+        CheckConstraint(
+            "trigger_turn_id IS NULL OR trigger_prepare_id IS NULL", name="one_trigger"
         ),
         CheckConstraint(
             "(kind = 'rewind') = (parent_compaction_id IS NOT NULL)",
@@ -177,6 +189,9 @@ class Compaction(Base):
     input_tokens: Mapped[int | None] = mapped_column(Integer)
     output_tokens: Mapped[int | None] = mapped_column(Integer)
     trigger_turn_id: Mapped[str | None] = mapped_column(Text)
+    # The request id (``prepare-<uuid32>``) of the session prepare that compacted: it names the
+    # World State messages that prepare wrote; no turn row has it.
+    trigger_prepare_id: Mapped[str | None] = mapped_column(Text)
     parent_compaction_id: Mapped[str | None] = mapped_column(Text)
     # Why it fired: e.g. {estimated_input_tokens, reserved_output_tokens, trigger_line, error}.
     trigger: Mapped[dict[str, Any] | None] = mapped_column(JSONValue)

@@ -77,5 +77,10 @@ class AgentSession(Base):
     world_state_version: Mapped[str] = mapped_column(
         Text, default=new_world_state_version, server_default=UNKNOWN_WORLD_STATE_VERSION
     )
+    # The last bring-your-own-model summary request served (``GET .../compactions/request``):
+    # the last message it covers and the checkpoint it was built on (NULL: none). A summary
+    # posted without saying what it covers is installed only if it can be this request's.
+    summary_request_through_sequence: Mapped[int | None] = mapped_column(BigInteger)
+    summary_request_compaction_id: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

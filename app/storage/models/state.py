@@ -6,7 +6,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, Index, String, Text
+from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.storage.base import Base, JSONValue, utc_now
@@ -30,16 +30,23 @@ class WorldStateBaseline(Base):
 
 
 class AgentMessage(Base):
-    """A queued agent message (SPEC §6), delivered into the conversation before a model call."""
+    """A queued agent message (SPEC §6), delivered into the conversation before a model call.
+
+    ``sequence`` orders a session's mailbox: allocated by the database when the message is
+    queued (``MailboxRepository.enqueue``, under the session's lock), never taken from a clock,
+    so replicas whose clocks disagree still deliver in the order the messages were queued."""
 
     __tablename__ = "agent_messages"
     __table_args__ = (
         CheckConstraint("kind IN ('final_answer', 'interrupted', 'failed')", name="kind_valid"),
-        Index("ix_agent_messages_session_id_created_at", "session_id", "created_at"),
+        CheckConstraint("sequence > 0", name="sequence_positive"),
+        # Also the index the drain reads the queue in order with.
+        UniqueConstraint("session_id", "sequence"),
     )
 
     session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
     agent_message_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    sequence: Mapped[int] = mapped_column(BigInteger)
     task: Mapped[str] = mapped_column(Text)
     kind: Mapped[str] = mapped_column(String(16))
     body: Mapped[str] = mapped_column(Text)

@@ -49,8 +49,10 @@ class Turn(Base):
             sqlite_where=text("status = 'running'"),
             postgresql_where=text("status = 'running'"),
         ),
-        # The sweeper looks for running turns whose runner's lease expired.
+        # The sweeper looks for running turns whose runner's lease expired, and for waiting
+        # turns whose caller missed the deadline for tool results.
         Index("ix_turns_status_lease_expires_at", "status", "lease_expires_at"),
+        Index("ix_turns_status_tool_results_deadline", "status", "tool_results_deadline"),
         Index("ix_turns_session_id_created_at", "session_id", "created_at"),
     )
 
@@ -70,6 +72,9 @@ class Turn(Base):
     plan: Mapped[dict[str, Any] | None] = mapped_column(JSONValue)
     lease_owner: Mapped[str | None] = mapped_column(Text)
     lease_expires_at: Mapped[datetime | None] = mapped_column()
+    # When the turn last started waiting for the caller's tool results, the time by which all
+    # of them must be posted (``app.services.turns.waiting``); meaningful only while waiting.
+    tool_results_deadline: Mapped[datetime | None] = mapped_column()
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)

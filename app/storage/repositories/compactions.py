@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 
-from app.storage.models import Compaction
+from app.storage.models import AgentSession, Compaction
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository
 
@@ -70,3 +70,25 @@ class CompactionRepository(Repository):
             stmt = stmt.where(Compaction.sequence < before_sequence)
         stmt = stmt.order_by(Compaction.sequence.desc()).limit(limit)
         return (await self.session.execute(stmt)).scalars().all()
+
+    async def record_summary_request(
+        self, session_id: str, *, through: int, compaction_id: str | None
+    ) -> None:
+        """Remember on the session the bring-your-own-model summary request just served: the
+        last message it covers and the checkpoint it was built on. Bookkeeping, not a change of
+        the session: ``updated_at`` keeps its value. Of two requests read at once, the one that
+        saw more messages is the one remembered."""
+        served = AgentSession.summary_request_through_sequence
+        stmt = (
+            update(AgentSession)
+            .where(AgentSession.id == session_id, served.is_(None) | (served <= through))
+            .values(
+                {
+                    served: through,
+                    AgentSession.summary_request_compaction_id: compaction_id,
+                    AgentSession.updated_at: AgentSession.updated_at,
+                }
+            )
+            .execution_options(synchronize_session=False)
+        )
+        await self.session.execute(stmt)

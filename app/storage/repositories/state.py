@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import cast
 
-from sqlalchemy import Table, insert, select, update
+from sqlalchemy import Table, func, insert, select, update
 
 from app.storage.base import utc_now
 from app.storage.models import AgentMessage, SessionEvent, WorldStateBaseline
@@ -70,12 +70,20 @@ class MailboxRepository(Repository):
     ) -> bool:
         """Queue a message; ``False`` when this id was already queued (a retried delivery).
 
-        A queued message counts in the session's ``mailbox_pending`` (same transaction)."""
+        Its ``sequence`` is the session's next one, allocated by the INSERT itself under the
+        session's lock (enqueues of one session queue up on it, on every replica). A queued
+        message counts in the session's ``mailbox_pending`` (same transaction)."""
+        sessions = SessionRepository(self.session)
+        await sessions.lock(session_id)
         stmt = (
             self._insert(AgentMessage)
             .values(
                 session_id=session_id,
                 agent_message_id=agent_message_id,
+                # The session's next mailbox sequence, read by the INSERT that takes it.
+                sequence=select(func.coalesce(func.max(AgentMessage.sequence), 0) + 1)
+                .where(AgentMessage.session_id == session_id)
+                .scalar_subquery(),
                 task=task,
                 kind=kind,
                 body=body,
@@ -88,18 +96,18 @@ class MailboxRepository(Repository):
         )
         if (await self.session.execute(stmt)).first() is None:
             return False
-        await SessionRepository(self.session).add_mailbox_pending(session_id, 1)
+        await sessions.add_mailbox_pending(session_id, 1)
         return True
 
     async def pending(self, session_id: str) -> Sequence[AgentMessage]:
-        """Undelivered messages, oldest first."""
+        """Undelivered messages in the order they were queued (``sequence``)."""
         stmt = (
             select(AgentMessage)
             .where(
                 AgentMessage.session_id == session_id,
                 AgentMessage.delivered_message_sequence.is_(None),
             )
-            .order_by(AgentMessage.created_at, AgentMessage.agent_message_id)
+            .order_by(AgentMessage.sequence)
         )
         return (await self.session.execute(stmt)).scalars().all()
 

@@ -167,6 +167,31 @@ def test_byo_compact_installs_the_callers_summary(client: Client) -> None:
     ]
 
 
+def test_byo_compact_keeps_what_was_appended_while_the_model_worked(client: Client) -> None:
+    session = client.create_session(model_id="local", agent=AGENT)
+    client.run_turn(session.id, "Summarize ticket ABC-123.")
+
+    covered: list[int] = []
+
+    def summarize(request: SummaryRequest) -> str:
+        covered.append(request.through_message_sequence)
+        # Meanwhile the conversation goes on.
+        later = {"role": "assistant", "content": [{"type": "text", "text": "Later."}]}
+        (appended,) = client.append_messages(session.id, [later])
+        assert appended.sequence == request.through_message_sequence + 1
+        return VALID_SUMMARY
+
+    checkpoint = client.byo_compact(session.id, summarize)
+    context = client.get_context(session.id)
+    assert checkpoint.replaced_through_message_sequence == covered[0]
+    assert [p.reason for p in context.provenance[:3]] == [
+        "last_user_request_replay",
+        "compaction_summary",
+        "system_reminder",
+    ]
+    assert context.conversation[-1].content[0]["text"] == "Later."
+
+
 @pytest.mark.anyio
 async def test_the_async_byo_compact_awaits_the_summarizer(server: ServerProcess) -> None:
     async def summarize(request: SummaryRequest) -> str:

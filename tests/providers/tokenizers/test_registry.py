@@ -58,6 +58,9 @@ class _WordCounter:
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         return self.measure_content(content)
 
+    def frame_message(self, role: str, content_measure: int) -> int:
+        return content_measure
+
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return 0
 

@@ -103,7 +103,8 @@ def byo_compact_flow(
         session_id,
         summary=summary,
         model=model or request.summary_model_id,
-        expected_through_message_sequence=request.through_message_sequence,
+        # What the summary covers: messages appended while ``summarize`` ran stay after it.
+        through_message_sequence=request.through_message_sequence,
     )
     return checkpoint
 

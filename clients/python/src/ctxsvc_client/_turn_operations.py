@@ -111,12 +111,15 @@ def compact(
     summary: str | None = None,
     model: str | None = None,
     expected_through_message_sequence: int | None = None,
+    through_message_sequence: int | None = None,
 ) -> Call[Checkpoint]:
-    """Compact now with the session's summary model, or install your own model's ``summary``."""
+    """Compact now with the session's summary model, or install your own model's ``summary``
+    over what its request covered (``through_message_sequence`` of ``get_summary_request``)."""
     body = body_of(
         summary=summary,
         model=model,
         expected_through_message_sequence=expected_through_message_sequence,
+        through_message_sequence=through_message_sequence,
     )
     url = session_path(session_id, "compactions")
     return Call("POST", url, model_of(Checkpoint), json=body, timeout=COMPACTION_TIMEOUT_SECONDS)

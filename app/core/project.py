@@ -3,7 +3,8 @@
 A result whose visible size exceeds 8000 estimated tokens loses its data blocks (replaced by one
 notice) and, if its text is still over 32 000 bytes, keeps a 75 % head and a 25 % tail of its
 text around a marker. Cuts fall on UTF-8 character boundaries. ``id``, ``name``, ``state`` and
-``artifacts`` are kept; the authoritative stored result is never changed.
+``artifacts`` are kept; the authoritative stored result is never changed. The salient lines of
+the cut part follow the marker (``salient.py``, SPEC §9; see ``_truncate``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from app.core.capabilities import MAX_TOOL_RESULT_TOKENS
 from app.core.content import DataBlock, Item, OutputBlock, TextBlock, ToolResultBlock
 from app.core.counting import estimate_tokens, utf8_len
 from app.core.prune import with_output
+from app.core.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
 
 __all__ = [
     "PROJECTION_BUDGET_BYTES",
@@ -138,18 +140,49 @@ def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBl
 
 
 def _truncate(text: str, marker: str) -> str:
+    """``text`` cut to the budget around ``marker``, with the salient lines of the cut part.
+
+    Without a salient line in the part a plain cut would drop, the cut is SPEC §2.2's exactly.
+    With some, ``SALIENT_SHARE_PERCENT`` of the budget is set aside for them (``salient.py``):
+    head and tail split the rest 75/25, and the section follows the marker; everything sent
+    stays within the 32 000 bytes the report's ``projected=8000`` promises.
+    """
     content_bytes = PROJECTION_BUDGET_BYTES - utf8_len(marker)
-    head_budget = content_bytes * _HEAD_PERCENT // 100
-    if text.isascii():
-        head = text[:head_budget]
-        tail_budget = content_bytes - len(head)
-        return head + marker + text[len(text) - tail_budget :]
-    raw = text.encode("utf-8")
-    head_end = head_budget
-    # Back off to a character boundary: never split a multi-byte sequence (10xxxxxx = inside).
-    while head_end > 0 and (raw[head_end] & 0xC0) == 0x80:
-        head_end -= 1
-    tail_start = len(raw) - (content_bytes - head_end)
-    while tail_start < len(raw) and (raw[tail_start] & 0xC0) == 0x80:
-        tail_start += 1
-    return raw[:head_end].decode("utf-8") + marker + raw[tail_start:].decode("utf-8")
+    cut = _Cut(text)
+    plain = cut.split(content_bytes)
+    reserve = content_bytes * SALIENT_SHARE_PERCENT // 100
+    head, tail = cut.split(content_bytes - reserve)
+    # The wider cut's lines, unless none of them is in the part the plain cut drops.
+    lines = salient_lines(text, head, tail, touching=plain)
+    if not lines:
+        return text[: plain[0]] + marker + text[plain[1] :]
+    section, _ = salient_section(lines, reserve, utf8_len)
+    return text[:head] + marker + section + text[tail:]
+
+
+class _Cut:
+    """Where a head of 75 % and a tail of 25 % of a byte budget end, as character offsets."""
+
+    __slots__ = ("_raw", "_text")
+
+    def __init__(self, text: str) -> None:
+        self._text = text
+        self._raw = None if text.isascii() else text.encode("utf-8")
+
+    def split(self, content_bytes: int) -> tuple[int, int]:
+        """``(head end, tail start)``: ``text[:head]`` and ``text[tail:]`` are what is kept."""
+        head_budget = content_bytes * _HEAD_PERCENT // 100
+        raw = self._raw
+        if raw is None:
+            head = min(head_budget, len(self._text))
+            return head, len(self._text) - (content_bytes - head)
+        head_end = head_budget
+        # Back off to a character boundary: never split a multi-byte sequence (10xxxxxx = inside).
+        while head_end > 0 and (raw[head_end] & 0xC0) == 0x80:
+            head_end -= 1
+        tail_start = len(raw) - (content_bytes - head_end)
+        while tail_start < len(raw) and (raw[tail_start] & 0xC0) == 0x80:
+            tail_start += 1
+        return len(raw[:head_end].decode("utf-8")), len(self._text) - len(
+            raw[tail_start:].decode("utf-8")
+        )

@@ -2,7 +2,9 @@
 
 A pruned result keeps its first 4096 and last 1024 characters around a marker; the stored
 message is never touched (this runs on the request copy). Characters are Unicode code points,
-exactly as Python's ``str`` counts them.
+exactly as Python's ``str`` counts them. The salient lines of the omitted part (``salient.py``,
+SPEC §9) follow the marker, within ``PRUNE_SALIENT_CHARS``; without any the text is exactly
+SPEC §2.1's.
 """
 
 from __future__ import annotations
@@ -13,9 +15,11 @@ from dataclasses import dataclass
 
 from app.core.content import Item, OutputBlock, TextBlock, ToolResultBlock
 from app.core.prepared import PruningWatermark
+from app.core.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
 
 __all__ = [
     "PRUNE_HEAD_CHARS",
+    "PRUNE_SALIENT_CHARS",
     "PRUNE_TAIL_CHARS",
     "PRUNE_THRESHOLD_CHARS",
     "PruneResult",
@@ -28,6 +32,9 @@ __all__ = [
 PRUNE_THRESHOLD_CHARS = 8192  # pruned only when strictly more
 PRUNE_HEAD_CHARS = 4096
 PRUNE_TAIL_CHARS = 1024
+# The salient section's share of the 5120 characters kept: 1280. A pruned text therefore stays
+# under 6 600 characters (≤ 26 400 bytes), far below the projection line.
+PRUNE_SALIENT_CHARS = (PRUNE_HEAD_CHARS + PRUNE_TAIL_CHARS) * SALIENT_SHARE_PERCENT // 100
 
 _UNSAFE_FILE_CHARS = re.compile(r"[^A-Za-z0-9_-]")
 
@@ -94,7 +101,11 @@ def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolRes
     joined = "\n".join(texts)
     omitted = total - PRUNE_HEAD_CHARS - PRUNE_TAIL_CHARS
     marker = prune_marker(omitted, block["id"], spill_directory)
-    text = f"{joined[:PRUNE_HEAD_CHARS]}\n{marker}\n{joined[-PRUNE_TAIL_CHARS:]}"
+    tail_start = total - PRUNE_TAIL_CHARS
+    salient, _ = salient_section(
+        salient_lines(joined, PRUNE_HEAD_CHARS, tail_start), PRUNE_SALIENT_CHARS
+    )
+    text = f"{joined[:PRUNE_HEAD_CHARS]}\n{marker}\n{salient}{joined[tail_start:]}"
     output: list[OutputBlock] = []
     placed = False
     for b in block["output"]:

@@ -168,6 +168,9 @@ OUTPUTS: list[list[str | OutputBlock]] = [
     ["look", data_block()],
     [data_block(name=None)],
     ["q" * 40_000, data_block("https://example.com/" + "p" * 300)],
+    # Salient lines in the part pruning (first) or projection (second) cuts (SPEC §9).
+    ["log line\n" * 600 + "error: in the middle\n" + "log line\n" * 600],
+    ["ok line\n" * 2_500 + "FAILED test_x\nKilled\n" + "ok line\n" * 2_500],
 ]
 # Mostly short results, as in a real session; the others test every line.
 OUTPUT = st.one_of(st.sampled_from(OUTPUTS[:2]), st.sampled_from(OUTPUTS))

@@ -20,8 +20,11 @@ from tests.core.measure import remeasure
 CAPS = ModelCapabilities(1_000_000, 4_000)
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
-# Mostly short outputs, sometimes over the prune (8192 chars) or projection (32 000 bytes) line.
-OUTPUTS = st.sampled_from(["ok", "ünï 界 😀", "x" * 9000, "y" * 33_000])
+# Mostly short outputs, sometimes over the prune (8192 chars) or projection (32 000 bytes) line,
+# one with a salient line in the part both cut.
+OUTPUTS = st.sampled_from(
+    ["ok", "ünï 界 😀", "x" * 9000, "y" * 33_000, "z\n" * 3000 + "error: x\n" + "z\n" * 14_000]
+)
 
 # One step of a history: ("user",), ("assistant", n_calls), ("tool", which_call, output)
 STEP = st.one_of(

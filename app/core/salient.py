@@ -1,0 +1,352 @@
+"""Salient lines: what pruning (SPEC §2.1) and projection (§2.2) keep of the part they cut (§9).
+
+A long log loses its middle to head/tail cutting, and the middle is where a build's first error,
+a failing test or a panic usually is. Both stages therefore look at the lines of the cut part and
+keep those that match the rule below, after the SPEC's marker (whose text and count do not
+change), in their original order and with their line numbers, within a fixed share of the kept
+budget. A text with no salient line in its cut part is cut exactly as before.
+
+The rule (deterministic, no model; case-insensitive unless marked):
+
+- a word ``error``/``errors``, ``fatal``, ``panic``/``panicked``, ``exception``/``exceptions``,
+  ``fail``/``fails``/``failed``/``failing``/``failure``/``failures``, ``assert``/``assertion``,
+  ``abort``/``aborted``, ``killed``, ``denied``; the phrases ``segmentation fault``,
+  ``core dumped``, ``out of memory``, ``timed out``, ``no such file``, ``not found``,
+  ``undefined reference``, ``non-zero exit``; ``OOMKilled``;
+- case-sensitive: a name ending in ``Error`` or ``Exception`` (``ValueError``,
+  ``NullPointerException``), npm's ``ERR!``, and pytest's detail lines (``E`` then two spaces);
+- a non-zero exit status: ``exit code 2``, ``exited with status 1``, ``exit status: 137``
+  (a zero status is not salient);
+- the last line of a Python traceback: the first non-indented line after
+  ``Traceback (most recent call last):`` and its indented frames.
+
+Counts of nothing do not make a line salient: ``0 errors``, ``no failures``, ``failed: 0`` are
+removed from a line before it is tested. Identical lines are listed once, with how many more
+times and where they last occurred. A line longer than ``SALIENT_LINE_CHARS`` is shown as a
+window around its first match. Lines are numbered from 1 in the text the stage cuts (for pruning
+the result's text blocks joined with ``\\n``, for projection their concatenation).
+
+Rendered section (each line ends with ``\\n``)::
+
+    [salient lines of the cut part (line number: text)]
+    812: error: cannot find symbol
+    990: FAILED tests/test_x.py::test_y - AssertionError [2 more times, last at line 1203]
+    [end of salient lines; 4 more not shown]
+
+Lines are taken in order while the section fits its limit (``salient_section``); the rest are
+counted in the closing line.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = [
+    "SALIENT_LINE_CHARS",
+    "SALIENT_SHARE_PERCENT",
+    "SalientLine",
+    "forget",
+    "salient_lines",
+    "salient_section",
+]
+
+# The salient section may use at most this share of the stage's kept budget (pruning: of the
+# 4096 + 1024 characters kept; projection: of the 32 000-byte budget less its marker).
+SALIENT_SHARE_PERCENT = 25
+SALIENT_LINE_CHARS = 300
+# A long line is shown from this many characters before its first match.
+_WINDOW_LEAD = 100
+
+# The case-insensitive part of the rule, tried on the lowered text where a keyword was found
+# (``match``, not ``search``: Python's ``re`` tries an alternation at every position of a log,
+# ~6 ms per 60 KB, while ``str.find`` of the keywords and one anchored match per hit cost a
+# small fraction of that).
+_WORD_AT = re.compile(
+    r"""
+    (?<![a-z0-9_])
+    (?:errors?|fatal|panic(?:ked)?|exceptions?|fail(?:s|ed|ing|ure|ures)?|assert(?:ion)?
+      |abort(?:ed)?|killed|oomkilled|denied|segmentation\ fault|core\ dumped|out\ of\ memory
+      |timed\ out|no\ such\ file|not\ found|undefined\ reference|non-zero\ exit)
+    (?![a-z0-9_])
+    | (?<![a-z0-9_])exit(?:ed)?(?:\ with)?\ (?:status|code)[\s:=]*-?0*[1-9]
+    """,
+    re.VERBOSE,
+)
+# Every match of the rule starts with one of these (lowered); ``_matches_at`` tests each hit.
+_KEYWORDS = (
+    "error",
+    "fatal",
+    "panic",
+    "exception",
+    "fail",
+    "assert",
+    "abort",
+    "killed",
+    "oomkilled",
+    "denied",
+    "segmentation fault",
+    "core dumped",
+    "out of memory",
+    "timed out",
+    "no such file",
+    "not found",
+    "undefined reference",
+    "non-zero exit",
+    "exit",
+    "err!",
+    "e  ",
+)
+# Counts of nothing, blanked out of a line before it is tested again.
+_NOTHING = re.compile(
+    r"""
+    \b(?:0|no|zero|without)\s+(?:errors?|failures?|failed|fail(?:s|ing)?|exceptions?)\b
+    | \b(?:errors?|failures?|failed|exceptions?)\s*[:=]\s*0\b
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
+_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_TRACEBACK = "Traceback (most recent call last):"
+
+_HEADER = "[salient lines of the cut part (line number: text)]\n"
+_FOOTER = "[end of salient lines]\n"
+
+
+@dataclass(frozen=True, slots=True)
+class SalientLine:
+    number: int  # 1-based, in the text the stage cuts
+    text: str  # as shown: ``\r`` stripped, cut to a window when long
+    repeats: int = 0  # further identical lines in the cut part
+    last_number: int = 0  # where the last of them is (when ``repeats``)
+
+    def render(self) -> str:
+        if not self.repeats:
+            return f"{self.number}: {self.text}\n"
+        return (
+            f"{self.number}: {self.text} "
+            f"[{self.repeats} more times, last at line {self.last_number}]\n"
+        )
+
+
+# The ``(begin, end)`` character span of every salient line found, and the lines collapsed.
+_Found = tuple[tuple[tuple[int, int], ...], tuple[SalientLine, ...]]
+
+
+class _Memo:
+    """The lines found in recently cut texts, by the text itself (bounded).
+
+    Every prepare cuts every pruned result again (the stored message never changes, the request
+    copy is rebuilt), and finding the lines costs ~0.3 ms per 20 KB log while looking a text up
+    costs its hash (~15 µs per 60 KB): 200 pruned logs made a 10 000-message prepare three times
+    slower without it. The key holds the text, so a hit is an equal text, never a collision.
+    Oldest entries go first once the keys hold more than ``MAX_CHARS`` characters.
+    """
+
+    MAX_CHARS = 16_000_000
+    MAX_ENTRIES = 4096
+
+    def __init__(self) -> None:
+        self._entries: OrderedDict[tuple[str, int, int], _Found] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+
+    def get(self, key: tuple[str, int, int]) -> _Found | None:
+        return self._entries.get(key)
+
+    def put(self, key: tuple[str, int, int], found: _Found) -> None:
+        with self._lock:
+            if key in self._entries:
+                return
+            self._entries[key] = found
+            self._chars += len(key[0])
+            while self._chars > self.MAX_CHARS or len(self._entries) > self.MAX_ENTRIES:
+                (text, _, _), _ = self._entries.popitem(last=False)
+                self._chars -= len(text)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._chars = 0
+
+
+_memo = _Memo()
+
+
+def forget() -> None:
+    """Drop every remembered text (benchmarks measure a cold start with it)."""
+    _memo.clear()
+
+
+def salient_lines(
+    text: str, start: int, stop: int, *, touching: tuple[int, int] | None = None
+) -> Sequence[SalientLine]:
+    """The salient lines of ``text`` that have a character in ``[start, stop)``, in order.
+
+    Offsets are characters. Identical lines (as shown) are collapsed into the first. With
+    ``touching`` (a range inside ``[start, stop)``), none unless one of them has a character in
+    that range too (projection: a wider cut only when the plain cut loses a salient line).
+    """
+    if start >= stop:
+        return ()
+    key = (text, start, stop)
+    found = _memo.get(key)
+    if found is None:
+        found = _find(text, start, stop)
+        _memo.put(key, found)
+    spans, lines = found
+    if touching is not None:
+        low, high = touching
+        if not any(begin < high and end > low for begin, end in spans):
+            return ()
+    return lines
+
+
+def _find(text: str, start: int, stop: int) -> _Found:
+    """The ``(begin, end)`` of every salient line in the range, and the lines collapsed."""
+    begin = text.rfind("\n", 0, start) + 1
+    end = _line_end(text, stop - 1)
+    found: dict[int, tuple[int, int, int]] = {}  # line start → (line end, match at, number)
+    number = text.count("\n", 0, begin) + 1
+    counted_to = begin
+    for line_start, match_at in _first_matches(text, begin, end):
+        line_end = _line_end(text, line_start)
+        line = text[line_start:line_end]
+        if _NOTHING.search(line) is not None:
+            # Blank the counts of nothing (same length: offsets kept) and test what is left.
+            blanked = _NOTHING.sub(lambda m: " " * len(m.group()), line)
+            rest = _first_matches(blanked, 0, len(blanked))
+            if not rest:
+                continue
+            match_at = line_start + rest[0][1]
+        number += text.count("\n", counted_to, line_start)
+        counted_to = line_start
+        found[line_start] = (line_end, match_at - line_start, number)
+    for line_start, line_end in _traceback_last_lines(text, stop):
+        if line_end > start and line_start not in found:
+            found[line_start] = (line_end, 0, text.count("\n", 0, line_start) + 1)
+    spans = tuple((begin, found[begin][0]) for begin in sorted(found))
+    return spans, _collapsed(text, found)
+
+
+def _line_end(text: str, at: int) -> int:
+    end = text.find("\n", at)
+    return len(text) if end < 0 else end
+
+
+def _first_matches(text: str, begin: int, end: int) -> list[tuple[int, int]]:
+    """``(line start, first match)`` of each line of ``text[begin:end]`` the rule matches, in
+    order; ``begin`` is a line start."""
+    region = text[begin:end]
+    # ASCII-only lowering keeps every offset where it was (``str.lower`` may not).
+    low = region.lower() if region.isascii() else region.translate(_ASCII_LOWER)
+    first: dict[int, int] = {}
+    for keyword in _KEYWORDS:
+        at = low.find(keyword)
+        while at >= 0:
+            line = low.rfind("\n", 0, at) + 1
+            if _matches_at(region, low, at, keyword, line):
+                if first.get(line, at + 1) > at:
+                    first[line] = at
+                at = low.find("\n", at)  # one hit per line and keyword is enough
+                if at < 0:
+                    break
+            at = low.find(keyword, at + 1)
+    return sorted((begin + line, begin + at) for line, at in first.items())
+
+
+def _matches_at(text: str, low: str, at: int, keyword: str, line: int) -> bool:
+    """Whether the rule matches where ``keyword`` was found in ``low`` (``text`` lowered)."""
+    if keyword == "e  ":
+        return at == line and text[at] == "E"  # pytest's detail line: ``E`` and two spaces
+    if keyword == "err!":
+        return text[at : at + 4] == "ERR!" and (at == 0 or low[at - 1] not in _NAME_CHARS)
+    if _WORD_AT.match(low, at) is not None:
+        return True
+    if keyword in ("error", "exception"):
+        # The end of a name that starts with a capital: ``ValueError``, ``IOException``.
+        after = at + len(keyword)
+        if text[at] != "E" or (after < len(text) and text[after] in _NAME_CHARS):
+            return False
+        name = at
+        while name > 0 and text[name - 1] in _NAME_CHARS:
+            name -= 1
+        return name < at and "A" <= text[name] <= "Z"
+    return False
+
+
+def _traceback_last_lines(text: str, stop: int) -> list[tuple[int, int]]:
+    """``(begin, end)`` of the last line of each Python traceback, where it starts before
+    ``stop``: the first line after the header and its indented frames."""
+    out: list[tuple[int, int]] = []
+    at = text.find(_TRACEBACK, 0, stop)
+    while at >= 0:
+        begin = _line_end(text, at) + 1
+        while begin < min(stop, len(text)):
+            end = _line_end(text, begin)
+            if end == begin:
+                break  # a blank line: the traceback was cut short, no last line
+            if text[begin] not in " \t":
+                out.append((begin, end))
+                break
+            begin = end + 1
+        at = text.find(_TRACEBACK, at + len(_TRACEBACK), stop)
+    return out
+
+
+def _shown(line: str, match_at: int) -> str:
+    line = line.rstrip("\r")
+    if len(line) <= SALIENT_LINE_CHARS:
+        return line
+    lead = max(0, min(match_at - _WINDOW_LEAD, len(line) - SALIENT_LINE_CHARS))
+    window = line[lead : lead + SALIENT_LINE_CHARS]
+    return ("…" if lead else "") + window + ("…" if lead + SALIENT_LINE_CHARS < len(line) else "")
+
+
+def _collapsed(text: str, found: dict[int, tuple[int, int, int]]) -> tuple[SalientLine, ...]:
+    lines: list[SalientLine] = []
+    index: dict[str, int] = {}
+    for begin in sorted(found):
+        end, match_at, number = found[begin]
+        shown = _shown(text[begin:end], match_at)
+        seen = index.get(shown)
+        if seen is None:
+            index[shown] = len(lines)
+            lines.append(SalientLine(number, shown))
+        else:
+            first = lines[seen]
+            lines[seen] = SalientLine(first.number, shown, first.repeats + 1, number)
+    return tuple(lines)
+
+
+def salient_section(
+    lines: Sequence[SalientLine], limit: int, measure: Callable[[str], int] = len
+) -> tuple[str, int]:
+    """The rendered section of the first ``lines`` that fit ``limit`` (by ``measure``) and how
+    many it lists; ``("", 0)`` when there is no line or not even one fits."""
+    if not lines:
+        return "", 0
+    pieces = [line.render() for line in lines]
+    whole = _HEADER + "".join(pieces) + _FOOTER
+    if measure(whole) <= limit:
+        return whole, len(lines)
+    # Not all of them: the closing line's longest form is reserved, so what is listed fits.
+    used = measure(_HEADER) + measure(_closing(len(lines)))
+    listed = 0
+    for piece in pieces:
+        used += measure(piece)
+        if used > limit:
+            break
+        listed += 1
+    if not listed:
+        return "", 0
+    return _HEADER + "".join(pieces[:listed]) + _closing(len(lines) - listed), listed
+
+
+def _closing(not_shown: int) -> str:
+    if not_shown == 0:
+        return _FOOTER
+    return f"[end of salient lines; {not_shown} more not shown]\n"

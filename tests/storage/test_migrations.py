@@ -314,3 +314,36 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
             assert (await SessionRepository(db).require(sid)).open_tool_calls == 1
     finally:
         await engine.dispose()
+
+
+async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: str) -> None:
+    """Stored tiktoken figures of tool messages predate the counted state line (SPEC §9)."""
+    engine = await _engine_at_head(empty_database_url)
+    calls: list[Block] = [{"type": "tool_call", "id": "a", "name": "read", "input": "{}"}]
+    answer: list[Block] = [
+        {"type": "tool_result", "id": "a", "name": "read", "output": [], "state": "error"}
+    ]
+    figure = {"tiktoken:o200k_base": 7}
+    try:
+        factory = create_session_factory(engine)
+        await _downgrade_to(engine, "2026_11_30_1500")
+        async with unit_of_work(factory) as db:
+            sid = (await SessionRepository(db).add(new_agent_session())).id
+            await MessageRepository(db).append(
+                sid,
+                [
+                    NewMessage("user", "normal", [text_block("go")], token_counts=figure),
+                    NewMessage("assistant", "normal", calls, token_counts=figure),
+                    NewMessage("tool", "normal", answer, token_counts=figure),
+                ],
+            )
+        await upgrade_to_head(empty_database_url)
+        async with unit_of_work(factory, read_only=True) as db:
+            rows = await MessageRepository(db).load(sid)
+        assert [(r.role, r.token_counts) for r in rows] == [
+            ("user", figure),
+            ("assistant", figure),
+            ("tool", {}),
+        ]
+    finally:
+        await engine.dispose()

@@ -20,7 +20,10 @@ Decisions: the signature of a thinking block travels in a ``provider_opaque`` bl
 (several thinking blocks in one response), kind ``redacted_thinking`` with payload ``{"data"}``.
 Thinking without a signature, and provider_opaque blocks of any other driver or kind, are
 dropped. Tool results whose state is ``error``, ``denied`` or ``interrupted`` get
-``is_error: true``. Attachments other than images and PDFs (and ``file_id`` sources, which name
+``is_error: true`` and their state line as the first content block, a result without output the
+``[no output]`` text (``app.core.tool_state``, SPEC §9): ``is_error`` alone does not tell a denied
+call from a failed one, and the same added text in both encodings is what the exact counters
+count. Attachments other than images and PDFs (and ``file_id`` sources, which name
 provider-specific files) become a text note. Messages left empty after that are omitted.
 """
 
@@ -30,6 +33,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.core.content import Block, DataBlock, OutputBlock, ToolResultBlock
+from app.core.tool_state import NO_OUTPUT_TEXT, state_line
 from app.providers.encoding._common import (
     PDF_MEDIA_TYPE,
     attachment_note,
@@ -154,9 +158,13 @@ def _tool_result_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:
 def _tool_result(result: ToolResultBlock) -> dict[str, Any]:
     encoded: dict[str, Any] = {"type": "tool_result", "tool_use_id": result["id"]}
     parts = _output_blocks(result["output"])
-    if parts:
-        encoded["content"] = parts
-    if result["state"] != "success":
+    line = state_line(result["state"])
+    if line is not None:
+        parts.insert(0, {"type": "text", "text": line})
+    elif not parts:
+        parts.append({"type": "text", "text": NO_OUTPUT_TEXT})
+    encoded["content"] = parts
+    if line is not None:
         encoded["is_error"] = True
     return encoded
 

@@ -17,8 +17,11 @@ Decisions (docs/ may restate them): a message made of exactly one text block is 
 string (what every OpenAI-compatible server accepts), anything else as a list of parts; thinking
 and provider_opaque blocks are dropped (Chat Completions has no way to echo reasoning back);
 images become ``image_url`` parts (base64 as a ``data:`` URL), base64 PDFs ``file`` parts, every
-other attachment a text note; tool results carry no state marker, because encoding adds no
-context. The same request always yields the same body (dict order is fixed here).
+other attachment a text note. A tool message has no field for the result's state, so a
+non-success result's content starts with its state line and an empty one says so
+(``app.core.tool_state``, SPEC §9): the model always sees that a call failed, was denied or was
+interrupted, and no tool message is sent empty. The same request always yields the same body
+(dict order is fixed here).
 """
 
 from __future__ import annotations
@@ -27,6 +30,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.core.content import Block, DataBlock, ToolResultBlock
+from app.core.tool_state import NO_OUTPUT_TEXT, has_output, state_line
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image
 
 __all__ = ["chat_message", "encode_openai_chat"]
@@ -111,7 +115,17 @@ def _tool_message(content: Sequence[Block]) -> dict[str, Any]:
         else:
             # Tool messages accept text only.
             parts.append({"type": "text", "text": attachment_note(block)})
-    body: str | list[dict[str, Any]] = _parts_or_string(parts) if parts else ""
+    line = state_line(result["state"])
+    body: str | list[dict[str, Any]]
+    if not has_output(result["output"]):
+        body = line or NO_OUTPUT_TEXT
+    elif line is None:
+        body = _parts_or_string(parts)
+    elif len(parts) == 1:
+        # One string, as most servers expect of a tool message.
+        body = f"{line}\n{parts[0]['text']}"
+    else:
+        body = [{"type": "text", "text": line}, *parts]
     return {"role": "tool", "tool_call_id": result["id"], "content": body}
 
 

@@ -7,8 +7,10 @@ What counts, per block (``measure_content``):
 
 - ``text`` → its text; ``thinking`` → its thinking text;
 - ``tool_call`` → its name + its raw JSON arguments;
-- ``tool_result`` → its output: texts counted, data blocks at the fixed cost below; the
-  ``artifacts`` (caller-only) and the id/name/state never reach the model as text;
+- ``tool_result`` → its output: texts counted, data blocks at the fixed cost below, plus the
+  text the encodings add for the model (a non-success result's state line, ``[no output]`` for
+  an empty one: ``app.core.tool_state``); the ``artifacts`` (caller-only), id and name never
+  reach the model as text;
 - ``data`` → a fixed ``DATA_BLOCK_TOKENS`` (765, OpenAI's 1024×1024 image figure, see ``_recipe``);
 - ``provider_opaque`` → 0: an opaque payload echoed to its provider (signatures, encrypted
   reasoning) is not text the model reads, and no provider publishes its cost.
@@ -28,6 +30,7 @@ from typing import Any
 import tiktoken
 
 from app.core.content import Block, OutputBlock
+from app.core.tool_state import added_text
 from app.providers.tokenizers._recipe import (
     DATA_BLOCK_TOKENS,
     REPLY_PRIMING_TOKENS,
@@ -70,7 +73,8 @@ class TiktokenCounter:
         if block["type"] == "tool_call":
             return self.count_text(block["name"]) + self.count_text(block["input"])
         if block["type"] == "tool_result":
-            return sum(self._output_tokens(out) for out in block["output"])
+            output = sum(self._output_tokens(out) for out in block["output"])
+            return output + self.count_text(added_text(block))
         if block["type"] == "data":
             return DATA_BLOCK_TOKENS
         return 0  # provider_opaque

@@ -50,7 +50,10 @@ def test_full_agent_loop_merges_tool_results_and_world_state_into_one_user_turn(
                     {
                         "type": "tool_result",
                         "tool_use_id": "c2",
-                        "content": [{"type": "text", "text": "no such file"}],
+                        "content": [
+                            {"type": "text", "text": "[tool state: error]"},
+                            {"type": "text", "text": "no such file"},
+                        ],
                         "is_error": True,
                     },
                     {"type": "text", "text": "<sandbox_policy>\nmode: auto\n</sandbox_policy>"},
@@ -216,15 +219,19 @@ def test_attachments_images_pdf_and_notes() -> None:
     assert "t.csv (text/csv)" in content[3]["text"]
 
 
-def test_image_in_tool_result_is_kept_and_empty_output_omits_content() -> None:
+def test_image_in_tool_result_is_kept_and_empty_output_says_so() -> None:
     with_image = result("c1", "see")
     with_image["output"] = [text("see"), image_b64()]  # type: ignore[list-item]
     empty = result("c2")
-    empty["output"] = []
+    empty["output"] = [text("")]
     body = encode_anthropic_messages(prepared(msg("tool", with_image), msg("tool", empty)))
     first, second = body["messages"][0]["content"]
     assert [b["type"] for b in first["content"]] == ["text", "image"]
-    assert second == {"type": "tool_result", "tool_use_id": "c2"}
+    assert second == {
+        "type": "tool_result",
+        "tool_use_id": "c2",
+        "content": [{"type": "text", "text": "[no output]"}],
+    }
 
 
 def test_deterministic_and_does_not_mutate_input() -> None:

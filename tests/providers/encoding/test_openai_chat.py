@@ -39,7 +39,7 @@ def test_full_agent_loop_body() -> None:
                 ],
             },
             {"role": "tool", "tool_call_id": "c1", "content": "print(1)"},
-            {"role": "tool", "tool_call_id": "c2", "content": "no such file"},
+            {"role": "tool", "tool_call_id": "c2", "content": "[tool state: error]\nno such file"},
             {"role": "user", "content": "<sandbox_policy>\nmode: auto\n</sandbox_policy>"},
         ],
         "tools": [
@@ -154,18 +154,6 @@ def test_tool_result_with_several_blocks_keeps_them_as_text_parts() -> None:
     assert content[0]["text"] == "line 1"
     assert content[2]["text"] == "line 2"
     assert "shot.png" in content[1]["text"]
-
-
-def test_empty_tool_output_is_an_empty_string() -> None:
-    block = result("c1")
-    block["output"] = []
-    body = encode_openai_chat(prepared(msg("tool", block)))
-    assert body["messages"][0] == {"role": "tool", "tool_call_id": "c1", "content": ""}
-
-
-def test_tool_result_state_adds_nothing_to_the_text() -> None:
-    body = encode_openai_chat(prepared(msg("tool", result("c1", "denied by user", "denied"))))
-    assert body["messages"][0]["content"] == "denied by user"
 
 
 def test_same_request_same_bytes_and_input_untouched() -> None:

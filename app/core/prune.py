@@ -23,9 +23,11 @@ __all__ = [
     "PRUNE_TAIL_CHARS",
     "PRUNE_THRESHOLD_CHARS",
     "PruneResult",
+    "Spill",
     "prune_marker",
     "prune_tool_results",
     "spill_file_name",
+    "spills",
     "with_output",
 ]
 
@@ -45,32 +47,54 @@ class PruneResult:
     pruned_tool_results: int
 
 
+@dataclass(frozen=True, slots=True)
+class Spill:
+    """A full result text and the path a spill marker names for it."""
+
+    tool_call_id: str
+    path: str
+    text: str
+
+
 def spill_file_name(tool_call_id: str) -> str:
     """``{id}.txt`` with every character outside ``[A-Za-z0-9_-]`` replaced by ``_``."""
     return _UNSAFE_FILE_CHARS.sub("_", tool_call_id) + ".txt"
+
+
+def spill_path(spill_directory: str, tool_call_id: str) -> str:
+    return f"{spill_directory.rstrip('/')}/{spill_file_name(tool_call_id)}"
 
 
 def prune_marker(omitted: int, tool_call_id: str, spill_directory: str | None) -> str:
     """The marker text of SPEC §2.1 (U+2014 dash in the spill form)."""
     if spill_directory is None:
         return f"... [tool result pruned: {omitted} characters omitted]"
-    path = f"{spill_directory.rstrip('/')}/{spill_file_name(tool_call_id)}"
+    path = spill_path(spill_directory, tool_call_id)
     return (
         f"... [tool result pruned: {omitted} characters omitted. "
         f"Full result at {path} — read it if you still need it]"
     )
 
 
+def _eligible(item: Item, watermark: PruningWatermark) -> bool:
+    through = watermark.through_sequence
+    sequence = item.sequence  # None for synthetic origins and live items: never pruned
+    return (
+        through is not None
+        and item.role == "tool"
+        and sequence is not None
+        and (sequence <= through)
+    )
+
+
 def prune_tool_results(items: Sequence[Item], watermark: PruningWatermark) -> PruneResult:
     """Prune every eligible tool result; unchanged items are returned as the same objects."""
-    through = watermark.through_sequence
-    if through is None:
+    if watermark.through_sequence is None:
         return PruneResult(list(items), 0)
     out: list[Item] = []
     pruned = 0
     for item in items:
-        sequence = item.sequence  # None for synthetic origins and live items: never pruned
-        if item.role != "tool" or sequence is None or sequence > through:
+        if not _eligible(item, watermark):
             out.append(item)
             continue
         new_content = None
@@ -90,15 +114,23 @@ def prune_tool_results(items: Sequence[Item], watermark: PruningWatermark) -> Pr
     return PruneResult(out, pruned)
 
 
-def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolResultBlock:
+def _pruned_text(block: ToolResultBlock) -> str | None:
+    """The joined text of a result pruning cuts, ``None`` for one it keeps as it is."""
     texts = [b["text"] for b in block["output"] if b["type"] == "text"]
     if not texts:
-        return block
+        return None
     # Length of the "\n"-joined text without building it: most results are far below the line.
     total = sum(len(t) for t in texts) + len(texts) - 1
     if total <= PRUNE_THRESHOLD_CHARS:
+        return None
+    return "\n".join(texts)
+
+
+def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolResultBlock:
+    joined = _pruned_text(block)
+    if joined is None:
         return block
-    joined = "\n".join(texts)
+    total = len(joined)
     omitted = total - PRUNE_HEAD_CHARS - PRUNE_TAIL_CHARS
     marker = prune_marker(omitted, block["id"], spill_directory)
     tail_start = total - PRUNE_TAIL_CHARS
@@ -130,3 +162,37 @@ def with_output(block: ToolResultBlock, output: list[OutputBlock]) -> ToolResult
     if "artifacts" in block:
         new["artifacts"] = block["artifacts"]
     return new
+
+
+def spills(items: Sequence[Item], watermark: PruningWatermark, sent: Sequence[Item]) -> list[Spill]:
+    """The full texts the spill markers in ``sent`` (the prepared items) name, in order.
+
+    For a caller that stores nothing server-side (``POST /v1/prepare``): it writes each text to
+    its path, so the marker the model reads leads somewhere. One per path, the first as the
+    stateful spill keeps (it never overwrites); a pruned result whose marker is not sent (an
+    orphan or a duplicate that normalize dropped) has none.
+    """
+    directory = watermark.spill_directory
+    if directory is None or watermark.through_sequence is None:
+        return []
+    sent_texts: dict[str, str] = {}
+    for item in sent:
+        for block in item.content:
+            if block["type"] == "tool_result" and block["id"] not in sent_texts:
+                sent_texts[block["id"]] = "\n".join(
+                    b["text"] for b in block["output"] if b["type"] == "text"
+                )
+    out: dict[str, Spill] = {}
+    for item in items:
+        if not _eligible(item, watermark):
+            continue
+        for block in item.content:
+            if block["type"] != "tool_result":
+                continue
+            path = spill_path(directory, block["id"])
+            joined = _pruned_text(block)
+            if joined is None or path in out:
+                continue
+            if f"Full result at {path} " in sent_texts.get(block["id"], ""):
+                out[path] = Spill(block["id"], path, joined)
+    return list(out.values())

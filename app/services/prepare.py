@@ -10,6 +10,7 @@ from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall, PruningWatermark, SystemPart, ToolDefinition
+from app.core.prune import spills
 from app.providers.encoding import encode
 
 __all__ = ["prepared_to_json", "run_prepare"]
@@ -42,5 +43,16 @@ def run_prepare(
     encode_as: str | None,
     model_name: str | None = None,
 ) -> dict[str, Any]:
+    """The stateless prepare: the shared shape plus ``spills``.
+
+    Nothing is stored, so nothing is written to a spill directory either: each full text a spill
+    marker of the request names comes back with that path, for the caller to write there
+    (SPEC §2.1; ``docs/decisions.md``). Without a spill directory the list is empty.
+    """
     prepared = prepare(system_context, conversation, tools, capabilities, pruning, counter)
-    return prepared_to_json(prepared, encode_as=encode_as, model_name=model_name)
+    result = prepared_to_json(prepared, encode_as=encode_as, model_name=model_name)
+    result["spills"] = [
+        {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}
+        for s in spills(conversation, pruning, prepared.items)
+    ]
+    return result

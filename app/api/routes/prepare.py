@@ -11,14 +11,14 @@ from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
 from app.api.problems import PROBLEM_RESPONSES
 from app.api.schemas.content import blocks_to_core, message_to_item
-from app.api.schemas.prepare import EncodeName, PrepareBody, PrepareResponse
+from app.api.schemas.prepare import EncodeName, PrepareBody, StatelessPrepareResponse
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 from app.services.prepare import run_prepare
 
 router = APIRouter(prefix="/v1", tags=["stateless"], responses=PROBLEM_RESPONSES)
 
 
-@router.post("/prepare", response_model=PrepareResponse)
+@router.post("/prepare", response_model=StatelessPrepareResponse)
 async def prepare_stateless(
     body: PrepareBody,
     container: ContainerDep,

@@ -15,6 +15,8 @@ __all__ = [
     "PrepareBody",
     "PrepareResponse",
     "ProjectionOut",
+    "SpillOut",
+    "StatelessPrepareResponse",
     "SystemPartIn",
     "ToolDefinitionIn",
     "ToolResultPruningIn",
@@ -42,7 +44,11 @@ class ToolResultPruningIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     through_sequence: int | None = Field(default=None, ge=0)
-    spill_directory: str | None = None
+    spill_directory: str | None = Field(
+        default=None,
+        description="The directory pruned results' markers name. The stateless endpoint writes "
+        "nothing: the response's `spills` carries each full text and the path to write it to.",
+    )
 
 
 class PrepareBody(BaseModel):
@@ -148,3 +154,16 @@ class PrepareResponse(BaseModel):
         "`request.messages[len(system_context) + i]`."
     )
     provider_payload: dict[str, Any] | None = None
+
+
+class SpillOut(BaseModel):
+    tool_call_id: str
+    path: str = Field(description="Exactly the path the pruning marker names.")
+    text: str = Field(description="The full text the marker stands for: write it to `path`.")
+
+
+class StatelessPrepareResponse(PrepareResponse):
+    spills: list[SpillOut] = Field(
+        description="One per pruning marker that names a file (with `spill_directory` set): "
+        "this endpoint stores nothing, so the caller writes each text to its path."
+    )

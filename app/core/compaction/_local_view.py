@@ -8,6 +8,7 @@ inferred from the text). Nothing here raises on odd input: the ``local`` kind mu
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -15,23 +16,32 @@ from typing import Any, TypeAlias
 
 from app.core.compaction.checkpoint import SUMMARY_PREAMBLE
 from app.core.compaction.reminder import REMINDER_OPEN
-from app.core.compaction.request import (
-    SUMMARY_HEADINGS,
-    SUMMARY_INSTRUCTION,
-    SUMMARY_ROOT_CLOSE,
-    SUMMARY_ROOT_OPEN,
-)
+from app.core.compaction.request import SUMMARY_INSTRUCTION
 from app.core.compaction.runtime_state import edited_paths
 from app.core.content import Block, Item, SyntheticOrigin
 from app.core.errors import InvalidInput
 from app.core.plan import Plan, parse_update_plan_arguments
+from app.core.salient import salient_lines
 
-__all__ = ["ConversationFacts", "Message", "extract_facts", "is_summary_request", "message_text"]
+__all__ = [
+    "IDENTIFIERS",
+    "ConversationFacts",
+    "Message",
+    "extract_facts",
+    "is_summary_request",
+    "message_text",
+]
 
 Message: TypeAlias = Item | Mapping[str, Any]
 
-_IDENTIFIERS = re.compile(r"\b(?:[A-Z][A-Z0-9]+-\d+|INC\d+)\b")
-MAX_IDENTIFIERS = 40
+IDENTIFIERS = re.compile(r"\b(?:[A-Z][A-Z0-9]+-\d+|INC\d+)\b")
+# Error lines kept per tool result (the salient-line rule of ``app.core.salient``).
+MAX_ERROR_LINES_PER_RESULT = 3
+# A salient line that is source code (``raise ValueError(...)`` in a file that was read) is not
+# an error that happened.
+_SOURCE_LINE = re.compile(r"^\s*(?:raise|except|catch|throw|assert|if|elif|return|def|class)\b")
+# Keys of tool-call arguments that name a file.
+_PATH_KEYS = ("path", "file_path", "filename", "file")
 
 # Open tags of contextual user messages, to recognize them in kind-less request dicts.
 _CONTEXTUAL_PREFIXES = (
@@ -55,15 +65,17 @@ class _View:
 
 @dataclass(slots=True)
 class ConversationFacts:
-    requests: list[str] = field(default_factory=list)
-    earlier_summary: dict[int, list[str]] = field(default_factory=dict)
+    requests: list[str] = field(default_factory=list)  # the user's, in order; replays excluded
+    earlier_summary: str | None = None  # the previous checkpoint's summary, root to close
     reminder_paths: list[str] = field(default_factory=list)
+    reminder_plan: list[str] = field(default_factory=list)  # "[status] step" lines
     edited_paths: list[str] = field(default_factory=list)
-    identifiers: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)  # first seen first
     tool_counts: dict[str, int] = field(default_factory=dict)
-    tool_errors: list[str] = field(default_factory=list)
+    tool_paths: list[str] = field(default_factory=list)  # named in tool-call arguments
+    tool_errors: list[str] = field(default_factory=list)  # "name (state): line"
     plan: Plan | None = None
-    last_assistant_text: str | None = None
+    assistant_texts: list[str] = field(default_factory=list)
     assistant_messages: int = 0
     tool_results: int = 0
 
@@ -99,7 +111,18 @@ def _view(message: Message) -> _View:
 
 
 def _views(messages: Sequence[Message]) -> list[_View]:
-    return [v for v in map(_view, messages) if v.role != "system"]
+    views = [v for v in map(_view, messages) if v.role != "system"]
+    # In kind-less dicts a replay is recognized by its place: right before the summary.
+    for index, view in enumerate(views[:-1]):
+        if (
+            view.reason is None
+            and view.role == "user"
+            and views[index + 1].reason == ("compaction_summary")
+        ):
+            views[index] = _View(
+                view.role, view.kind, "last_user_request_replay", view.content, view.text
+            )
+    return views
 
 
 def is_summary_request(messages: Sequence[Message]) -> bool:
@@ -117,85 +140,105 @@ def extract_facts(messages: Sequence[Message]) -> ConversationFacts:
     facts = ConversationFacts()
     seen_ids: set[str] = set()
     for view in views:
-        _collect_identifiers(view.text, facts, seen_ids)
         if view.role == "user":
-            _read_user(view, facts)
+            _read_user(view, facts, seen_ids)
         elif view.role == "assistant":
-            _read_assistant(view, facts)
+            _read_assistant(view, facts, seen_ids)
         elif view.role == "tool":
-            _read_tool(view, facts)
+            _read_tool(view, facts, seen_ids)
     items = [m for m in messages if isinstance(m, Item)]
     facts.edited_paths = list(edited_paths(items, strict=False))
     return facts
 
 
 def _collect_identifiers(text: str, facts: ConversationFacts, seen: set[str]) -> None:
-    for match in _IDENTIFIERS.finditer(text):
+    for match in IDENTIFIERS.finditer(text):
         ident = match.group(0)
-        if ident not in seen and len(facts.identifiers) < MAX_IDENTIFIERS:
+        if ident not in seen:
             seen.add(ident)
             facts.identifiers.append(ident)
 
 
-def _read_user(view: _View, facts: ConversationFacts) -> None:
+def _read_user(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
     if view.reason == "compaction_summary":
-        facts.earlier_summary = _summary_sections(view.text[len(SUMMARY_PREAMBLE) :])
+        facts.earlier_summary = view.text[len(SUMMARY_PREAMBLE) :]
     elif view.reason == "system_reminder":
-        facts.reminder_paths = _reminder_paths(view.text)
+        facts.reminder_paths, facts.reminder_plan = _reminder_sections(view.text)
+    elif view.reason == "last_user_request_replay":
+        # A copy of a request the earlier summary already holds, not the user repeating it.
+        return
     elif view.kind == "normal" and view.text.strip():
         facts.requests.append(view.text.strip())
+        _collect_identifiers(view.text, facts, seen)
 
 
-def _read_assistant(view: _View, facts: ConversationFacts) -> None:
+def _read_assistant(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
     facts.assistant_messages += 1
     if view.text.strip():
-        facts.last_assistant_text = view.text.strip()
+        facts.assistant_texts.append(view.text.strip())
+        _collect_identifiers(view.text, facts, seen)
     for block in view.content:
         if block.get("type") != "tool_call":
             continue
         name = str(block.get("name", ""))
+        raw = str(block.get("input", ""))
         facts.tool_counts[name] = facts.tool_counts.get(name, 0) + 1
+        _collect_identifiers(raw, facts, seen)
         if name == "update_plan":
             # An invalid plan got an invalid_arguments result: the plan did not change.
             with contextlib.suppress(InvalidInput):
-                facts.plan = parse_update_plan_arguments(str(block.get("input", "")))
+                facts.plan = parse_update_plan_arguments(raw)
+            continue
+        for path in _argument_paths(raw):
+            if path not in facts.tool_paths:
+                facts.tool_paths.append(path)
 
 
-def _read_tool(view: _View, facts: ConversationFacts) -> None:
+def _argument_paths(raw: str) -> list[str]:
+    """File paths a tool call's JSON arguments name (top-level string values of path keys)."""
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    if not isinstance(value, dict):
+        return []
+    found = [value.get(key) for key in _PATH_KEYS]
+    return [p.strip()[:1024] for p in found if isinstance(p, str) and p.strip()]
+
+
+def _read_tool(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
     for block in view.content:
         if block.get("type") != "tool_result":
             continue
         facts.tool_results += 1
-        state = block.get("state")
-        if state in ("error", "denied"):
-            output = block.get("output")
-            text = message_text(output if isinstance(output, list) else [])
-            facts.tool_errors.append(f"{block.get('name', 'tool')} ({state}): {text.strip()}")
+        state = str(block.get("state", "success"))
+        output = block.get("output")
+        text = message_text(output if isinstance(output, list) else [])
+        lines = [
+            line.text
+            for line in salient_lines(text, 0, len(text))
+            if _SOURCE_LINE.match(line.text) is None
+        ][:MAX_ERROR_LINES_PER_RESULT]
+        if not lines and state != "success":
+            first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+            lines = [first or "(no output)"]
+        name = str(block.get("name", "tool"))
+        label = name if state == "success" else f"{name} ({state})"
+        for line in lines:
+            facts.tool_errors.append(f"{label}: {line.strip()}")
+            _collect_identifiers(line, facts, seen)
 
 
-def _summary_sections(text: str) -> dict[int, list[str]]:
-    """Lines of each section of an earlier summary (``None`` lines dropped)."""
-    start, end = text.find(SUMMARY_ROOT_OPEN), text.rfind(SUMMARY_ROOT_CLOSE)
-    if start < 0:
-        return {}
-    body = text[start + len(SUMMARY_ROOT_OPEN) : end if end > start else len(text)]
-    sections: dict[int, list[str]] = {}
-    current: int | None = None
-    for raw in body.splitlines():
-        line = raw.strip()
-        if line in SUMMARY_HEADINGS:
-            current = SUMMARY_HEADINGS.index(line)
-        elif current is not None and line and line != "None":
-            sections.setdefault(current, []).append(line)
-    return sections
-
-
-def _reminder_paths(text: str) -> list[str]:
+def _reminder_sections(text: str) -> tuple[list[str], list[str]]:
+    """The edited paths and the plan lines (``[status] step``) of a runtime reminder."""
     paths: list[str] = []
-    in_paths = False
+    plan: list[str] = []
+    section = ""
     for line in text.splitlines():
         if line.startswith("## "):
-            in_paths = line == "## Edited paths"
-        elif in_paths and line.startswith("- ") and not line.startswith("- ... "):
+            section = line[3:]
+        elif section == "Edited paths" and line.startswith("- ") and not line.startswith("- ... "):
             paths.append(line[2:])
-    return paths
+        elif section == "Current plan" and line.startswith("- [") and not line.startswith("- ..."):
+            plan.append(line[2:])
+    return paths, plan

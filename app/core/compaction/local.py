@@ -2,18 +2,53 @@
 
 No network, no randomness, no clock: the same conversation always gives the same bytes. The
 summary is always contract-valid (§7.4): every extracted text is neutralized (control tags
-defused, continuation lines prefixed so nothing reads as a heading), lengths are bounded, empty
-sections say ``None``, and the fixed "Next Safe Action" text keeps it above 500 characters.
-It is extractive on purpose: it quotes what the user asked (verbatim while it fits), the
-identifiers, tool errors, edited paths and plan it can see, and carries forward the sections of
-an earlier summary, but it never invents a conclusion.
+defused, continuation lines prefixed so nothing reads as a heading), empty sections say
+``None``, and the fixed "Next Safe Action" text keeps it above 500 characters. It is extractive
+on purpose: it quotes what the user asked, the identifiers, errors, paths and plan it can see,
+and never invents a conclusion.
+
+Long life (SPEC §9, issue 14). Each summary *merges* the earlier one (``_local_merge``) with the
+new material section by section: the same request, error, path or identifier is listed once
+(a repeat raises its ``(×N)`` count and makes it recent again), and the summary never exceeds
+``MAX_SUMMARY_BYTES`` however many compactions came before. What makes it fit, in order:
+
+1. the newest only of each kind of narrative (``MAX_NARRATIVE`` assistant notes) and of filler
+   requests (``MAX_FILLER_REQUESTS``: requests with no constraint, identifier, path or error),
+   and the newest ``MAX_ERRORS`` errors;
+2. then, while over the cap, entries are dropped by rank — narrative, then filler requests,
+   then paths, errors and requests with an identifier, path or error, then pending plan steps
+   and last the user's constraints — the oldest (least recently seen) first within a rank.
+
+Never dropped: the latest and the first user request, the identifiers list (at most
+``MAX_IDENTIFIERS``, those the user named first) and the fixed lines; they fit the cap whatever
+they hold. Every user message is kept verbatim while it fits ``MAX_REQUEST_CHARS``; a longer one
+keeps its key sentences (constraints first) verbatim (``_local_text.shorten``).
 """
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
 
+from app.core.compaction._local_merge import (
+    COMPACTIONS_PREFIX,
+    EDITED_PREFIX,
+    FIRST_PREFIX,
+    IDENTIFIERS_PREFIX,
+    LATEST_PREFIX,
+    NARRATIVE_PREFIX,
+    TOOL_PATHS_PREFIX,
+    TOOLS_PREFIX,
+    Carried,
+    read_summary,
+)
+from app.core.compaction._local_text import (
+    is_constraint,
+    is_salient_request,
+    neutralize,
+    repeat_key,
+    shorten,
+)
 from app.core.compaction._local_view import (
     ConversationFacts,
     Message,
@@ -22,27 +57,30 @@ from app.core.compaction._local_view import (
 )
 from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SUMMARY_ROOT_OPEN
 from app.core.compaction.validation import MIN_SUMMARY_CHARS
+from app.core.counting import utf8_len
 
-__all__ = ["is_summary_request", "local_reply", "local_summary"]
+__all__ = ["MAX_SUMMARY_BYTES", "is_summary_request", "local_reply", "local_summary"]
 
-MAX_REQUESTS = 12
-MAX_REQUEST_CHARS = 1_000
-MAX_LATEST_REQUEST_CHARS = 2_000
-MAX_ERRORS = 10
-MAX_ERROR_CHARS = 300
+# The cap (SPEC §9, docs/decisions.md): a summary is at most this many UTF-8 bytes, root to
+# closing tag included (≤ 3 000 estimated tokens), after any number of compactions.
+MAX_SUMMARY_BYTES = 12_000
+MAX_LATEST_CHARS = 800
+MAX_FIRST_CHARS = 400
+MAX_REQUEST_CHARS = 400
+MAX_ERROR_CHARS = 400
+MAX_NEXT_ACTION_CHARS = 300
+MAX_ASSISTANT_CHARS = 600
+MAX_NARRATIVE_CHARS = 300
+MAX_IDENTIFIERS = 40
+MAX_IDENTIFIER_CHARS = 40
 MAX_PATHS = 64
-MAX_CARRIED_CHARS = 2_000
-MAX_ASSISTANT_CHARS = 1_500
+MAX_TOOL_PATHS = 24
+MAX_ERRORS = 20
+MAX_NARRATIVE = 4
+MAX_FILLER_REQUESTS = 6
 
-# ``<`` that opens (or closes) a control tag becomes U+2039, so the text stays readable but no
-# longer matches the case-insensitive check of §7.4.
-_CONTROL_TAG = re.compile(
-    r"<(?=/?(?:conversation_summary|system|developer|instructions|tool|assistant|user_query))",
-    re.IGNORECASE | re.ASCII,
-)
-_CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-_CARRIED_PREFIX = "Earlier summary: "
-_SOURCE_PREFIX = "Source: "
+# Ranks: what goes first when the summary is over its cap (the highest rank first).
+PINNED, CONSTRAINT, KEEP, FILLER, NARRATIVE = -1, 0, 1, 2, 3
 
 _NEXT_ACTION_FOOTER = (
     "Before acting on an exact detail this extractive summary does not state (a file content, "
@@ -52,123 +90,262 @@ _NEXT_ACTION_FOOTER = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    lines: tuple[str, ...]  # rendered: ``- first`` then ``  > continuation`` lines
+    rank: int
+    age: int  # larger = seen more recently
+
+    @property
+    def size(self) -> int:
+        return sum(utf8_len(line) + 1 for line in self.lines)
+
+
+def _bullet(text: str) -> tuple[str, ...]:
+    """One ``- `` item; continuation lines start with ``>`` so none can read as a heading."""
+    lines = neutralize(text.strip()).splitlines() or [""]
+    return (f"- {lines[0].rstrip()}", *(f"  > {line.rstrip()}".rstrip() for line in lines[1:]))
+
+
 def _clip(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     return f"{text[:limit]} … [{len(text) - limit} more characters]"
 
 
-def _neutralize(text: str) -> str:
-    return _CONTROL_CHARS.sub("\ufffd", _CONTROL_TAG.sub("\u2039", text))
+class _Ages:
+    """Ages in the order things were seen: what an earlier summary held first, then the new."""
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def __call__(self) -> int:
+        self._next += 1
+        return self._next
 
 
-def _bullet(text: str, limit: int) -> list[str]:
-    """One ``- `` item; continuation lines start with ``>`` so none can read as a heading."""
-    lines = _neutralize(_clip(text.strip(), limit)).splitlines() or [""]
-    return [f"- {lines[0].rstrip()}", *(f"  > {line.rstrip()}".rstrip() for line in lines[1:])]
+@dataclass(slots=True)
+class _Counted:
+    """Distinct texts by ``repeat_key``, each with its count and last-seen age."""
+
+    shown: dict[str, str]
+    count: dict[str, int]
+    age: dict[str, int]
+
+    @classmethod
+    def empty(cls) -> _Counted:
+        return cls({}, {}, {})
+
+    def add(self, text: str, times: int, age: int) -> None:
+        key = repeat_key(text) or text
+        self.shown.setdefault(key, text)
+        self.count[key] = self.count.get(key, 0) + times
+        self.age[key] = age
+
+    def entries(self, rank_of: dict[str, int] | None = None) -> list[tuple[str, int, int]]:
+        """``(text with its count, rank, age)``, oldest first."""
+        out = []
+        for key in sorted(self.shown, key=lambda k: self.age[k]):
+            times = self.count[key]
+            text = self.shown[key] if times == 1 else f"(×{times}) {self.shown[key]}"
+            out.append((text, (rank_of or {}).get(key, KEEP), self.age[key]))
+        return out
 
 
-def _carried(facts: ConversationFacts, section: int) -> list[str]:
-    out: list[str] = []
-    budget = MAX_CARRIED_CHARS
-    for line in facts.earlier_summary.get(section, []):
-        text = line.removeprefix("- ").removeprefix(_CARRIED_PREFIX)
-        if text.startswith(_SOURCE_PREFIX):
-            continue  # a count of messages no longer in view: noise once carried
-        if budget <= 0:
-            break
-        out.extend(_bullet(_CARRIED_PREFIX + text, budget))
-        budget -= len(text)
-    return out
+def _newest(entries: list[_Entry], rank: int, keep: int) -> list[_Entry]:
+    """``entries`` without the oldest of ``rank`` beyond the newest ``keep``."""
+    of_rank = sorted((e.age for e in entries if e.rank == rank), reverse=True)
+    if len(of_rank) <= keep:
+        return entries
+    oldest_kept = of_rank[keep - 1] if keep else max(of_rank) + 1
+    return [e for e in entries if e.rank != rank or e.age >= oldest_kept]
 
 
-def _sections(facts: ConversationFacts) -> list[list[str]]:
-    requests = facts.requests
-    primary: list[str] = []
-    if requests:
-        primary += _bullet(f"Latest user request: {requests[-1]}", MAX_LATEST_REQUEST_CHARS)
-        if len(requests) > 1:
-            primary += _bullet(f"First user request here: {requests[0]}", MAX_REQUEST_CHARS)
-    primary += _carried(facts, 0)
+def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
+    age = _Ages()
+    requests = _Counted.empty()
+    for text, times in carried.requests:
+        requests.add(text, times, age())
+    for request in facts.requests:
+        requests.add(shorten(request, MAX_REQUEST_CHARS), 1, age())
+    errors = _Counted.empty()
+    for text, times in carried.errors:
+        errors.add(text, times, age())
+    for error in facts.tool_errors:
+        errors.add(_clip(error, MAX_ERROR_CHARS), 1, age())
 
-    concepts: list[str] = []
-    if facts.identifiers:
-        concepts += _bullet("Identifiers mentioned: " + ", ".join(facts.identifiers), 2_000)
-    if facts.tool_counts:
-        used = ", ".join(f"{name} ×{n}" for name, n in sorted(facts.tool_counts.items()))
-        concepts += _bullet(f"Tools called: {used}", 1_000)
-    concepts += _carried(facts, 1)
+    latest = (
+        shorten(facts.requests[-1], MAX_LATEST_CHARS) if facts.requests else carried.latest_request
+    )
+    # The session's first request: an earlier summary's, else the request it summarized last
+    # (it listed no first one because it had only that), else the first in view.
+    first = carried.first_request or (
+        shorten(carried.latest_request, MAX_FIRST_CHARS)
+        if carried.latest_request
+        else shorten(facts.requests[0], MAX_FIRST_CHARS)
+        if facts.requests
+        else None
+    )
+    pinned = age() + 10_000_000  # never dropped: their age does not matter
 
-    paths = sorted(set(facts.edited_paths) | set(facts.reminder_paths))
-    files = [line for p in paths[:MAX_PATHS] for line in _bullet(f"Edited: {p}", 1_100)]
-    if len(paths) > MAX_PATHS:
-        files.append(f"- ... {len(paths) - MAX_PATHS} more edited paths")
-    files += _carried(facts, 2)
+    primary = []
+    if latest:
+        primary.append(_Entry(_bullet(LATEST_PREFIX + latest), PINNED, pinned))
+    if first and first != latest:
+        primary.append(_Entry(_bullet(FIRST_PREFIX + first), PINNED, pinned))
 
-    errors = [line for e in facts.tool_errors[-MAX_ERRORS:] for line in _bullet(e, MAX_ERROR_CHARS)]
-    errors += _carried(facts, 3)
+    concepts = []
+    identifiers = _identifiers(facts, carried, requests)
+    if identifiers:
+        concepts.append(_Entry(_bullet(IDENTIFIERS_PREFIX + ", ".join(identifiers)), PINNED, 0))
+    tools = dict(carried.tool_counts)
+    for name, times in facts.tool_counts.items():
+        tools[name] = tools.get(name, 0) + times
+    if tools:
+        used = ", ".join(f"{name} ×{n}" for name, n in sorted(tools.items()))
+        concepts.append(_Entry(_bullet(TOOLS_PREFIX + used), NARRATIVE, pinned))
 
-    decisions = [
-        f"- {_SOURCE_PREFIX}{len(requests)} user request(s), {facts.assistant_messages} assistant "
-        f"message(s), {facts.tool_results} tool result(s); extracted verbatim by the offline "
-        "local summarizer, no conclusions inferred."
-    ]
-    decisions += _carried(facts, 4)
+    paths = sorted(set(carried.edited_paths) | set(facts.edited_paths) | set(facts.reminder_paths))
+    files = [_Entry(_bullet(EDITED_PREFIX + p), KEEP, index) for index, p in enumerate(paths)]
+    files = files[:MAX_PATHS]
+    named = _recent_unique([*carried.tool_paths, *facts.tool_paths], MAX_TOOL_PATHS)
+    if named:
+        files.append(_Entry(_bullet(TOOL_PATHS_PREFIX + ", ".join(named)), NARRATIVE, pinned))
 
-    messages: list[str] = []
-    if len(requests) > MAX_REQUESTS:
-        messages.append(f"- ({len(requests) - MAX_REQUESTS} earlier user messages omitted)")
-    for request in requests[-MAX_REQUESTS:]:
-        messages += _bullet(request, MAX_REQUEST_CHARS)
-    messages += _carried(facts, 5)
+    error_entries = [_Entry(_bullet(t), KEEP, a) for t, _, a in errors.entries()]
+    error_entries = _newest(error_entries, KEEP, MAX_ERRORS)
 
-    plan = facts.plan
-    open_steps = [s for s in plan.steps if s.status != "completed"] if plan else []
-    pending = [line for s in open_steps for line in _bullet(f"[{s.status}] {s.step}", 1_100)]
-    if plan is None:
-        pending += _carried(facts, 6)
+    decisions = [_Entry(_bullet(_progress(facts, carried)), PINNED, pinned)]
+    notes = [(n, age()) for n in carried.narrative]
+    notes += [(shorten(t, MAX_NARRATIVE_CHARS), age()) for t in facts.assistant_texts]
+    narrative = [_Entry(_bullet(NARRATIVE_PREFIX + n), NARRATIVE, a) for n, a in notes]
+    decisions += _newest(narrative, NARRATIVE, MAX_NARRATIVE)
 
-    current: list[str] = []
-    if requests:
-        current += _bullet(f"Answering: {requests[-1]}", 300)
-    if facts.last_assistant_text:
-        current += _bullet(
-            f"Last assistant reply: {facts.last_assistant_text}", MAX_ASSISTANT_CHARS
-        )
+    rank_of = {key: _request_rank(text, first) for key, text in requests.shown.items()}
+    messages = [_Entry(_bullet(t), rank, a) for t, rank, a in requests.entries(rank_of)]
+    messages = _newest(messages, FILLER, MAX_FILLER_REQUESTS)
+
+    # The execution frontier outlasts everything but the user's constraints (the reminder
+    # carries the plan too; only the summary carries the constraints).
+    steps = _pending(facts) or carried.plan
+    pending = [_Entry(_bullet(step), CONSTRAINT, index) for index, step in enumerate(steps)]
+
+    current = []
+    if facts.requests:
+        answering = "Answering: " + shorten(facts.requests[-1], 300)
+        current.append(_Entry(_bullet(answering), NARRATIVE, 0))
+    if facts.assistant_texts:
+        reply = "Last assistant reply: " + shorten(facts.assistant_texts[-1], MAX_ASSISTANT_CHARS)
+        current.append(_Entry(_bullet(reply), NARRATIVE, pinned))
     # An earlier summary's Current Work and Next Safe Action are stale by now: not carried.
 
+    next_action = [_Entry(_bullet(line), PINNED, pinned) for line in _next_action(facts, latest)]
     return [
         primary,
         concepts,
         files,
-        errors,
+        error_entries,
         decisions,
         messages,
         pending,
         current,
-        _next_action(facts),
+        next_action,
     ]
 
 
-def _next_action(facts: ConversationFacts) -> list[str]:
-    plan = facts.plan
-    running = [s for s in plan.steps if s.status == "in_progress"] if plan else []
-    waiting = [s for s in plan.steps if s.status == "pending"] if plan else []
+def _request_rank(text: str, first: str | None) -> int:
+    if is_constraint(text):
+        return CONSTRAINT
+    if is_salient_request(text) or (first is not None and text == first):
+        return KEEP
+    return FILLER
+
+
+def _identifiers(facts: ConversationFacts, carried: Carried, requests: _Counted) -> list[str]:
+    """Every identifier seen, once: those the user named first, then the others; first seen
+    first; at most ``MAX_IDENTIFIERS``."""
+    seen = [
+        i
+        for i in dict.fromkeys([*carried.identifiers, *facts.identifiers])
+        if len(i) <= MAX_IDENTIFIER_CHARS
+    ]
+    said = " ".join([*requests.shown.values(), carried.first_request or ""])
+    by_user = [i for i in seen if i in said]
+    return [*by_user, *(i for i in seen if i not in said)][:MAX_IDENTIFIERS]
+
+
+def _recent_unique(values: Sequence[str], keep: int) -> list[str]:
+    """The last ``keep`` distinct values, each at its last position."""
+    last = {value: index for index, value in enumerate(values)}
+    return sorted(last, key=last.__getitem__)[-keep:]
+
+
+def _pending(facts: ConversationFacts) -> list[str]:
+    """The open steps of the latest plan: the one in view, else the reminder's."""
+    if facts.plan is not None:
+        return [f"[{s.status}] {s.step}" for s in facts.plan.steps if s.status != "completed"]
+    return [line for line in facts.reminder_plan if not line.startswith("[completed]")]
+
+
+def _progress(facts: ConversationFacts, carried: Carried) -> str:
+    return (
+        f"{COMPACTIONS_PREFIX}{carried.compactions + 1} (this one read "
+        f"{len(facts.requests)} user request(s), {facts.assistant_messages} assistant "
+        f"message(s), {facts.tool_results} tool result(s)); extracted verbatim by the offline "
+        "local summarizer, no conclusions inferred."
+    )
+
+
+def _next_action(facts: ConversationFacts, latest: str | None) -> list[str]:
+    steps = _pending(facts)
+    running = [s for s in steps if s.startswith("[in_progress] ")]
+    waiting = [s for s in steps if s.startswith("[pending] ")]
     if running:
-        first = _bullet(f"Continue the in-progress plan step: {running[0].step}", 1_100)
+        first = f"Continue the in-progress plan step: {running[0].removeprefix('[in_progress] ')}"
     elif waiting:
-        first = _bullet(f"Start the next pending plan step: {waiting[0].step}", 1_100)
-    elif facts.requests:
-        first = ["- Continue answering the latest user request quoted above."]
+        first = f"Start the next pending plan step: {waiting[0].removeprefix('[pending] ')}"
+    elif latest:
+        first = "Continue answering the latest user request quoted above."
     else:
-        first = ["- Wait for the user's next request."]
-    return [*first, f"- {_NEXT_ACTION_FOOTER}"]
+        first = "Wait for the user's next request."
+    return [_clip(first, MAX_NEXT_ACTION_CHARS), _NEXT_ACTION_FOOTER]
 
 
-def _render(sections: Iterable[list[str]]) -> str:
+def _fit(sections: list[list[_Entry]]) -> list[list[_Entry]]:
+    """The sections without the entries that must go for the summary to fit the cap."""
+    size = utf8_len(_render(sections))
+    if size <= MAX_SUMMARY_BYTES:
+        return sections
+    order = sorted(
+        (
+            (entry.rank, entry.age, index, position)
+            for index, section in enumerate(sections)
+            for position, entry in enumerate(section)
+            if entry.rank != PINNED
+        ),
+        key=lambda key: (-key[0], key[1], key[2], key[3]),
+    )
+    dropped: set[tuple[int, int]] = set()
+    left = [len(section) for section in sections]
+    for _, _, index, position in order:
+        if size <= MAX_SUMMARY_BYTES:
+            break
+        dropped.add((index, position))
+        size -= sections[index][position].size
+        left[index] -= 1
+        if left[index] == 0:
+            size += len("None\n")
+    return [
+        [e for position, e in enumerate(section) if (index, position) not in dropped]
+        for index, section in enumerate(sections)
+    ]
+
+
+def _render(sections: Sequence[Sequence[_Entry]]) -> str:
     parts = [SUMMARY_ROOT_OPEN]
-    for heading, lines in zip(SUMMARY_HEADINGS, sections, strict=True):
+    for heading, entries in zip(SUMMARY_HEADINGS, sections, strict=True):
         parts.append(heading)
+        lines = [line for entry in entries for line in entry.lines]
         parts.extend(lines or ["None"])
     parts.append(SUMMARY_ROOT_CLOSE)
     return "\n".join(parts)
@@ -180,7 +357,8 @@ def local_summary(messages: Sequence[Message]) -> str:
     ``messages`` is the summary request's conversation (the trailing instruction is ignored);
     pass ``Item``s to see file_change artifacts.
     """
-    summary = _render(_sections(extract_facts(messages)))
+    facts = extract_facts(messages)
+    summary = _render(_fit(_sections(facts, read_summary(facts.earlier_summary))))
     # The fixed texts keep every summary well above the minimum; this guards future edits.
     assert len(summary) >= MIN_SUMMARY_CHARS
     return summary

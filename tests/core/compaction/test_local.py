@@ -11,12 +11,18 @@ from app.core.compaction.checkpoint import (
     compacted_projection,
     select_last_user_request,
 )
-from app.core.compaction.local import is_summary_request, local_reply, local_summary
+from app.core.compaction.local import (
+    MAX_SUMMARY_BYTES,
+    is_summary_request,
+    local_reply,
+    local_summary,
+)
 from app.core.compaction.reminder import render_reminder
 from app.core.compaction.request import SUMMARY_INSTRUCTION, summary_request_conversation
 from app.core.compaction.runtime_state import derive_runtime_state
 from app.core.compaction.validation import CONTROL_TAGS, validate_summary
 from app.core.content import Item, RealOrigin
+from app.core.plan import Plan
 from tests.core.compaction.items import change, tool_with
 from tests.core.factories import assistant, call, user
 
@@ -31,6 +37,21 @@ def summarize(items: list[Any]) -> str:
     return text
 
 
+def checkpoint_of(items: list[Item], summary: str, plan: Plan | None = None) -> Checkpoint:
+    state = derive_runtime_state(items, None, plan)
+    boundary = max(i.sequence or 0 for i in items)
+    return Checkpoint(
+        "c1",
+        1,
+        "manual",
+        summary,
+        render_reminder(state),
+        select_last_user_request(items),
+        boundary,
+        boundary,
+    )
+
+
 def test_tiny_conversation_of_one_character() -> None:
     text = summarize([user("x", mid="m1", seq=1)])
     assert len(text) >= 500
@@ -42,16 +63,15 @@ def test_no_user_request_at_all() -> None:
     assert "## 7. Pending Tasks\nNone\n" in text
 
 
-def test_long_conversation_is_bounded_and_keeps_first_and_latest_requests() -> None:
+def test_long_conversation_is_capped_and_keeps_first_and_latest_requests() -> None:
     items: list[Item] = []
     for n in range(1, 301, 2):
         items.append(user(f"request {n}: " + "word " * 2000, mid=f"m{n}", seq=n))
         items.append(assistant("reply " * 3000, mid=f"m{n + 1}", seq=n + 1))
     text = summarize(items)
-    assert len(text) < 40_000
+    assert len(text.encode()) <= MAX_SUMMARY_BYTES
     assert "- Latest user request: request 299: word" in text
-    assert "- First user request here: request 1: word" in text
-    assert "(138 earlier user messages omitted)" in text
+    assert "- First user request: request 1: word" in text
     assert "more characters]" in text
 
 
@@ -90,10 +110,10 @@ def test_tool_errors_paths_identifiers_and_plan() -> None:
         assistant("Patched the parser.", seq=6),
     ]
     text = summarize(items)
-    assert "PAY-1234, INC0042" in text
+    assert "- Identifiers: PAY-1234, INC0042\n" in text
     assert "- Edited: src/parser.py" in text
     assert "old.py" not in text
-    assert "- bash (error): pytest: 3 failed\n  > trace..." in text
+    assert "- bash (error): pytest: 3 failed\n" in text
     assert "- [in_progress] patch parser\n- [pending] run tests\n" in text
     assert "[completed]" not in text.split("## 7. Pending Tasks")[1].split("## 8.")[0]
     assert "Continue the in-progress plan step: patch parser" in text
@@ -102,32 +122,26 @@ def test_tool_errors_paths_identifiers_and_plan() -> None:
     assert "bash ×1, update_plan ×1" in text
 
 
-def test_second_compaction_carries_the_first_summary_and_reminder_paths() -> None:
+def test_a_second_compaction_merges_the_first_instead_of_copying_it() -> None:
     items: list[Item] = [
         user("Refactor ABC-7 in util.py", mid="m1", seq=1),
         tool_with(change("util.py"), seq=2, state="error", text="boom"),
     ]
     first_summary = summarize(items)
-    state = derive_runtime_state(items, None, None)
-    cp = Checkpoint(
-        "c1",
-        1,
-        "manual",
-        first_summary,
-        render_reminder(state),
-        select_last_user_request(items),
-        2,
-        2,
-    )
-    projection = compacted_projection(cp, [assistant("continuing", seq=3)])
-    second = summarize(projection)
-    assert "- Edited: util.py" in second  # from the reminder: the artifact is gone
-    assert "- Earlier summary: edit (error): boom" in second
-    assert "Earlier summary: Source" not in second
-    assert "Latest user request: Refactor ABC-7 in util.py" in second  # the replay counts
-    assert second.count("Earlier summary: Earlier summary") == 0
-    third = summarize(compacted_projection(cp, []))
-    assert third.count("Earlier summary: ") == second.count("Earlier summary: ")
+    projection = compacted_projection(checkpoint_of(items, first_summary), [])
+    second = summarize([*projection, assistant("continuing", seq=3)])
+    assert second.count("- Edited: util.py") == 1  # from the reminder and the first summary
+    assert second.count("edit (error): boom") == 1
+    assert "Earlier summary" not in second
+    assert second.count("- Latest user request: Refactor ABC-7 in util.py\n") == 1
+    # The replay of the request is not the user asking again.
+    assert "(×2)" not in second
+    assert "- Compactions so far: 2 " in second
+    # With nothing new, compacting again changes nothing but the count: a fixed point.
+    third = summarize(compacted_projection(checkpoint_of(items, second), []))
+    fourth = summarize(compacted_projection(checkpoint_of(items, third), []))
+    assert fourth == third.replace("so far: 3 ", "so far: 4 ")
+    assert "- Assistant: continuing\n" in fourth  # narrative is carried until newer replaces it
 
 
 def test_request_messages_without_kind_are_understood() -> None:

@@ -51,12 +51,15 @@ class TurnCompactor(Protocol):
         evidence: dict[str, Any],
     ) -> None:
         """Summarize and install a checkpoint linked to the running turn (own transactions).
-        Raises ``ServiceError`` (the runner fails the turn with ``compaction_error``)."""
+        Raises ``CompactionNotSmaller`` when the summary would not shrink the conversation
+        (nothing installed: the caller goes on without it if its request fits), any other
+        ``ServiceError`` on failure (the runner fails the turn with ``compaction_error``)."""
         ...
 
     async def compact_for_prepare(
         self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
     ) -> None:
         """The same for a session prepare that reached the trigger line (``threshold``): no
-        turn runs, so the checkpoint names ``prepare_id`` instead. Raises ``ServiceError``."""
+        turn runs, so the checkpoint names ``prepare_id`` instead. Raises ``ServiceError``
+        (``CompactionNotSmaller`` when nothing was installed because it would not shrink)."""
         ...

@@ -17,8 +17,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
+from app.core.errors import TooLarge
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.services.calibration import calibrated_counter
@@ -86,17 +88,28 @@ class SessionPrepareService:
             if await compactor.prune(session_id):
                 sampled = await self._sample_and_prepare(session_id, model, request_id, None)
             if sampled.prepared.budget.reaches_auto_compact_limit:
-                await compactor.compact_for_prepare(
-                    session_id,
-                    prepare_id=request_id,
-                    evidence={
-                        "context_window_tokens": sampled.prepared.budget.context_window_tokens,
-                        "estimated_input_tokens": sampled.prepared.budget.estimated_input_tokens,
-                        "model_call_index": 1,
-                    },
-                )
-                sampled = await self._sample_and_prepare(session_id, model, request_id, 2)
-                written.extend(sampled.message_ids)
+                budget = sampled.prepared.budget
+                try:
+                    await compactor.compact_for_prepare(
+                        session_id,
+                        prepare_id=request_id,
+                        evidence={
+                            "context_window_tokens": budget.context_window_tokens,
+                            "estimated_input_tokens": budget.estimated_input_tokens,
+                            "model_call_index": 1,
+                        },
+                    )
+                except CompactionNotSmaller as refused:
+                    # Not installed (SPEC §9): the request as it was, if the model takes it.
+                    if budget.estimated_input_tokens > budget.effective_input_tokens:
+                        raise TooLarge(
+                            "compaction_error",
+                            not_installed_detail(refused, budget),
+                            **refused.extra,
+                        ) from refused
+                else:
+                    sampled = await self._sample_and_prepare(session_id, model, request_id, 2)
+                    written.extend(sampled.message_ids)
         # ---------------------------------------------------------------------------------------
 
         result = prepared_to_json(

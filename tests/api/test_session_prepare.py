@@ -186,7 +186,8 @@ async def test_at_the_trigger_line_the_compaction_service_installs_a_checkpoint(
 ) -> None:
     sid = await new_session(api, model_id=await small_model(api), summary_model_id="local")
     for i in range(3):
-        await append(api, sid, user(f"request {i}: " + "y" * 1000), assistant(f"done {i}"))
+        # Long answers: what the summary replaces is larger than the summary (it must shrink).
+        await append(api, sid, user(f"request {i}"), assistant(f"done {i}: " + "y " * 1000))
     result = (await prepare_session(api, sid)).json()
 
     checkpoints = (await api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"]

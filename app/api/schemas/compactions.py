@@ -102,6 +102,14 @@ class CheckpointSummaryOut(BaseModel):
     conversation_tokens_before: int | None
     conversation_tokens_after: int | None
     reclaimed_conversation_tokens: int | None
+    shrunk: bool | None = Field(
+        description="Whether the conversation got smaller (after < before); null when the "
+        "figures are unknown. An in-turn compaction that would not shrink it is never stored."
+    )
+    notice: str | None = Field(
+        description="Set when the compaction did not shrink the conversation: says so, with "
+        "the figures."
+    )
     created_at: datetime
 
 

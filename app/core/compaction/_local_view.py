@@ -186,7 +186,7 @@ def _read_assistant(view: _View, facts: ConversationFacts, seen: set[str]) -> No
         _collect_identifiers(raw, facts, seen)
         if name == "update_plan":
             # An invalid plan got an invalid_arguments result: the plan did not change.
-            with contextlib.suppress(InvalidInput):
+            with contextlib.suppress(InvalidInput, RecursionError):
                 facts.plan = parse_update_plan_arguments(raw)
             continue
         for path in _argument_paths(raw):

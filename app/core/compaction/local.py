@@ -230,10 +230,7 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
     steps = _pending(facts) or carried.plan
     pending = [_Entry(_bullet(step), CONSTRAINT, index) for index, step in enumerate(steps)]
 
-    current = []
-    if facts.requests:
-        answering = "Answering: " + shorten(facts.requests[-1], 300)
-        current.append(_Entry(_bullet(answering), NARRATIVE, 0))
+    current = []  # the latest request is section 1's
     if facts.assistant_texts:
         reply = "Last assistant reply: " + shorten(facts.assistant_texts[-1], MAX_ASSISTANT_CHARS)
         current.append(_Entry(_bullet(reply), NARRATIVE, pinned))

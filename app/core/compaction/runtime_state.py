@@ -4,6 +4,11 @@
 state), so a path edited before an earlier compaction is still listed. ``extensions`` holds
 versioned values by key: ``turn_plan`` is this service's; every other key was written by someone
 else (a newer version, another service) and is carried over untouched and never rendered.
+
+``turn_plan`` is the session's latest plan for every kind of compaction (SPEC §9): the running
+turn's, else the last plan an ``update_plan`` call set in the stored messages (``latest_plan``),
+else the previous checkpoint's. A manual compaction after the turn that made a plan used to find
+no earlier checkpoint to carry it from and lost it (issue 14 point 2).
 """
 
 from __future__ import annotations
@@ -14,7 +19,7 @@ from typing import Any
 
 from app.core.content import Item
 from app.core.errors import InvalidInput
-from app.core.plan import Plan, PlanArgumentsInvalid
+from app.core.plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
 
 __all__ = [
     "MAX_EDITED_PATHS",
@@ -28,6 +33,7 @@ __all__ = [
     "derive_runtime_state",
     "edited_paths",
     "file_change_path",
+    "latest_plan",
     "runtime_state_from_json",
     "runtime_state_to_json",
     "turn_plan_of",
@@ -122,16 +128,40 @@ def file_change_path(artifact: object) -> str | None:
     return path[:MAX_PATH_CHARS]
 
 
+def latest_plan(messages: Iterable[Item]) -> Plan | None:
+    """The plan the last successful ``update_plan`` call in ``messages`` set (SPEC §6).
+
+    A call counts once its result is stored with state ``success`` (the runner answers
+    ``Plan updated``); invalid arguments got an ``invalid_arguments`` error result and changed
+    nothing. ``messages`` in sequence order.
+    """
+    calls: dict[str, Plan] = {}
+    plan: Plan | None = None
+    for item in messages:
+        for block in item.content:
+            if block["type"] == "tool_call" and block["name"] == "update_plan":
+                try:
+                    calls[block["id"]] = parse_update_plan_arguments(block["input"])
+                except (InvalidInput, RecursionError):  # refused by the turn: no plan set
+                    continue
+            elif block["type"] == "tool_result" and block["state"] == "success":
+                plan = calls.pop(block["id"], plan)
+    return plan
+
+
 def derive_runtime_state(
     messages: Sequence[Item], previous: RuntimeState | None, plan: Plan | None
 ) -> RuntimeState:
     """The state to store with a new checkpoint.
 
-    ``messages``: every stored message of the session. ``previous``: the latest checkpoint's
-    state (``None`` before the first). ``plan``: the running turn's plan; manual compaction and
-    rewind pass ``None`` and the previous ``turn_plan`` is carried. Warnings are cleared.
+    ``messages``: every stored message of the session, in sequence order. ``previous``: the
+    latest checkpoint's state (``None`` before the first). ``plan``: the running turn's plan, if
+    it has one; otherwise the session's latest (``latest_plan``), otherwise the previous
+    ``turn_plan`` is carried. Warnings are cleared.
     """
     extensions = dict(previous.extensions) if previous is not None else {}
+    if plan is None:
+        plan = latest_plan(messages)
     if plan is not None:
         extensions[TURN_PLAN_KEY] = Extension(TURN_PLAN_SCHEMA_VERSION, plan.to_extension_value())
     state = RuntimeState(edited_paths=edited_paths(messages), extensions=extensions)

@@ -6,6 +6,7 @@ import uuid
 from datetime import datetime
 from typing import Any
 
+from app.core.compaction.shrink import shrink_notice
 from app.core.content import Item, RealOrigin
 from app.storage.models import Compaction
 
@@ -58,6 +59,8 @@ def checkpoint_summary_json(row: Compaction) -> dict[str, Any]:
         "conversation_tokens_before": before,
         "conversation_tokens_after": after,
         "reclaimed_conversation_tokens": reclaimed,
+        "shrunk": after < before if before is not None and after is not None else None,
+        "notice": shrink_notice(row.kind, before, after),
         "created_at": timestamp(row.created_at),
     }
 

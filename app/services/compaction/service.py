@@ -20,6 +20,7 @@ from app.core.compaction import (
     compacted_projection,
     runtime_state_to_json,
 )
+from app.core.compaction.shrink import CompactionNotSmaller, require_smaller
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError, TooLarge, Unavailable
 from app.observability import note_source
@@ -114,7 +115,11 @@ class CompactionService(CompactionReads):
         turn_id: str,
         evidence: dict[str, Any],
     ) -> None:
-        """Summarize and install a checkpoint linked to the running turn ``turn_id``."""
+        """Summarize and install a checkpoint linked to the running turn ``turn_id``.
+
+        Raises ``CompactionNotSmaller`` (nothing stored) when the summary would not make the
+        conversation smaller (SPEC §9): the caller goes on without it or fails the turn.
+        """
         await self._compact_triggered(session_id, trigger, evidence, turn_id=turn_id)
 
     async def compact_for_prepare(
@@ -148,6 +153,25 @@ class CompactionService(CompactionReads):
                 trigger,
                 session_id,
             )
+        except CompactionNotSmaller as exc:
+            await self._emit_in_turn(
+                session_id,
+                turn_id,
+                "compaction_finished",
+                {"status": "not_installed", **exc.extra, "code": exc.code, "detail": exc.detail},
+            )
+            raise
+        except CompactionNotSmaller as exc:
+            refused = {"status": "not_installed", **exc.extra, "code": exc.code}
+            await emit_update(
+                self._db,
+                self._events,
+                session_id,
+                "compaction_finished",
+                {**refused, "detail": exc.detail},
+                **link,
+            )
+            raise
         except ServiceError as exc:
             failed = {"status": "failed", "kind": trigger, "code": exc.code, "detail": exc.detail}
             await emit_update(
@@ -240,6 +264,9 @@ class CompactionService(CompactionReads):
             evidence = {**trigger_evidence(source.before), **(evidence or {})}
         row = self._row(source, kind, turn_id, evidence, generated, model_name)
         row.trigger_prepare_id = prepare_id
+        assert row.conversation_tokens_before is not None
+        assert row.conversation_tokens_after is not None
+        require_smaller(kind, row.conversation_tokens_before, row.conversation_tokens_after)
         row = await self._store(row, source.base_compaction_id, generated.usage)
         await self._install(row)
         return row

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
 from app.core.prepare import prepare
@@ -361,7 +362,10 @@ class TurnRunner:
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise _failed(exc.code, exc.detail) from exc
 
-    async def _compact(self, index: int, trigger: str, prepared: PreparedModelCall) -> None:
+    async def _compact(
+        self, index: int, trigger: str, prepared: PreparedModelCall
+    ) -> CompactionNotSmaller | None:
+        """Compact in the turn; the refusal when the summary would not shrink anything."""
         compactor = compactor_of(self.deps)
         assert compactor is not None
         # The compaction service announces compaction_started/finished itself.
@@ -378,11 +382,15 @@ class TurnRunner:
                 turn_id=self.turn_id,
                 evidence=evidence,
             )
+        except CompactionNotSmaller as refused:
+            await self._phase_step("running_model")
+            return refused
         except ServiceError as exc:
             raise _failed(
                 "compaction_error", f"conversation compaction failed: {exc.detail}"
             ) from exc
         await self._phase_step("running_model")
+        return None
 
     async def _phase_step(self, phase: str) -> None:
         async with self._step() as (db, events):
@@ -393,7 +401,7 @@ class TurnRunner:
         self, index: int, prepared: PreparedModelCall, session: AgentSession, trigger: str
     ) -> tuple[PreparedModelCall, bool]:
         """Prune, and if still over the line, compact and re-sample (SPEC §7.2); returns the
-        request to send and whether a compaction ran."""
+        request to send and whether a compaction ran (or was tried and not installed)."""
         compactor = compactor_of(self.deps)
         if compactor is None:
             return prepared, False
@@ -401,7 +409,15 @@ class TurnRunner:
             prepared, _ = await self._prepare(session, index, sample_index=None)
             if not prepared.budget.reaches_auto_compact_limit:
                 return prepared, False
-        await self._compact(index, trigger, prepared)
+        refused = await self._compact(index, trigger, prepared)
+        if refused is not None:
+            # Not installed (SPEC §9): on with the request as it was, if the model takes it.
+            budget = prepared.budget
+            if trigger == "overflow" or budget.estimated_input_tokens > (
+                budget.effective_input_tokens
+            ):
+                raise _failed("compaction_error", not_installed_detail(refused, budget))
+            return prepared, True
         prepared, _ = await self._prepare(session, index, sample_index=2)
         return prepared, True
 

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import pytest
@@ -10,13 +11,14 @@ from app.core.compaction.runtime_state import (
     RuntimeStateError,
     derive_runtime_state,
     edited_paths,
+    latest_plan,
     runtime_state_from_json,
     runtime_state_to_json,
 )
-from app.core.content import Item
+from app.core.content import Item, RealOrigin
 from app.core.plan import Plan, PlanStep
 from tests.core.compaction.items import change, tool_with
-from tests.core.factories import user
+from tests.core.factories import assistant, call, result_block, user
 
 PLAN = Plan("because", (PlanStep("write tests", "in_progress"),))
 
@@ -89,6 +91,58 @@ def test_a_new_plan_replaces_the_previous_one_even_when_empty() -> None:
     previous = derive_runtime_state([], None, PLAN)
     state = derive_runtime_state([], previous, Plan(None, ()))
     assert state.extensions["turn_plan"].value == {"explanation": None, "steps": []}
+
+
+def plan_call(call_id: str, steps: list[tuple[str, str]], raw: str | None = None) -> Item:
+    arguments = raw or json.dumps({"plan": [{"step": t, "status": st} for t, st in steps]})
+    return assistant("", call(call_id, "update_plan", arguments))
+
+
+def plan_result(call_id: str, state: Any = "success") -> Item:
+    text = "Plan updated" if state == "success" else "invalid arguments"
+    block = result_block(call_id, text, name="update_plan", state=state)
+    return Item("tool", "normal", [block], RealOrigin())
+
+
+def test_the_sessions_latest_plan_is_taken_from_its_stored_messages() -> None:
+    """Manual compaction after the turn that planned, with no earlier checkpoint (issue 14)."""
+    messages = [
+        user("go"),
+        plan_call("p1", [("first", "pending")]),
+        plan_result("p1"),
+        plan_call("p2", [("second", "in_progress")]),
+        plan_result("p2"),
+        plan_call("p3", [], raw='{"plan": "not a list"}'),  # refused: an error result
+        plan_result("p3", "error"),
+        plan_call("p4", [("never answered", "pending")]),  # no result: not set
+    ]
+    assert latest_plan(messages) == Plan(None, (PlanStep("second", "in_progress"),))
+    state = derive_runtime_state(messages, None, None)
+    assert state.extensions["turn_plan"].value == {
+        "explanation": None,
+        "steps": [{"step": "second", "status": "in_progress"}],
+    }
+
+
+def test_the_running_turns_plan_and_a_carried_one_come_before_and_after_the_messages() -> None:
+    messages = [plan_call("p1", [("from messages", "pending")]), plan_result("p1")]
+    previous = derive_runtime_state([], None, PLAN)
+    assert derive_runtime_state(messages, previous, PLAN).extensions["turn_plan"] == Extension(
+        1, PLAN.to_extension_value()
+    )
+    from_messages = derive_runtime_state(messages, previous, None).extensions["turn_plan"]
+    assert from_messages.value["steps"] == [{"step": "from messages", "status": "pending"}]
+    assert derive_runtime_state([], previous, None).extensions == previous.extensions
+
+
+def test_a_cleared_plan_is_the_latest_plan() -> None:
+    messages = [
+        plan_call("p1", [("a", "pending")]),
+        plan_result("p1"),
+        plan_call("p2", []),
+        plan_result("p2"),
+    ]
+    assert latest_plan(messages) == Plan(None, ())
 
 
 def test_json_round_trip() -> None:

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app.core.compaction.shrink import CompactionNotSmaller
 from app.core.errors import Conflict
 from app.storage.database import unit_of_work
 from app.storage.repositories import (
@@ -53,7 +54,8 @@ async def basic(h: Harness, **session: Any) -> str:
                 }
             ],
         },
-        {"role": "assistant", "content": text("Done.")},
+        # Long enough for a summary to be shorter (an in-turn compaction must shrink it).
+        {"role": "assistant", "content": text("Done. " + "Notes on the change. " * 150)},
     )
     assert response.status_code == 201, response.text
     return sid
@@ -98,6 +100,37 @@ async def test_threshold_compaction_links_the_turn_and_records_evidence(harness:
     assert (turn_row.input_tokens, turn_row.output_tokens) == (70, 30)
     assert [e.type for e in events] == ["compaction_started", "compaction_finished"]
     assert events[1].payload["compaction_id"] == row.compaction_id
+
+
+@pytest.mark.parametrize("trigger", ["threshold", "overflow"])
+async def test_an_in_turn_compaction_that_would_not_shrink_stores_nothing_and_says_so(
+    harness: Harness, trigger: Any
+) -> None:
+    h = harness
+    sid = await new_session(h.api)
+    await append(h.api, sid, user("Is it up?"), {"role": "assistant", "content": text("Yes.")})
+    turn = await start_turn(h, sid)
+    before = (await h.api.get(f"/v1/sessions/{sid}/context")).content
+
+    with pytest.raises(CompactionNotSmaller) as caught:
+        await h.container.compactor.compact_in_turn(sid, trigger=trigger, turn_id=turn, evidence={})
+
+    refused = caught.value
+    assert refused.before < refused.after
+    assert (await h.api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"] == []
+    assert (await h.api.get(f"/v1/sessions/{sid}/context")).content == before
+    async with unit_of_work(h.container.db, read_only=True) as db:
+        events = await EventRepository(db).list_after(sid)
+    assert [e.type for e in events] == ["compaction_started", "compaction_finished"]
+    assert events[1].payload == {
+        "status": "not_installed",
+        "kind": trigger,
+        "code": "compaction_not_smaller",
+        "conversation_tokens_before": refused.before,
+        "conversation_tokens_after": refused.after,
+        "detail": f"the {trigger} compaction would not reduce the conversation "
+        f"({refused.before} → {refused.after} tokens), so it was not installed",
+    }
 
 
 async def test_in_turn_compaction_needs_its_turn_running(harness: Harness) -> None:

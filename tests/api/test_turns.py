@@ -9,11 +9,13 @@ import pytest
 
 from tests.api.helpers import (
     append,
+    assistant,
     assistant_calls,
     new_session,
     run_turn,
     scripted_model,
     stored,
+    user,
 )
 
 pytestmark = pytest.mark.anyio
@@ -258,11 +260,15 @@ async def test_provider_errors_fail_the_turn_with_model_error(api: httpx.AsyncCl
 
 
 async def test_overflow_compacts_and_resubmits_once(api: httpx.AsyncClient) -> None:
+    # A history its summary is shorter than: an overflow compaction must shrink it (SPEC §9).
+    earlier = [user("earlier question"), assistant("a long earlier answer. " * 200)]
     sid = await session_with(api, [{"error": "context_overflow"}, {"text": "fits now"}])
+    await append(api, sid, *earlier)
     turn = await run_turn(api, sid)
     assert turn["status"] == "completed", turn
     checkpoints = (await api.get(f"/v1/sessions/{sid}/compactions")).json()
     items = checkpoints["compactions"] if isinstance(checkpoints, dict) else checkpoints
     assert [c["kind"] for c in items] == ["overflow"]
     twice = await session_with(api, [{"error": "context_overflow"}, {"error": "context_overflow"}])
+    await append(api, twice, *earlier)
     assert (await run_turn(api, twice))["outcome"]["code"] == "model_error"

@@ -88,8 +88,12 @@ def shorten(text: str, limit: int) -> str:
         key=lambda i: (_sentence_rank(sentences[i]), i),
     )
     chosen: set[int] = set()
+    seen: set[str] = set()
     used = 0
     for index in ranked:
+        if sentences[index] in seen:
+            continue  # a sentence said twice is kept once
+        seen.add(sentences[index])
         size = len(sentences[index]) + 3
         if chosen and used + size > limit:
             continue

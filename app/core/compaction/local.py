@@ -216,9 +216,15 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
     error_entries = _newest(error_entries, KEEP, MAX_ERRORS)
 
     decisions = [_Entry(_bullet(_progress(facts, carried)), PINNED, pinned)]
-    notes = [(n, age()) for n in carried.narrative]
-    notes += [(shorten(t, MAX_NARRATIVE_CHARS), age()) for t in facts.assistant_texts]
-    narrative = [_Entry(_bullet(NARRATIVE_PREFIX + n), NARRATIVE, a) for n, a in notes]
+    # The same note again is one note, as recent as its last occurrence.
+    notes: dict[str, tuple[str, int]] = {}
+    for note in [
+        *carried.narrative,
+        *(shorten(t, MAX_NARRATIVE_CHARS) for t in facts.assistant_texts),
+    ]:
+        notes.pop(repeat_key(note), None)
+        notes[repeat_key(note)] = (note, age())
+    narrative = [_Entry(_bullet(NARRATIVE_PREFIX + n), NARRATIVE, a) for n, a in notes.values()]
     decisions += _newest(narrative, NARRATIVE, MAX_NARRATIVE)
 
     rank_of = {key: _request_rank(text, first) for key, text in requests.shown.items()}

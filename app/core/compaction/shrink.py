@@ -14,7 +14,7 @@ from __future__ import annotations
 from app.core.errors import Conflict
 from app.core.prepared import Budget
 
-__all__ = ["CompactionNotSmaller", "not_installed_detail", "require_smaller", "shrink_notice"]
+__all__ = ["CompactionNotSmaller", "not_installed_detail", "refusal_of", "shrink_notice"]
 
 
 class CompactionNotSmaller(Conflict):
@@ -34,10 +34,11 @@ class CompactionNotSmaller(Conflict):
         self.after = after
 
 
-def require_smaller(kind: str, before: int, after: int) -> None:
-    """Raise ``CompactionNotSmaller`` for an in-turn compaction that does not shrink."""
+def refusal_of(kind: str, before: int, after: int) -> CompactionNotSmaller | None:
+    """The refusal of an in-turn compaction that does not shrink the conversation, if it is."""
     if kind in ("threshold", "overflow") and after >= before:
-        raise CompactionNotSmaller(kind, before, after)
+        return CompactionNotSmaller(kind, before, after)
+    return None
 
 
 def not_installed_detail(refused: CompactionNotSmaller, budget: Budget) -> str:

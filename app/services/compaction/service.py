@@ -20,7 +20,7 @@ from app.core.compaction import (
     compacted_projection,
     runtime_state_to_json,
 )
-from app.core.compaction.shrink import CompactionNotSmaller, require_smaller
+from app.core.compaction.shrink import CompactionNotSmaller, refusal_of
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError, TooLarge, Unavailable
 from app.observability import note_source
@@ -37,6 +37,7 @@ from app.services.compaction.persist import (
 from app.services.compaction.pruning import advance_pruning
 from app.services.compaction.reads import CompactionReads
 from app.services.compaction.records import checkpoint_to_json, new_compaction_id
+from app.services.compaction.refusal import record_refusal
 from app.services.compaction.rewind import store_rewind
 from app.services.compaction.source import (
     CompactionSource,
@@ -153,25 +154,8 @@ class CompactionService(CompactionReads):
                 trigger,
                 session_id,
             )
-        except CompactionNotSmaller as exc:
-            await self._emit_in_turn(
-                session_id,
-                turn_id,
-                "compaction_finished",
-                {"status": "not_installed", **exc.extra, "code": exc.code, "detail": exc.detail},
-            )
-            raise
-        except CompactionNotSmaller as exc:
-            refused = {"status": "not_installed", **exc.extra, "code": exc.code}
-            await emit_update(
-                self._db,
-                self._events,
-                session_id,
-                "compaction_finished",
-                {**refused, "detail": exc.detail},
-                **link,
-            )
-            raise
+        except CompactionNotSmaller:
+            raise  # its own update is recorded (``refusal``)
         except ServiceError as exc:
             failed = {"status": "failed", "kind": trigger, "code": exc.code, "detail": exc.detail}
             await emit_update(
@@ -264,9 +248,20 @@ class CompactionService(CompactionReads):
             evidence = {**trigger_evidence(source.before), **(evidence or {})}
         row = self._row(source, kind, turn_id, evidence, generated, model_name)
         row.trigger_prepare_id = prepare_id
-        assert row.conversation_tokens_before is not None
-        assert row.conversation_tokens_after is not None
-        require_smaller(kind, row.conversation_tokens_before, row.conversation_tokens_after)
+        refused = refusal_of(
+            kind, source.before.conversation_tokens, row.conversation_tokens_after or 0
+        )
+        if refused is not None:
+            await record_refusal(
+                self._db,
+                self._events,
+                session_id,
+                refused,
+                generated.usage,
+                turn_id=turn_id,
+                prepare_id=prepare_id,
+            )
+            raise refused
         row = await self._store(row, source.base_compaction_id, generated.usage)
         await self._install(row)
         return row

@@ -154,7 +154,7 @@ def test_the_cap_is_reached_and_held_across_30_compactions() -> None:
         session.add(
             user(f"Round {round_}: look at ticket OPS-{round_}: {detail}"),
             assistant(
-                f"Looking at OPS-{round_}. " + "Detailed reasoning. " * 40,
+                " ".join(f"Step {k} of the reasoning about OPS-{round_}." for k in range(30)),
                 call(f"e{round_}", "edit"),
             ),
             tool_with(

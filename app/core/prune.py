@@ -77,14 +77,12 @@ def prune_marker(omitted: int, tool_call_id: str, spill_directory: str | None) -
 
 
 def _eligible(item: Item, watermark: PruningWatermark) -> bool:
-    through = watermark.through_sequence
-    sequence = item.sequence  # None for synthetic origins and live items: never pruned
-    return (
-        through is not None
-        and item.role == "tool"
-        and sequence is not None
-        and (sequence <= through)
-    )
+    """A stored tool message at or below the watermark (synthetic and live items have no
+    sequence: never pruned)."""
+    through, sequence = watermark.through_sequence, item.sequence
+    if through is None or sequence is None:
+        return False
+    return item.role == "tool" and sequence <= through
 
 
 def prune_tool_results(items: Sequence[Item], watermark: PruningWatermark) -> PruneResult:

@@ -146,7 +146,7 @@ class _Memo:
     Oldest entries go first once the keys hold more than ``MAX_CHARS`` characters.
     """
 
-    MAX_CHARS = 16_000_000
+    MAX_CHARS = 8_000_000
     MAX_ENTRIES = 4096
 
     def __init__(self) -> None:

@@ -182,6 +182,14 @@ def test_the_cap_is_reached_and_held_across_30_compactions() -> None:
     assert "- [in_progress] find the root cause of PAY-1\n" in section(summary, 7)
 
 
+def summary_after(earlier: str, request: Item, *tail: Item) -> str:
+    """The local summary of a conversation compacted into ``earlier`` (replaying ``request``)."""
+    checkpoint = Checkpoint(
+        "c1", 1, "manual", earlier, REMINDER, select_last_user_request([request]), 1, 1
+    )
+    return local_summary(summary_request_conversation(compacted_projection(checkpoint, tail)))
+
+
 def test_a_summary_from_another_model_is_merged_entry_by_entry() -> None:
     byo = (
         '<conversation_summary format_version="1">\n'
@@ -196,12 +204,9 @@ def test_a_summary_from_another_model_is_merged_entry_by_entry() -> None:
         "## 9. Next Safe Action\nRe-run CI.\n"
         "</conversation_summary>"
     )
-    items = [user("Fix the flaky test (ABC-9).", mid="m1", seq=1)]
-    projection = compacted_projection(
-        Checkpoint("c1", 1, "manual", byo, REMINDER, select_last_user_request(items), 1, 1),
-        [user("any progress?", mid="m2", seq=2)],
+    summary = summary_after(
+        byo, user("Fix the flaky test (ABC-9).", mid="m1", seq=1), user("any progress?", seq=2)
     )
-    summary = local_summary(summary_request_conversation(projection))
     for kept in (
         "The user wants the flaky test in CI fixed.",
         "Retry budgets; the ABC-9 ticket.",
@@ -226,12 +231,7 @@ def test_a_summary_of_the_earlier_format_is_read_without_its_prefixes() -> None:
         "- fix it\n## 7. Pending Tasks\nNone\n## 8. Current Work\nNone\n## 9. Next Safe Action\n"
         "- x\n</conversation_summary>"
     )
-    items = [user("fix it", mid="m1", seq=1)]
-    projection = compacted_projection(
-        Checkpoint("c1", 1, "manual", old, REMINDER, select_last_user_request(items), 1, 1),
-        [],
-    )
-    summary = local_summary(summary_request_conversation(projection))
+    summary = summary_after(old, user("fix it", mid="m1", seq=1))
     assert "- First user request: start\n" in summary
     assert "- Identifiers: XY-1, XY-2\n" in summary
     assert summary.count("a.py") == 1

@@ -51,6 +51,7 @@ __all__ = [
     "SalientLine",
     "forget",
     "salient_lines",
+    "salient_lines_of",
     "salient_section",
 ]
 
@@ -203,6 +204,12 @@ def salient_lines(
         if not any(begin < high and end > low for begin, end in spans):
             return ()
     return lines
+
+
+def salient_lines_of(text: str) -> Sequence[SalientLine]:
+    """The salient lines of the whole of ``text``, not remembered (a text looked at once, as
+    the ``local`` summarizer looks at each tool result, would only push out the cut ones)."""
+    return _find(text, 0, len(text))[1] if text else ()
 
 
 def _find(text: str, start: int, stop: int) -> _Found:

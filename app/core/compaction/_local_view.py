@@ -21,7 +21,7 @@ from app.core.compaction.runtime_state import edited_paths
 from app.core.content import Block, Item, SyntheticOrigin
 from app.core.errors import InvalidInput
 from app.core.plan import Plan, parse_update_plan_arguments
-from app.core.salient import salient_lines
+from app.core.salient import salient_lines_of
 
 __all__ = [
     "IDENTIFIERS",
@@ -216,7 +216,7 @@ def _read_tool(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
         text = message_text(output if isinstance(output, list) else [])
         lines = [
             line.text
-            for line in salient_lines(text, 0, len(text))
+            for line in salient_lines_of(text)
             if _SOURCE_LINE.match(line.text) is None
         ][:MAX_ERROR_LINES_PER_RESULT]
         if not lines and state != "success":

@@ -9,7 +9,9 @@ from hypothesis import strategies as st
 from app.core.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
+    forget,
     salient_lines,
+    salient_lines_of,
     salient_section,
 )
 
@@ -169,3 +171,12 @@ def test_lines_are_in_order_inside_the_range_and_the_same_every_time(
     for line in got:
         assert line.text == all_lines[line.number - 1].rstrip("\r")
     assert salient_lines(str(text), start, stop) == got
+
+
+def test_remembered_lines_are_the_lines_found_afresh() -> None:
+    text = "\n".join(["ok"] * 50 + ["error: once", "ERROR: twice", "ERROR: twice"] + ["ok"] * 50)
+    first = salient_lines(text, 10, len(text) - 10)
+    again = salient_lines("".join(list(text)), 10, len(text) - 10)  # an equal, new string
+    forget()
+    assert salient_lines(text, 10, len(text) - 10) == first == again
+    assert salient_lines_of(text) == first  # the whole text, never remembered

@@ -215,9 +215,7 @@ def _read_tool(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
         output = block.get("output")
         text = message_text(output if isinstance(output, list) else [])
         lines = [
-            line.text
-            for line in salient_lines_of(text)
-            if _SOURCE_LINE.match(line.text) is None
+            line.text for line in salient_lines_of(text) if _SOURCE_LINE.match(line.text) is None
         ][:MAX_ERROR_LINES_PER_RESULT]
         if not lines and state != "success":
             first = next((line.strip() for line in text.splitlines() if line.strip()), "")

@@ -1,6 +1,7 @@
 """Compaction rules of SPEC §7, pure: summary request and validation, retry decisions, runtime
-state and reminder, checkpoint projection, rewind, replay, transcript read-back, and the
-offline ``local`` summarizer. The compaction service composes them with storage and providers.
+state and reminder, checkpoint projection, rewind, replay, transcript read-back, the rule that
+an in-turn compaction must shrink the conversation (``shrink``), and the offline ``local``
+summarizer. The compaction service composes them with storage and providers.
 
 Errors (all ``ServiceError``, stable codes)::
 
@@ -11,6 +12,7 @@ Errors (all ``ServiceError``, stable codes)::
     ├── (InvalidInput)            invalid_selector, invalid_after_sequence, invalid_limit,
     │                             invalid_compaction_id, invalid_rewind, invalid_retry_policy
     Conflict                      missing_last_user    nothing to replay
+    ├── CompactionNotSmaller      compaction_not_smaller  an in-turn summary would not shrink
     NotFound                      compaction_not_found
     TooLarge                      summary_input_overflow      (summary_failure_error)
     UpstreamError                 summary_model_error, summary_retries_exhausted

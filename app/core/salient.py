@@ -17,6 +17,8 @@ The rule (deterministic, no model; case-insensitive unless marked):
   ``NullPointerException``), npm's ``ERR!``, and pytest's detail lines (``E`` then two spaces);
 - a non-zero exit status: ``exit code 2``, ``exited with status 1``, ``exit status: 137``
   (a zero status is not salient);
+- an assertion's comparison: ``Expected:``, ``Received:``, ``Actual:``, ``expected:<5>``,
+  ``but was``;
 - the last line of a Python traceback: the first non-indented line after
   ``Traceback (most recent call last):`` and its indented frames.
 
@@ -74,6 +76,7 @@ _WORD_AT = re.compile(
       |timed\ out|no\ such\ file|not\ found|undefined\ reference|non-zero\ exit)
     (?![a-z0-9_])
     | (?<![a-z0-9_])exit(?:ed)?(?:\ with)?\ (?:status|code)[\s:=]*-?0*[1-9]
+    | (?<![a-z0-9_])(?:expected\s*[:<]|received\s*:|actual\s*:|but\ was\b)
     """,
     re.VERBOSE,
 )
@@ -98,6 +101,10 @@ _KEYWORDS = (
     "undefined reference",
     "non-zero exit",
     "exit",
+    "expected",
+    "received",
+    "actual",
+    "but was",
     "err!",
     "e  ",
 )

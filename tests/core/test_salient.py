@@ -53,6 +53,9 @@ def found(*lines: str) -> list[str]:
         "assertion `left == right` failed",
         "/usr/bin/ld: main.o: undefined reference to `foo'",
         "Tests run: 5, Failures: 1, Errors: 0",  # one failure: the count of errors is 0
+        "    Expected: 5",
+        "    Received: 4",
+        "expected:<5> but was:<4>",
     ],
 )
 def test_lines_that_are_salient(line: str) -> None:
@@ -77,6 +80,7 @@ def test_lines_that_are_salient(line: str) -> None:
         "an exit was taken",
         "error_rate=0.1% (INC-42)",
         "Everything passed without errors",
+        "the expected output is in golden.txt",
     ],
 )
 def test_lines_that_are_not(line: str) -> None:

@@ -114,14 +114,10 @@ def _views(messages: Sequence[Message]) -> list[_View]:
     views = [v for v in map(_view, messages) if v.role != "system"]
     # In kind-less dicts a replay is recognized by its place: right before the summary.
     for index, view in enumerate(views[:-1]):
-        if (
-            view.reason is None
-            and view.role == "user"
-            and views[index + 1].reason == ("compaction_summary")
-        ):
-            views[index] = _View(
-                view.role, view.kind, "last_user_request_replay", view.content, view.text
-            )
+        before_summary = views[index + 1].reason == "compaction_summary"
+        if before_summary and view.reason is None and view.role == "user":
+            replay = "last_user_request_replay"
+            views[index] = _View(view.role, view.kind, replay, view.content, view.text)
     return views
 
 

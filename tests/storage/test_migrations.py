@@ -326,7 +326,7 @@ async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: 
     figure = {"tiktoken:o200k_base": 7}
     try:
         factory = create_session_factory(engine)
-        await _downgrade_to(engine, "2026_11_30_1500")
+        await _downgrade_to(engine, "2026_12_01_1600")
         async with unit_of_work(factory) as db:
             sid = (await SessionRepository(db).add(new_agent_session())).id
             await MessageRepository(db).append(

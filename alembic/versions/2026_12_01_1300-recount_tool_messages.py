@@ -10,7 +10,7 @@ every tool message's figures are dropped (successful ones come back equal). The 
 older code measures the figures it misses the same way.
 
 Revision ID: 2026_12_01_1300
-Revises: 2026_12_01_1600
+Revises: 2026_12_01_1030
 Create Date: 2026-12-01 13:00:00+00:00
 """
 
@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from alembic import op
 
 revision: str = "2026_12_01_1300"
-down_revision: str | None = "2026_12_01_1600"
+down_revision: str | None = "2026_12_01_1030"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

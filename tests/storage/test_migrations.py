@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from alembic.autogenerate import compare_metadata
 from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
 from sqlalchemy.ext.asyncio import AsyncEngine
@@ -326,7 +327,10 @@ async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: 
     figure = {"tiktoken:o200k_base": 7}
     try:
         factory = create_session_factory(engine)
-        await _downgrade_to(engine, "2026_12_01_1600")
+        # Just before the revision that forgets them, whichever revision that follows.
+        revision = ScriptDirectory.from_config(alembic_config()).get_revision("2026_12_01_1300")
+        assert isinstance(revision.down_revision, str)
+        await _downgrade_to(engine, revision.down_revision)
         async with unit_of_work(factory) as db:
             sid = (await SessionRepository(db).add(new_agent_session())).id
             await MessageRepository(db).append(

@@ -267,7 +267,8 @@ async def test_its_compaction_names_the_prepare_and_no_turn(database_url: str) -
     async for api in client_with(make_settings(database_url)):
         sid = await new_session(api, model_id=await small_model(api), summary_model_id="local")
         for i in range(3):
-            await append(api, sid, user(f"request {i}: " + "y" * 1000), assistant(f"done {i}"))
+            # Long answers: a summary is shorter than them (it must shrink, SPEC §9).
+            await append(api, sid, user(f"request {i}"), assistant(f"done {i}: " + "y " * 1000))
         response = await prepare_session(api, sid)
         assert response.status_code == 200, response.text
         (checkpoint,) = (await api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"]

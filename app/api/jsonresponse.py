@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from fastapi.responses import Response
+
+from app.core.content import compact_json
 
 __all__ = ["json_response"]
 
@@ -13,5 +14,5 @@ __all__ = ["json_response"]
 def json_response(content: Any, status_code: int = 200) -> Response:
     # Skips FastAPI's response-model validation pass: the services build these dicts from
     # typed values already, and re-validating a 10 000-message request would dominate the call.
-    body = json.dumps(content, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+    body = compact_json(content).encode("utf-8")
     return Response(body, status_code=status_code, media_type="application/json")

@@ -9,10 +9,11 @@ same object when nothing changed, which is what lets cached per-message figures 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+
+from app.core import jsontext
 
 __all__ = [
     "ASSISTANT",
@@ -180,15 +181,10 @@ def text_block(text: str) -> TextBlock:
     return {"type": "text", "text": text}
 
 
-# The very encoder ``json.dumps(value, ensure_ascii=False, separators=(",", ":"))`` builds on each
-# call, built once: the same bytes without ~3 µs of set-up per call (it keeps no state between
-# calls, so sharing it is safe). Every uncached message measure goes through it.
-_COMPACT_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-
-
 def compact_json(value: object) -> str:
-    """Compact JSON as SPEC §3.1 measures it: no whitespace, non-ASCII written as itself."""
-    return _COMPACT_ENCODER.encode(value)
+    """Compact JSON as SPEC §3.1 measures it: no whitespace, non-ASCII written as itself (at
+    any depth: ``app.core.jsontext``)."""
+    return jsontext.dumps(value)
 
 
 def content_without_artifacts(content: Sequence[Block]) -> list[Block]:

@@ -9,12 +9,12 @@ result the model sees, and the turn continues. The error texts are the original 
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal, cast, get_args
 
 from app.core.errors import InvalidInput
+from app.core.jsontext import loads_arguments
 from app.core.prepared import ToolDefinition
 
 __all__ = [
@@ -85,8 +85,8 @@ def parse_update_plan_arguments(arguments: str | Mapping[str, Any]) -> Plan:
     """Validate ``update_plan`` arguments (raw JSON text or an already decoded object)."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
+            arguments = loads_arguments(arguments)
+        except ValueError as exc:
             raise PlanArgumentsInvalid(f"failed to parse update_plan arguments: {exc}") from exc
     return _validate(arguments)
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.core.compaction import is_summary_request, local_reply, local_summary
-from app.core.content import ToolCallBlock
+from app.core.content import ToolCallBlock, compact_json
 from app.providers.base import (
     FinishReason,
     ModelResponse,
@@ -37,7 +37,7 @@ _SCRIPTED_ERRORS: dict[str, ProviderErrorCode] = {
 
 
 def _estimate(value: object) -> int:
-    return -(-len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()) // 4)
+    return -(-len(compact_json(value).encode()) // 4)
 
 
 class LocalClient:

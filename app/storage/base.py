@@ -9,7 +9,6 @@ backend only.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -17,7 +16,17 @@ from sqlalchemy import JSON, DateTime, Dialect, MetaData
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
-__all__ = ["NAMING_CONVENTION", "Base", "JSONValue", "UTCDateTime", "dumps_json", "utc_now"]
+from app.core import jsontext
+
+__all__ = [
+    "NAMING_CONVENTION",
+    "Base",
+    "JSONValue",
+    "UTCDateTime",
+    "dumps_json",
+    "loads_json",
+    "utc_now",
+]
 
 NAMING_CONVENTION: dict[str, str] = {
     "ix": "ix_%(table_name)s_%(column_0_N_name)s",
@@ -33,8 +42,14 @@ def utc_now() -> datetime:
 
 
 def dumps_json(value: Any) -> str:
-    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as SPEC §3.1 measures."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as SPEC §3.1 measures.
+    At any depth (``app.core.jsontext``), as ``loads_json`` reads it back."""
+    return jsontext.dumps(value)
+
+
+def loads_json(text: str | bytes) -> Any:
+    """A stored JSON column's value, however deeply it nests (the engines' JSON decoder)."""
+    return jsontext.loads(text)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

@@ -38,7 +38,7 @@ from sqlalchemy.ext.asyncio.base import _run_to_completion  # private: pinned <2
 from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.pool import ConnectionPoolEntry
 
-from app.storage.base import dumps_json
+from app.storage.base import dumps_json, loads_json
 from app.storage.sqlite_driver import inline_dbapi
 
 __all__ = [
@@ -81,6 +81,7 @@ def create_engine(url: str, **opts: Any) -> AsyncEngine:
     """An ``AsyncEngine`` for ``url``; ``opts`` go to ``create_async_engine`` unchanged but for
     ``ping_after_idle_seconds`` (PostgreSQL: see ``_ping_after_idle``)."""
     opts.setdefault("json_serializer", dumps_json)
+    opts.setdefault("json_deserializer", loads_json)
     backend = make_url(url).get_backend_name()
     ping_after_idle = opts.pop("ping_after_idle_seconds", PING_AFTER_IDLE_SECONDS)
     if backend == "postgresql":

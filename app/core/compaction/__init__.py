@@ -7,7 +7,7 @@ Errors (all ``ServiceError``, stable codes)::
 
     InvalidInput
     ├── SummaryInvalid            invalid_summary      a summary breaks §7.4 (class degenerate)
-    ├── RuntimeStateError         compaction_error     undecodable artifact / stored state
+    ├── RuntimeStateError         compaction_error     unreadable stored state or plan
     ├── HistoryArgumentsInvalid   invalid_arguments    conversation_history tool arguments
     ├── (InvalidInput)            invalid_selector, invalid_after_sequence, invalid_limit,
     │                             invalid_compaction_id, invalid_rewind, invalid_retry_policy

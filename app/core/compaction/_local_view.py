@@ -143,7 +143,7 @@ def extract_facts(messages: Sequence[Message]) -> ConversationFacts:
         elif view.role == "tool":
             _read_tool(view, facts, seen_ids)
     items = [m for m in messages if isinstance(m, Item)]
-    facts.edited_paths = list(edited_paths(items, strict=False))
+    facts.edited_paths = list(edited_paths(items))
     return facts
 
 

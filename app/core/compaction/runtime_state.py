@@ -22,8 +22,10 @@ from app.core.errors import InvalidInput
 from app.core.plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
 
 __all__ = [
+    "ARTIFACT_SKIPPED",
     "MAX_EDITED_PATHS",
     "MAX_PATH_CHARS",
+    "MAX_WARNINGS",
     "RUNTIME_STATE_SCHEMA_VERSION",
     "TURN_PLAN_KEY",
     "Extension",
@@ -44,6 +46,8 @@ TURN_PLAN_KEY = "turn_plan"
 TURN_PLAN_SCHEMA_VERSION = 1
 MAX_EDITED_PATHS = 128
 MAX_PATH_CHARS = 1024
+MAX_WARNINGS = 32
+ARTIFACT_SKIPPED = "artifact_skipped"
 
 
 class RuntimeStateError(InvalidInput):
@@ -74,13 +78,18 @@ class RuntimeState:
     schema_version: int = RUNTIME_STATE_SCHEMA_VERSION
 
 
-def edited_paths(messages: Iterable[Item], *, strict: bool = True) -> tuple[str, ...]:
+def edited_paths(
+    messages: Iterable[Item], *, skipped: list[Mapping[str, str]] | None = None
+) -> tuple[str, ...]:
     """Paths of ``file_change`` artifacts that were not undone: cut, deduplicated, sorted, capped.
 
     Paths are cut to 1024 characters *before* deduplication (two long paths with one prefix
-    are one entry) and sorted by code point, which is the byte order of their UTF-8. With
-    ``strict`` an undecodable artifact raises ``RuntimeStateError``; otherwise it is skipped
-    (the ``local`` summarizer must never fail).
+    are one entry) and sorted by code point, which is the byte order of their UTF-8.
+
+    An artifact that cannot be decoded is skipped, and a warning saying which and why is added
+    to ``skipped`` (at most ``MAX_WARNINGS``). Appends refuse such artifacts, but rows stored
+    before that rule stay forever: failing on them would fail every later compaction and rewind
+    of their session (issue 13), so they are reported instead (SPEC §7.5's ``warnings``).
     """
     found: set[str] = set()
     for item in messages:
@@ -89,19 +98,26 @@ def edited_paths(messages: Iterable[Item], *, strict: bool = True) -> tuple[str,
                 continue
             artifacts: object = block.get("artifacts", [])
             if not isinstance(artifacts, list):
-                if strict:
-                    raise RuntimeStateError("invalid tool result artifacts: expected a list")
+                _skip(skipped, item, "invalid tool result artifacts: expected a list")
                 continue
             for artifact in artifacts:
                 try:
                     path = file_change_path(artifact)
                 except UndecodableArtifact as exc:
-                    if strict:
-                        raise RuntimeStateError(str(exc)) from exc
+                    _skip(skipped, item, str(exc))
                     continue
                 if path is not None:
                     found.add(path)
     return tuple(sorted(found)[:MAX_EDITED_PATHS])
+
+
+def _skip(skipped: list[Mapping[str, str]] | None, item: Item, reason: str) -> None:
+    if skipped is None or len(skipped) >= MAX_WARNINGS:
+        return
+    where = f"message {item.sequence}" if item.sequence is not None else "a message"
+    skipped.append(
+        {"code": ARTIFACT_SKIPPED, "message": f"{where}: {reason}; the artifact was skipped"}
+    )
 
 
 def file_change_path(artifact: object) -> str | None:
@@ -157,14 +173,16 @@ def derive_runtime_state(
     ``messages``: every stored message of the session, in sequence order. ``previous``: the
     latest checkpoint's state (``None`` before the first). ``plan``: the running turn's plan, if
     it has one; otherwise the session's latest (``latest_plan``), otherwise the previous
-    ``turn_plan`` is carried. Warnings are cleared.
+    ``turn_plan`` is carried. Warnings are derived anew: the artifacts ``edited_paths`` skipped.
     """
     extensions = dict(previous.extensions) if previous is not None else {}
     if plan is None:
         plan = latest_plan(messages)
     if plan is not None:
         extensions[TURN_PLAN_KEY] = Extension(TURN_PLAN_SCHEMA_VERSION, plan.to_extension_value())
-    state = RuntimeState(edited_paths=edited_paths(messages), extensions=extensions)
+    skipped: list[Mapping[str, str]] = []
+    paths = edited_paths(messages, skipped=skipped)
+    state = RuntimeState(edited_paths=paths, extensions=extensions, warnings=tuple(skipped))
     turn_plan_of(state)  # a carried plan that cannot be rendered fails now, not at install
     return state
 

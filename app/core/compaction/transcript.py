@@ -12,7 +12,6 @@ boundary.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -21,6 +20,7 @@ from app.core.chat_rules import MAX_SEQUENCE
 from app.core.compaction.checkpoint import Checkpoint
 from app.core.content import Item, RealOrigin, compact_json, content_without_artifacts
 from app.core.errors import InvalidInput, NotFound
+from app.core.jsontext import loads_arguments
 from app.core.prepared import ToolDefinition
 
 __all__ = [
@@ -148,8 +148,8 @@ def parse_conversation_history_arguments(arguments: str | Mapping[str, Any]) -> 
     """The tool's camelCase arguments (raw JSON or decoded) as a ``TranscriptQuery``."""
     if isinstance(arguments, str):
         try:
-            arguments = json.loads(arguments)
-        except json.JSONDecodeError as exc:
+            arguments = loads_arguments(arguments)
+        except ValueError as exc:
             raise HistoryArgumentsInvalid(
                 f"failed to parse conversation_history arguments: {exc}"
             ) from exc

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from app.core.content import DataBlock
+from app.core.jsontext import loads_arguments
 
 __all__ = [
     "IMAGE_MEDIA_TYPES",
@@ -52,12 +52,13 @@ def attachment_note(block: DataBlock) -> str:
 def parse_tool_input(raw: str) -> dict[str, Any]:
     """A tool call's raw JSON text as an object; anything else becomes ``{}``.
 
-    The model may have produced broken JSON (the turn already answered it with an
-    ``invalid_arguments`` result); Anthropic requires ``tool_use.input`` to be an object, so the
-    deterministic fallback is the empty object.
+    The model may have produced arguments that are not usable JSON — broken, ``NaN``, nested
+    past ``MAX_ARGUMENT_DEPTH`` (``app.core.jsontext``: the turn answered such a call with an
+    ``invalid_arguments`` result by the same rule); Anthropic requires ``tool_use.input`` to be
+    an object, so the deterministic fallback is the empty object.
     """
     try:
-        value = json.loads(raw)
+        value = loads_arguments(raw)
     except (ValueError, TypeError):
         return {}
     return value if isinstance(value, dict) else {}

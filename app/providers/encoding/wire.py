@@ -14,11 +14,11 @@ Bounded: at most ``MEMO_BYTES`` of JSON; the oldest entries are dropped first.
 
 from __future__ import annotations
 
-import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from app.core.content import compact_json
 from app.providers.encoding.anthropic_messages import encode_anthropic_messages, message_blocks
 from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
 
@@ -37,7 +37,7 @@ Turn = tuple[str, tuple[bytes, ...]]  # a wire role and the JSON of its blocks
 
 def dumps(value: Any) -> bytes:
     """The compact JSON every adapter sends."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode()
+    return compact_json(value).encode()
 
 
 _DUMPED_SENTINEL = dumps(_SENTINEL)

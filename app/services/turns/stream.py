@@ -11,11 +11,11 @@ Deltas come from this process's hub only and carry no id (a reconnect does not r
 from __future__ import annotations
 
 import asyncio
-import json
 import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from app.core.content import compact_json
 from app.services.events import Delta, Signal
 from app.services.turns.deps import TurnDeps
 from app.services.turns.views import iso
@@ -29,8 +29,14 @@ __all__ = ["event_frame", "open_event_stream"]
 _PAGE = 500
 
 
+# Characters that end a line for ``str.splitlines`` (and the many SSE clients built on it) but
+# not for SSE, which splits on CR and LF only: JSON escapes every other one, so these three are
+# escaped too (the same JSON value), and a stored text holding them cannot cut an event in two.
+_LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+
+
 def _data(value: dict[str, Any]) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_json(value).translate(_LINE_BREAKS)
 
 
 def event_frame(record: EventRecord) -> bytes:

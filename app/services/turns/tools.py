@@ -22,6 +22,7 @@ from referencing import Registry
 from referencing.exceptions import Unresolvable
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core import jsontext
 from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
 from app.core.content import text_block
 from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
@@ -96,8 +97,13 @@ def _schema_error(name: str, schema: dict[str, Any], value: Any) -> str | None:
         errors = list(validator.iter_errors(value)) if validator is not None else []
     except (Unresolvable, RecursionError) as exc:
         # A valid schema that cannot be applied: a $ref to nothing or to another document, or
-        # one that recurses without end. Nothing checks the call, so it does not run (SPEC §6).
-        reason = "it recurses without end" if isinstance(exc, RecursionError) else str(exc)
+        # one that recurses without end or nests past the stack. Nothing checks the call, so it
+        # does not run (SPEC §6).
+        reason = (
+            "it recurses without end or nests too deeply"
+            if isinstance(exc, RecursionError)
+            else str(exc)
+        )
         return f"tool '{name}' was not run: its input schema cannot be applied ({reason})"
     except (SchemaError, TypeError, ValueError, LookupError):
         return None
@@ -109,18 +115,13 @@ def _schema_error(name: str, schema: dict[str, Any], value: Any) -> str | None:
     return f"invalid arguments for tool '{name}': {error.message} (at {at})"
 
 
-def _not_json(constant: str) -> Any:
-    # json.loads accepts NaN and ±Infinity, which are not JSON (RFC 8259 §6).
-    raise ValueError(f"{constant} is not valid JSON")
-
-
 def check_call(
     name: str, raw_input: str, tools: dict[str, ToolDefinition]
 ) -> tuple[str | None, dict[str, Any] | None]:
     """``(canonical arguments, None)`` for a call that may run, else ``(None, error result)``."""
     try:
-        value = json.loads(raw_input, parse_constant=_not_json)
-    except (ValueError, TypeError, RecursionError) as exc:  # RecursionError: nested too deep
+        value = jsontext.loads_arguments(raw_input)
+    except (ValueError, TypeError) as exc:
         return None, error_result(f"invalid tool input: {exc}")
     tool = tools.get(name)
     if tool is None:
@@ -130,7 +131,7 @@ def check_call(
         problem = _schema_error(name, tool["input_schema"], value)
         if problem is not None:
             return None, error_result(problem)
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")), None
+    return jsontext.dumps(value, sort_keys=True), None
 
 
 async def _update_plan(

@@ -6,6 +6,7 @@ from typing import Any
 import pytest
 
 from app.core.compaction.runtime_state import (
+    MAX_WARNINGS,
     Extension,
     RuntimeState,
     RuntimeStateError,
@@ -57,12 +58,24 @@ def test_at_most_128_paths_the_first_in_order() -> None:
         {"payload": {}},
     ],
 )
-def test_undecodable_artifact_fails_with_compaction_error(artifact: Any) -> None:
-    messages = [tool_with(artifact, seq=1)]
-    with pytest.raises(RuntimeStateError) as info:
-        derive_runtime_state(messages, None, None)
-    assert info.value.code == "compaction_error"
-    assert edited_paths(messages, strict=False) == ()
+def test_an_undecodable_artifact_is_skipped_with_a_warning(artifact: Any) -> None:
+    # Appends refuse it now; a row stored before that rule must not fail every compaction.
+    messages = [tool_with(artifact, change("kept.py"), seq=7)]
+    state = derive_runtime_state(messages, None, None)
+    assert state.edited_paths == ("kept.py",)
+    (warning,) = state.warnings
+    assert warning["code"] == "artifact_skipped"
+    assert warning["message"].startswith("message 7: invalid ")
+    assert warning["message"].endswith("; the artifact was skipped")
+    assert edited_paths(messages) == ("kept.py",)
+    assert runtime_state_from_json(runtime_state_to_json(state)) == state
+
+
+def test_warnings_are_capped_and_derived_anew() -> None:
+    bad = [tool_with(change(7), seq=i) for i in range(1, 41)]
+    state = derive_runtime_state(bad, None, None)
+    assert len(state.warnings) == MAX_WARNINGS == 32
+    assert derive_runtime_state([user("fixed", seq=1)], state, None).warnings == ()
 
 
 def test_plan_written_as_turn_plan_extension() -> None:

@@ -29,6 +29,7 @@ from app.api.routes import (
 from app.container import VERSION, Container
 from app.observability import configure_logging
 from app.settings import Settings, load_settings, settings_or_exit
+from app.signals import on_stop_signal
 from app.storage.migrate import upgrade_to_head
 from app.web import install_web
 
@@ -60,11 +61,15 @@ def create_app(
         gc.set_threshold(*GC_THRESHOLDS)
         if settings.migrate_on_start:
             await upgrade_to_head(settings.database_url)
-        # The lease reaper runs in every process; runners stop before the database closes.
+        # The lease reaper runs in every process; runners stop before the database closes. A
+        # stop signal ends this process's turns at once, before the server waits for the
+        # requests they keep open (``app.signals``).
         await container.turns.start_background()
+        restore_signals = on_stop_signal(container.turns.begin_drain)
         try:
             yield
         finally:
+            restore_signals()
             await container.turns.stop_background()
             await container.aclose()
 

@@ -74,11 +74,21 @@ class EventHub:
 
     def __init__(self) -> None:
         self._listeners: dict[str, set[asyncio.Queue[Signal]]] = defaultdict(set)
+        # The process is stopping: listeners send what is stored and end.
+        self.closed = False
 
     def subscribe(self, session_id: str) -> asyncio.Queue[Signal]:
         queue: asyncio.Queue[Signal] = asyncio.Queue(maxsize=1000)
         self._listeners[session_id].add(queue)
+        if self.closed:
+            queue.put_nowait(None)
         return queue
+
+    def close(self) -> None:
+        """Wake every listener for the last time (``closed`` tells them to end)."""
+        self.closed = True
+        for session_id in list(self._listeners):
+            self.notify(session_id, None)
 
     def unsubscribe(self, session_id: str, queue: asyncio.Queue[Signal]) -> None:
         listeners = self._listeners.get(session_id)

@@ -14,6 +14,7 @@ fakes, events, compaction (local and bring-your-own), rewind, replay and transcr
 
 from __future__ import annotations
 
+import asyncio
 import json
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -27,11 +28,12 @@ from app.core.content import Block
 from app.core.jsontext import MAX_ARGUMENT_DEPTH, dumps, loads
 from app.main import create_app
 from app.storage.database import create_engine, create_session_factory, unit_of_work
+from app.storage.migrate import upgrade_to_head
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
 from tests.api.helpers import new_session, run_turn
-from tests.conftest import make_settings
+from tests.conftest import BACKENDS, make_settings, throwaway_postgres_database
 from tests.multiprocess.servers import read_events, serve_in_process
 from tests.providers.fakes import (
     FakeProviderServer,
@@ -167,6 +169,22 @@ def hostile_messages() -> list[NewMessage]:
         )
         for m in raw
     ]
+
+
+@pytest.fixture(scope="module")
+def hostile_postgres_url() -> Iterator[str]:
+    """A PostgreSQL database of this module's own: other tests read every session of the
+    shared one (a session list), and these rows are meant to be hard on readers."""
+    with throwaway_postgres_database() as url:
+        asyncio.run(upgrade_to_head(url))
+        yield url
+
+
+@pytest.fixture(params=BACKENDS)
+def database_url(request: pytest.FixtureRequest) -> str:
+    if request.param == "postgresql":
+        return str(request.getfixturevalue("hostile_postgres_url"))
+    return str(request.getfixturevalue("sqlite_url"))
 
 
 @pytest.fixture
@@ -424,3 +442,28 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
     # A schema no validator can apply: the call is not run, the model is told so.
     assert deep["state"] == "error"
     assert "its input schema cannot be applied" in deep["output"][0]["text"]
+
+
+async def test_a_stateless_prepare_encodes_the_same_arguments_the_same_way(
+    stateless_client: httpx.AsyncClient,
+) -> None:
+    conversation = [
+        {"role": "user", "content": [{"type": "text", "text": "u"}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "tool_call", "id": call_id, "name": "read", "input": raw}
+                for call_id, (raw, _) in ARGUMENTS.items()
+            ],
+        },
+    ]
+    body = {
+        "system_context": [],
+        "conversation": conversation,
+        "tools": [],
+        "model": {"context_window_tokens": 4_000_000, "max_output_tokens": 100},
+        "encode": "anthropic_messages",
+    }
+    prepared = ok(await stateless_client.post("/v1/prepare", json=body))
+    (assistant,) = [m for m in prepared["provider_payload"]["messages"] if m["role"] == "assistant"]
+    assert [b["input"] for b in assistant["content"]] == [v for _, v in ARGUMENTS.values()]

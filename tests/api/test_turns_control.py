@@ -8,11 +8,13 @@ import uuid
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 from fastapi import FastAPI
 
 from app.main import create_app
+from app.storage.base import utc_now
 from app.storage.database import unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
@@ -165,11 +167,7 @@ async def test_cancel_abandons_a_pending_model_call(
     sid = await new_session(api, model_id=await provider_model(api, provider))
     started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
     tid = started.json()["turn_id"]
-    for _ in range(200):
-        if provider.requests:
-            break
-        await asyncio.sleep(0.02)
-    assert provider.requests, "the model call never started"
+    await provider.arrived()  # the model call is pending
     cancelled = await api.post(f"/v1/sessions/{sid}/turns/{tid}/cancel")
     assert cancelled.json()["status"] == "cancelled", cancelled.text
     assert [m["role"] for m in await history(api, sid)] == ["user"]
@@ -321,18 +319,23 @@ async def test_the_next_turn_sends_what_was_stored_between_turns(
 async def turn_whose_runner_died(
     app: FastAPI, api: httpx.AsyncClient, provider: FakeProviderServer, sid: str
 ) -> str:
-    """Start a turn whose model call hangs, then let its runner die with the process's
-    background work (no sweep runs either) until its lease has lapsed; the turn's id."""
+    """Start a turn whose model call hangs, then let its runner die as in a killed process (no
+    sweep runs either) until its lease has lapsed; the turn's id."""
     provider.latency = 30.0
     provider.enqueue(StreamReply(openai_stream(text=["never"])))
     started = await api.post(f"/v1/sessions/{sid}/turns", json=start_body())
-    for _ in range(200):
-        if provider.requests:
-            break
-        await asyncio.sleep(0.02)
-    await app.state.container.turns.stop_background()
-    await asyncio.sleep(0.7)
-    return str(started.json()["turn_id"])
+    turn_id = str(started.json()["turn_id"])
+    await provider.arrived()
+    with anyio.fail_after(30):
+        await app.state.container.turns.abandon()
+        while True:  # the lease (0.6 s) runs out, however long the machine takes
+            async with unit_of_work(app.state.container.db, read_only=True) as db:
+                row = await TurnRepository(db).get(sid, turn_id)
+            assert row is not None
+            assert row.lease_expires_at is not None
+            if row.lease_expires_at < utc_now():
+                return turn_id
+            await asyncio.sleep(0.05)
 
 
 async def test_a_start_on_a_session_whose_turn_lost_its_runner_interrupts_it_and_starts(
@@ -368,7 +371,7 @@ async def test_expired_lease_interrupts_and_later_requests_synthesize_results(
     assert (await append(api, sid, assistant_calls(("dangling", "read")))).status_code == 201
     tid = await turn_whose_runner_died(app, api, provider, sid)
     turn = (await api.get(f"/v1/sessions/{sid}/turns/{tid}")).json()
-    assert turn["status"] == "interrupted"
+    assert (turn["status"], turn["phase"]) == ("interrupted", "terminal")
     assert turn["outcome"]["code"] == "process_restart"
     roles = [m["role"] for m in await history(api, sid)]
     assert roles == ["assistant", "user"]  # nothing replayed, nothing lost

@@ -83,11 +83,7 @@ async def test_sigkill_during_a_model_call_interrupts_the_turn_after_the_lease(
         assert (await append(a, sid, assistant_calls(("dangling", "read")))).status_code == 201
         body = {"client_request_id": "crash", "input": [{"type": "text", "text": "go"}]}
         tid = (await a.post(f"/v1/sessions/{sid}/turns", json=body)).json()["turn_id"]
-        for _ in range(500):  # the provider thread records the request: poll it
-            if slow_provider.requests:
-                break
-            await asyncio.sleep(0.02)
-        assert slow_provider.requests, "the model call never reached the provider"
+        await slow_provider.arrived()  # the model call is pending
         before = await history(b, sid)
         victim.kill()
         with anyio.fail_after(10):

@@ -87,6 +87,7 @@ class FakeProviderServer:
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
+        self._arrival = threading.Condition(self._lock)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._server: asyncio.Server | None = None
@@ -107,6 +108,17 @@ class FakeProviderServer:
     def requests(self) -> list[RecordedRequest]:
         with self._lock:
             return list(self._requests)
+
+    def wait_for_requests(self, count: int = 1, timeout: float = 30.0) -> list[RecordedRequest]:
+        """Block until ``count`` requests have arrived (``TimeoutError`` after ``timeout``)."""
+        with self._arrival:
+            if not self._arrival.wait_for(lambda: len(self._requests) >= count, timeout):
+                raise TimeoutError(f"{len(self._requests)} of {count} requests arrived")
+            return list(self._requests)
+
+    async def arrived(self, count: int = 1, *, within: float = 30.0) -> list[RecordedRequest]:
+        """``wait_for_requests`` for async tests (the wait runs in a thread)."""
+        return await asyncio.to_thread(self.wait_for_requests, count, within)
 
     @property
     def connections(self) -> int:
@@ -190,8 +202,9 @@ class FakeProviderServer:
                 request = await _read_request(reader)
                 if request is None:
                     break
-                with self._lock:
+                with self._arrival:
                     self._requests.append(request)
+                    self._arrival.notify_all()
                     reply = self._replies.popleft() if self._replies else _EXHAUSTED
                 served = await self._serve(reply, writer)
                 with self._lock:

@@ -23,7 +23,14 @@ from app.storage.database import unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories.turns import TurnRepository
 
-__all__ = ["INTERRUPTED_OUTCOME", "lease_expired", "lease_expiry", "reap_expired", "watch_turn"]
+__all__ = [
+    "INTERRUPTED_OUTCOME",
+    "interrupt_held",
+    "lease_expired",
+    "lease_expiry",
+    "reap_expired",
+    "watch_turn",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -64,6 +71,37 @@ async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
         # Its lease expired: the line says so by its code (process_restart).
         deps.observability.turns.finished(turn)
     return [(t.session_id, t.turn_id) for t in done]
+
+
+async def interrupt_held(
+    deps: TurnDeps, session_id: str, turn_id: str, owner: str, *, draft_shown: bool
+) -> bool:
+    """Interrupt a turn this process runs and will not finish (it is stopping), releasing its
+    lease, with the ``turn_finished`` update (after a ``draft_cleared`` when deltas were shown);
+    ``False`` when the turn was not running under ``owner`` any more."""
+    async with unit_of_work(deps.db) as db:
+        held = await TurnRepository(db).interrupt_held(
+            session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
+        )
+        if held:
+            events = deps.events.batch(session_id)
+            if draft_shown:
+                await events.emit(
+                    db, session_id, "draft_cleared", {"reason": "turn_ended"}, turn_id=turn_id
+                )
+            await events.emit(
+                db,
+                session_id,
+                "turn_finished",
+                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
+                turn_id=turn_id,
+            )
+            await events.flush(db)
+    if held:
+        logger.warning(
+            "turn %s of session %s interrupted: this process is stopping", turn_id, session_id
+        )
+    return held
 
 
 async def watch_turn(

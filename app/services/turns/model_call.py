@@ -63,8 +63,10 @@ async def call_model(
         cancelled.cancel()
         if not call.done():
             call.cancel()
-            with contextlib.suppress(BaseException):
-                await call
+        # Its outcome is taken even when this task is cancelled as the call fails: an
+        # exception nobody retrieves is logged as an error when the task is collected.
+        with contextlib.suppress(BaseException):
+            await call
     if call in done:
         return call.result()
     raise CallAbandoned

@@ -3,6 +3,13 @@
 ``TurnService`` starts turns, hands tool results and cancel requests to them, answers reads (and
 ``?wait=true``), and owns the asyncio tasks of the runners whose lease this process holds, plus
 the periodic reaper. ``owner`` identifies this process in the lease column.
+
+Stopping (``drain``, from the stop signal or the lifespan's end) ends this process's turns
+rather than leaving them to their leases: each is recorded ``interrupted`` with its lease
+released, so another replica can start the session's next turn at once. Starts and tool results
+that arrive meanwhile are refused with 503 ``shutting_down`` before anything is written: sent
+again, another replica takes them (a turn waiting for tool results continues there). A process
+that is killed still leaves its turns to lease expiry and the reaper of another process.
 """
 
 from __future__ import annotations
@@ -18,6 +25,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
+from app.core.errors import Unavailable
 from app.services.cursors import decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
 from app.services.turns.control import (
@@ -30,7 +38,7 @@ from app.services.turns.control import (
 from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCallFailed, FirstCallPreparer
-from app.services.turns.lease import lease_expired, reap_expired, watch_turn
+from app.services.turns.lease import interrupt_held, lease_expired, reap_expired, watch_turn
 from app.services.turns.runner import TurnRunner
 from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
 from app.services.turns.stream import open_event_stream
@@ -60,7 +68,10 @@ class TurnService:
         self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
         self._reaper: asyncio.Task[None] | None = None
+        self._reaper_stop = asyncio.Event()
+        # Set once this process stops taking turn work (``drain``).
         self._stopping = asyncio.Event()
+        self._drained: asyncio.Future[None] | None = None
         self._conversations = ConversationCache(deps.settings.turn_conversation_cache_messages)
         self._first_call = FirstCallPreparer(deps, self._conversations)
 
@@ -68,37 +79,69 @@ class TurnService:
 
     async def start_background(self) -> None:
         """Sweep expired leases now (turns left by a dead process) and periodically."""
+        self._reaper_stop = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._drained = None
         self._reaper = asyncio.create_task(self._deps.observability.untraced(self._reap_forever()))
 
     async def stop_background(self) -> None:
-        """Stop the reaper and this process's runners. Their turns keep their lease until it
-        runs out; then any replica interrupts them (nothing is replayed)."""
-        # The reaper is asked to stop, not cancelled: cancelling it inside a query would leak
-        # that connection (its driver may then call back into a closed loop).
+        """End this process's turns (``drain``) and stop the reaper, before the database
+        closes."""
+        await self.drain()
+        await self._stop_reaper()
+
+    def begin_drain(self) -> None:
+        """Start ``drain`` without waiting for it (what the stop signal calls)."""
+        if self._drained is None:
+            self._drained = asyncio.ensure_future(self._drain())
+
+    async def drain(self) -> None:
+        """Stop taking turn work and end the turns this process runs (idempotent): runners are
+        cancelled and their turns interrupted, then ``?wait=true`` waiters are answered and the
+        event streams of this process end (clients reconnect to another replica with
+        ``Last-Event-ID``)."""
+        self.begin_drain()
+        assert self._drained is not None
+        await asyncio.shield(self._drained)
+
+    async def _drain(self) -> None:
         self._stopping.set()
-        if self._reaper is not None:
-            with contextlib.suppress(Exception):
-                await self._reaper
+        tasks = [t for _, t in self._runners.values()]
+        for task in tasks:
+            task.cancel()  # ``_supervise`` interrupts the turn once its runner has stopped
+        await asyncio.gather(*tasks, return_exceptions=True)
+        self._deps.events.hub.close()
+
+    async def abandon(self) -> None:
+        """What a killed process leaves behind (tests of the lease path): the reaper and every
+        runner stop and nothing is written, so the turns keep their leases until they expire.
+        ``start_background`` starts the reaper again."""
+        await self._stop_reaper()
         tasks = [t for _, t in self._runners.values()]
         for task in tasks:
             task.cancel()
-        for task in tasks:
-            with contextlib.suppress(BaseException):
-                await task
+        await asyncio.gather(*tasks, return_exceptions=True)
         self._runners.clear()
+
+    async def _stop_reaper(self) -> None:
+        # The reaper is asked to stop, not cancelled: cancelling it inside a query would leak
+        # that connection (its driver may then call back into a closed loop).
+        self._reaper_stop.set()
+        if self._reaper is not None:
+            with contextlib.suppress(Exception):
+                await self._reaper
         self._reaper = None
 
     async def _reap_forever(self) -> None:
         interval = self._deps.settings.turn_reaper_interval_seconds
-        while not self._stopping.is_set():
+        while not self._reaper_stop.is_set():
             try:
                 await reap_expired(self._deps)
                 await expire_overdue(self._deps)
             except Exception:
                 logger.exception("lease reaper failed; retrying")
             with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stopping.wait(), interval)
+                await asyncio.wait_for(self._reaper_stop.wait(), interval)
 
     async def idle(self) -> None:
         """Wait until this process runs no turn (tests and benchmarks)."""
@@ -135,6 +178,10 @@ class TurnService:
         self._runners[key] = (runner, task)
 
     async def _supervise(self, key: tuple[str, str], runner: TurnRunner) -> None:
+        if self._stopping.is_set():  # accepted just as the process began to stop
+            await self._interrupt(key, runner)
+            self._forget(key, runner)
+            return
         work = asyncio.ensure_future(runner.run())
         watcher = asyncio.ensure_future(
             self._deps.observability.untraced(
@@ -158,9 +205,31 @@ class TurnService:
             for task in (work, watcher):
                 with contextlib.suppress(BaseException):
                     await task
-            current = self._runners.get(key)
-            if current is not None and current[0] is runner:
-                del self._runners[key]
+            if self._stopping.is_set() and runner.final is None:
+                await self._interrupt(key, runner)
+            self._forget(key, runner)
+
+    def _forget(self, key: tuple[str, str], runner: TurnRunner) -> None:
+        current = self._runners.get(key)
+        if current is not None and current[0] is runner:
+            del self._runners[key]
+
+    async def _interrupt(self, key: tuple[str, str], runner: TurnRunner) -> None:
+        """The process stops and ``runner`` will not finish its turn: interrupt it now (a
+        no-op when it is not running under this process's lease: ended, or parked)."""
+        try:
+            await interrupt_held(self._deps, *key, self.owner, draft_shown=runner.sink.dirty)
+        except Exception:  # its lease still expires, and another replica interrupts it
+            logger.exception("could not interrupt turn %s while stopping", key[1])
+
+    def _refuse_while_stopping(self) -> None:
+        if self._stopping.is_set():
+            raise Unavailable(
+                "shutting_down",
+                "this replica is shutting down and takes no more turn work; send the request "
+                "again (another replica takes it)",
+                retry_after_seconds=1,
+            )
 
     # ----- use cases -------------------------------------------------------------------------
 
@@ -172,6 +241,7 @@ class TurnService:
         input_items: Sequence[dict[str, Any]],
         wait: bool = False,
     ) -> tuple[dict[str, Any], bool]:
+        self._refuse_while_stopping()
         try:
             started = await self._start(session_id, client_request_id, input_items)
         except RunningTurnExpired as expired:
@@ -241,6 +311,7 @@ class TurnService:
         *,
         wait: bool = False,
     ) -> dict[str, Any]:
+        self._refuse_while_stopping()
         try:
             outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
         except DeadlinePassed:
@@ -303,7 +374,8 @@ class TurnService:
                 final = local[0].final if local is not None else None
                 turn = final if final is not None else await self._read(session_id, turn_id)
                 remaining = deadline - time.monotonic()
-                if done(turn) or remaining <= 0:
+                # A stopping process answers now: the open request must not hold it up.
+                if done(turn) or remaining <= 0 or self._stopping.is_set():
                     return turn
                 if (session_id, turn_id) not in self._runners:
                     await _next_commit(queue, min(_WAIT_POLL_SECONDS, remaining))

@@ -73,18 +73,23 @@ async def _stream(
     # that came after it (a turn can run several steps before this stream gets to read).
     through: int | None = None
     next_heartbeat = time.monotonic() + settings.events_heartbeat_seconds
+    hub = deps.events.hub
     try:
         yield b": connected\n\n"
         while True:
+            # Closed (the process stops, its turns already ended): everything, then the end.
+            closing = hub.closed
             async with unit_of_work(deps.db, read_only=True) as db:
                 records = await EventRepository(db).list_after(
-                    session_id, last, limit=_PAGE, through_sequence=through
+                    session_id, last, limit=_PAGE, through_sequence=None if closing else through
                 )
             for record in records:
                 yield event_frame(record)
                 last = record.sequence
             if len(records) == _PAGE:
                 continue
+            if closing:
+                return
             deadline = min(time.monotonic() + settings.events_poll_seconds, next_heartbeat)
             while True:
                 timeout = deadline - time.monotonic()

@@ -33,7 +33,9 @@ def turn_to_json(turn: Turn) -> dict[str, Any]:
         "session_id": turn.session_id,
         "client_request_id": turn.client_request_id,
         "status": turn.status,
-        "phase": turn.phase,
+        # A terminal turn is in the terminal phase, whoever ended it (also a row an older
+        # version interrupted without setting it).
+        "phase": turn.phase if turn.status == "running" else "terminal",
         "input": turn.input,
         "outcome": turn.outcome,
         "pending_tool_calls": awaiting_calls(turn),

@@ -364,15 +364,7 @@ class TurnRepository(Repository):
                     Turn.status == "running",
                     Turn.lease_expires_at < now,
                 )
-                .values(
-                    status="interrupted",
-                    outcome=outcome,
-                    pending_tool_calls=[],
-                    finished_at=now,
-                    updated_at=now,
-                    lease_owner=None,
-                    lease_expires_at=None,
-                )
+                .values(_interrupted(outcome, now))
                 .returning(Turn)
                 .execution_options(synchronize_session=False, populate_existing=True)
             )
@@ -380,6 +372,26 @@ class TurnRepository(Repository):
             if interrupted is not None:
                 done.append(interrupted)
         return done
+
+    async def interrupt_held(
+        self, session_id: str, turn_id: str, *, owner: str, outcome: dict[str, Any]
+    ) -> bool:
+        """Mark a running turn whose lease ``owner`` holds as ``interrupted`` (that process stops
+        gracefully: its runner will not finish the turn) and release the lease; ``False`` when
+        the turn is not running under ``owner`` (ended, waiting for the caller, or taken over)."""
+        stmt = (
+            update(Turn)
+            .where(
+                Turn.session_id == session_id,
+                Turn.turn_id == turn_id,
+                Turn.status == "running",
+                Turn.lease_owner == owner,
+            )
+            .values(_interrupted(outcome, utc_now()))
+            .returning(Turn.turn_id)
+            .execution_options(synchronize_session=False)
+        )
+        return (await self.session.execute(stmt)).first() is not None
 
     async def _update_running_row(
         self, session_id: str, turn_id: str, values: dict[Any, Any]
@@ -427,6 +439,20 @@ def _running_params(
     params.update(k_session_id=session_id, k_turn_id=turn_id)
     params.update({f"i_{name}": added for name, added in (usage or {}).items()})
     return params
+
+
+def _interrupted(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns of a turn interrupted because its runner is gone (SPEC §6)."""
+    return {
+        "status": "interrupted",
+        "phase": "terminal",
+        "outcome": outcome,
+        "pending_tool_calls": [],
+        "finished_at": now,
+        "updated_at": now,
+        "lease_owner": None,
+        "lease_expires_at": None,
+    }
 
 
 def _busy(running: Turn) -> Conflict:

@@ -20,6 +20,7 @@ reasoning or tool call had arrived yet).
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
@@ -28,6 +29,7 @@ from app.core.content import Block, ProviderOpaqueBlock, ToolCallBlock
 from app.core.errors import ErrorKind, UpstreamError
 
 __all__ = [
+    "MAX_REPORTED_TOKENS",
     "FinishReason",
     "ModelClient",
     "ModelResponse",
@@ -41,6 +43,8 @@ __all__ = [
     "Usage",
     "missing_api_key",
 ]
+
+logger = logging.getLogger(__name__)
 
 ProviderKind: TypeAlias = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
@@ -103,17 +107,43 @@ class Timeouts:
     total: float = 600.0
 
 
+MAX_REPORTED_TOKENS = 2**31 - 1
+"""The largest token figure kept from a provider's report: what every column that stores one
+(PostgreSQL ``integer``) holds. Providers have reported nonsense (≥ 2³¹ input tokens); such a
+figure is clamped to this, and a negative one to 0, with a warning: a number a provider reports
+never fails a turn."""
+
+
 @dataclass(frozen=True, slots=True)
 class Usage:
     """Token figures as the provider reported them; ``None`` where it reported nothing.
 
     ``input_tokens`` is the whole prompt, cached part included (comparable with our estimate).
+    Every figure is an ``int`` within ``0..MAX_REPORTED_TOKENS`` once built: anything else a
+    provider (or a stored script) reports is clamped or, when it is no integer, dropped.
     """
 
     input_tokens: int | None = None
     output_tokens: int | None = None
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"):
+            value = getattr(self, name)
+            if value is None:
+                continue
+            if not isinstance(value, int) or isinstance(value, bool):
+                logger.warning("provider reported %s=%.40r: not an integer, ignored", name, value)
+                bounded = None
+            elif 0 <= value <= MAX_REPORTED_TOKENS:
+                continue
+            else:
+                bounded = min(max(value, 0), MAX_REPORTED_TOKENS)
+                logger.warning(
+                    "provider reported %s=%.40s: out of range, clamped to %d", name, value, bounded
+                )
+            object.__setattr__(self, name, bounded)
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,7 @@ Samples are always recorded against the uncalibrated estimate, so calibration ne
 
 from __future__ import annotations
 
+import logging
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -45,6 +46,8 @@ __all__ = [
     "record_calibration",
     "summarize",
 ]
+
+logger = logging.getLogger(__name__)
 
 WINDOW = 20
 """Samples the ratio is the mean of (newest first); the repository keeps a few more."""
@@ -214,11 +217,15 @@ async def record_calibration(
     reported_input_tokens: int | None,
 ) -> tuple[str, int, int] | None:
     """Record one provider response inside the caller's transaction (the turn runner's); the
-    sample as recorded (``(counter, estimated, reported)``), or ``None``.
+    sample as recorded (``(counter, estimated, reported)``), or ``None`` (none, or not stored).
 
     ``counter`` and ``estimated_input_tokens`` are the budget's; a calibrated figure is recorded
     as the estimate it came from, so calibration never learns from itself. A response without
     usage records nothing.
+
+    Best effort: a sample is bookkeeping, and must never fail the turn that reports it. It is
+    written in a savepoint (on PostgreSQL a failed statement would otherwise abort the caller's
+    whole transaction); a failure is logged and the sample dropped.
     """
     if not reported_input_tokens or estimated_input_tokens <= 0:
         return None
@@ -227,13 +234,18 @@ async def record_calibration(
     name = base_counter(counter).name
     recorded = _since_trim.get((model_id, name), 0)
     _since_trim[(model_id, name)] = (recorded + 1) % TRIM_EVERY
-    await CalibrationRepository(db).add(
-        model_id=model_id,
-        counter=name,
-        estimated_input_tokens=estimated_input_tokens,
-        reported_input_tokens=reported_input_tokens,
-        trim=recorded == 0,
-    )
+    try:
+        async with db.begin_nested():
+            await CalibrationRepository(db).add(
+                model_id=model_id,
+                counter=name,
+                estimated_input_tokens=estimated_input_tokens,
+                reported_input_tokens=reported_input_tokens,
+                trim=recorded == 0,
+            )
+    except Exception:
+        logger.warning("calibration sample of model %s not recorded", model_id, exc_info=True)
+        return None
     return name, estimated_input_tokens, reported_input_tokens
 
 

@@ -17,6 +17,7 @@ content: persisting them is invisible through the API, and concurrent fills writ
 from __future__ import annotations
 
 import hashlib
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -55,6 +56,8 @@ __all__ = [
     "persist_counts",
     "store_counts",
 ]
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,10 +168,17 @@ async def store_counts(db: AsyncSession, session_id: str, counted: CountedConver
 async def persist_counts(
     factory: SessionFactory, session_id: str, counted: CountedConversation
 ) -> None:
-    """Persist them in a short transaction of their own (after a read-only block)."""
-    if counted.new_counts:
+    """Persist them in a short transaction of their own (after a read-only block).
+
+    Best effort: the figures are a cache (the next read measures again), and a read must not
+    fail because it could not be stored; a failure is logged."""
+    if not counted.new_counts:
+        return
+    try:
         async with unit_of_work(factory) as db:
             await store_counts(db, session_id, counted)
+    except Exception:
+        logger.warning("token counts of session %s not stored", session_id, exc_info=True)
 
 
 class MemoizedCounter(CounterWrapper):

@@ -3,7 +3,13 @@ from __future__ import annotations
 import pytest
 
 from app.core.errors import ServiceError
-from app.providers.base import ModelResponse, ProviderError, RetryPolicy, Usage
+from app.providers.base import (
+    MAX_REPORTED_TOKENS,
+    ModelResponse,
+    ProviderError,
+    RetryPolicy,
+    Usage,
+)
 
 
 def test_assistant_content_follows_spec_order_and_skips_empty_parts() -> None:
@@ -26,6 +32,18 @@ def test_assistant_content_follows_spec_order_and_skips_empty_parts() -> None:
 
 def test_usage_defaults_to_unknown() -> None:
     assert Usage() == Usage(None, None, None, None)
+
+
+def test_reported_usage_is_kept_within_what_the_store_holds(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    at_cap = Usage(MAX_REPORTED_TOKENS, 0, 5, None)
+    assert at_cap == Usage(2**31 - 1, 0, 5, None)
+    assert caplog.text == ""
+    clamped = Usage(MAX_REPORTED_TOKENS + 1, -1, True, "7")  # type: ignore[arg-type]
+    assert clamped == Usage(MAX_REPORTED_TOKENS, 0, None, None)
+    assert "input_tokens=2147483648: out of range, clamped to 2147483647" in caplog.text
+    assert "cached_tokens=True: not an integer, ignored" in caplog.text
 
 
 def test_backoff_grows_and_is_capped() -> None:

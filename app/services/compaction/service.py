@@ -354,7 +354,9 @@ class CompactionService(CompactionReads):
                 extra={"fields": {"session_id": row.session_id, "compaction": row.compaction_id}},
             )
             await self._flag_reload(row.session_id)
-            raise reload_required_error(row.session_id, row.compaction_id, str(exc)) from exc
+            # Only our own error's words reach the caller; anything else is in the log.
+            cause = exc.detail if isinstance(exc, ServiceError) else "an internal error, logged"
+            raise reload_required_error(row.session_id, row.compaction_id, cause) from exc
         row.install_ms = _ms(started)
         await self._record_timings(row)
 
@@ -396,8 +398,8 @@ class CompactionService(CompactionReads):
             log.exception("session rebuild failed", extra={"fields": {"session_id": session_id}})
             raise Unavailable(
                 "reload_failed",
-                f"the session could not be rebuilt from the database ({exc}); it still needs "
-                "a reload, try again later",
+                "the session could not be rebuilt from the database (an internal error, "
+                "logged); it still needs a reload, try again later",
             ) from exc
         async with unit_of_work(self._db) as db:
             await SessionRepository(db).set_reload_required(session_id, False)

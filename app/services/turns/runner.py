@@ -82,6 +82,15 @@ Ready = tuple[PreparedModelCall, AgentSession]
 Stored = tuple[ModelResponse, PreparedModelCall]
 
 
+def _internal_failure(turn_id: str) -> str:
+    # What the caller sees of an unexpected failure: never its text (SQL, driver messages and
+    # file paths stay in the log, with the traceback, under the turn's id).
+    return (
+        f"persistence error: turn {turn_id} stopped on an internal error (logged with the "
+        "turn id); start a new turn"
+    )
+
+
 def _failed(code: str, message: str, entries: list[CallEntry] | None = None) -> TurnEnded:
     return TurnEnded("failed", code=code, message=message, entries=entries or [])
 
@@ -125,9 +134,9 @@ class TurnRunner:
             await self._finish(end)
         except TurnLost:
             logger.info("turn %s ended elsewhere; runner stops", self.turn_id)
-        except Exception as exc:  # never leave a turn running because of a bug or a dead DB
+        except Exception:  # never leave a turn running because of a bug or a dead DB
             logger.exception("turn %s runner failed", self.turn_id)
-            await self._finish(_failed("persistence_error", f"persistence error: {exc}"))
+            await self._finish(_failed("persistence_error", _internal_failure(self.turn_id)))
 
     async def _finish(self, end: TurnEnded) -> None:
         try:
@@ -494,9 +503,9 @@ class TurnRunner:
         results: Sequence[NewMessage] = (),
     ) -> dict[str, int]:
         """Inside a step: the assistant message, then ``results`` (its round's tool messages)
-        in the same batch, and a calibration sample; returns the usage to add to the turn (with
-        the step's turn update). Any failure is ``persistence_error``, and as the step rolls
-        back, nothing of the round is stored."""
+        in the same batch, and a calibration sample (best effort); returns the usage to add to
+        the turn (with the step's turn update). A failure to store the messages is
+        ``persistence_error``, and as the step rolls back, nothing of the round is stored."""
         assert self.entry is not None
         content = response.assistant_content()
         usage = response.usage
@@ -512,18 +521,20 @@ class TurnRunner:
             await MessageRepository(db).append(
                 self.session_id, [assistant, *results], rollback_on_refusal=True
             )
-            sample = await record_calibration(
-                db,
-                model_id=self.entry.id,
-                counter=self.counter,
-                estimated_input_tokens=prepared.budget.estimated_input_tokens,
-                reported_input_tokens=usage.input_tokens,
-            )
-            if sample is not None:
-                self.deps.observability.calibration_sample(self.entry.id, *sample)
+        except ServiceError as exc:
+            raise _failed("persistence_error", f"persistence error: {exc.detail}") from exc
         except Exception as exc:
-            detail = exc.detail if isinstance(exc, ServiceError) else str(exc)
-            raise _failed("persistence_error", f"persistence error: {detail}") from exc
+            logger.exception("turn %s: the model's answer could not be stored", self.turn_id)
+            raise _failed("persistence_error", _internal_failure(self.turn_id)) from exc
+        sample = await record_calibration(  # best effort: never fails the step
+            db,
+            model_id=self.entry.id,
+            counter=self.counter,
+            estimated_input_tokens=prepared.budget.estimated_input_tokens,
+            reported_input_tokens=usage.input_tokens,
+        )
+        if sample is not None:
+            self.deps.observability.calibration_sample(self.entry.id, *sample)
         return {
             "input_tokens": usage.input_tokens or 0,
             "output_tokens": usage.output_tokens or 0,

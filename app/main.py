@@ -13,7 +13,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from app.api.auth import require_api_key
 from app.api.limits import RequestGuard
 from app.api.observability import RequestContext
-from app.api.problems import install_error_handlers
+from app.api.problems import UnexpectedErrors, install_error_handlers
 from app.api.routes import (
     agent_messages,
     compactions,
@@ -89,6 +89,8 @@ def create_app(
     app.state.container = container
     install_error_handlers(app)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
+    # Inside the request context (its id, its access line with the 500), around everything else.
+    app.add_middleware(UnexpectedErrors)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
     secured = [Depends(require_api_key)]  # every /v1 route; health, metrics and docs stay open

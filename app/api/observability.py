@@ -79,7 +79,7 @@ class RequestContext:
             try:
                 await self.app(scope, receive, send_with_id)
             except Exception:
-                # Answered by the 500 handler, outside this middleware.
+                # ``UnexpectedErrors`` (inside) answers every bug; this is the server's then.
                 served.problem_code = served.problem_code or "internal_error"
                 raise
             finally:

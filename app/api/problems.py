@@ -2,7 +2,9 @@
 
 ``{type, title, status, detail, code}`` plus structured extras. Expected failures are
 ``ServiceError``s; request-shape errors come from FastAPI's validation; anything else is a bug and
-the only path to a 500 (logged with its traceback, never echoed to the caller).
+the only path to a 500: one ``internal_error`` answer naming the request id, which is also on
+the log line with the traceback (``UnexpectedErrors``; the exception's text never reaches the
+caller).
 """
 
 from __future__ import annotations
@@ -15,11 +17,12 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.core.errors import ErrorKind, ServiceError
-from app.observability.context import note_problem
+from app.observability.context import note_problem, request_id_var
 
-__all__ = ["PROBLEM_RESPONSES", "install_error_handlers", "problem_response"]
+__all__ = ["PROBLEM_RESPONSES", "UnexpectedErrors", "install_error_handlers", "problem_response"]
 
 log = logging.getLogger("ctxsvc.errors")
 
@@ -99,16 +102,56 @@ async def _http_error(_: Request, exc: Exception) -> JSONResponse:
     return problem_response(exc.status_code, code, str(exc.detail), headers)
 
 
-async def _unexpected(_: Request, exc: Exception) -> JSONResponse:
-    log.exception("unexpected error", exc_info=exc)
-    return problem_response(500, "internal_error", "An unexpected error occurred; it was logged.")
+class UnexpectedErrors:
+    """Pure ASGI middleware: an exception no handler took becomes one 500 ``internal_error``
+    and goes no further.
+
+    Starlette's own last handler sends its 500 and then raises the exception on to the server,
+    which closes the connection: a client's next request on that keep-alive connection was
+    reset. Here it is logged once, with its traceback and the request id (which the answer
+    carries too), and the request ends like any other. When the response had already started
+    (a stream), its body is ended instead."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = finished = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started, finished
+            if message["type"] == "http.response.start":
+                started = True
+            elif message["type"] == "http.response.body" and not message.get("more_body"):
+                finished = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            request_id = request_id_var.get()
+            log.exception(
+                "unexpected error in %s %s (request %s)",
+                scope.get("method", "-"),
+                scope.get("path", "-"),
+                request_id,
+                exc_info=exc,
+            )
+            if not started:
+                detail = f"An unexpected error occurred; it was logged as request {request_id}."
+                response = problem_response(500, "internal_error", detail, request_id=request_id)
+                await response(scope, receive, send)
+            elif not finished:
+                await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-    app.add_exception_handler(Exception, _unexpected)
 
 
 _PROBLEM_SCHEMA = {

@@ -9,6 +9,11 @@ error response to a ``ProviderError``, and an ``Assembler`` that turns server-se
   show the user a second, different answer;
 - ``Retry-After`` (seconds, or OpenAI's ``retry-after-ms``) replaces the computed backoff;
 - the total budget covers every attempt and pause; no pause may run past it.
+
+A server that ignores ``stream: true`` and answers ``200 application/json`` with the complete
+response (LiteLLM's mock, some proxies) is read as that response: the protocol turns it into the
+events its stream would have carried (``answer_events``), so one assembler checks both. A
+protocol error says what was received: status, content type, size and the first bytes.
 """
 
 from __future__ import annotations
@@ -16,8 +21,10 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+import json
 import logging
 from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
@@ -34,7 +41,7 @@ from app.providers.base import (
 from app.providers.call_stats import note_attempt, note_first_byte, note_retry
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
-__all__ = ["Assembler", "StreamState", "StreamingClient", "retry_after_seconds"]
+__all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error", "retry_after_seconds"]
 
 logger = logging.getLogger(__name__)
 
@@ -75,6 +82,13 @@ class Assembler(Protocol):
     def finish(self) -> ModelResponse:
         """The completed response; a ``protocol`` error if the stream never completed."""
         ...
+
+
+def protocol_error(what: str, state: StreamState | None = None) -> ProviderError:
+    """The provider's answer does not follow its protocol."""
+    return ProviderError.of(
+        "protocol", what, semantic_output_received=state is not None and state.semantic
+    )
 
 
 def retry_after_seconds(headers: httpx.Headers) -> float | None:
@@ -133,6 +147,11 @@ class StreamingClient(abc.ABC):
 
     @abc.abstractmethod
     def _assembler(self, state: StreamState) -> Assembler: ...
+
+    @abc.abstractmethod
+    def _answer_events(self, answer: Any) -> list[ServerSentEvent]:
+        """The events of the stream that would have carried ``answer``, a complete
+        non-streamed response (decoded JSON); a ``protocol`` error if it is none."""
 
     # -- the call -------------------------------------------------------------------------------
 
@@ -245,16 +264,15 @@ class StreamingClient(abc.ABC):
                     "timeout",
                     f"the provider sent nothing within {timeouts.first_byte:g} s",
                 ) from None
-            assembler = self._assembler(state)
-            decoder = SSEDecoder()
-            while chunk is not None:
-                for event in decoder.feed(chunk):
-                    if await assembler.feed(event):
-                        result = assembler.finish()
-                        await _read_to_end(chunks)
-                        return result
-                chunk = await anext(chunks, None)
-            return assembler.finish()
+            received = _Received(response.status_code, response.headers.get("content-type"))
+            try:
+                if received.is_json:
+                    return await self._answer(chunks, chunk, received, state)
+                return await self._stream(chunks, chunk, received, state)
+            except ProviderError as error:
+                if error.code != "protocol":
+                    raise
+                raise _with_detail(error, f"{error.detail} ({received.describe()})") from None
         except httpx.TimeoutException as exc:
             raise ProviderError.of(
                 "timeout",
@@ -272,6 +290,84 @@ class StreamingClient(abc.ABC):
         finally:
             if response is not None:
                 await response.aclose()
+
+    async def _stream(
+        self,
+        chunks: AsyncIterator[bytes],
+        chunk: bytes | None,
+        received: _Received,
+        state: StreamState,
+    ) -> ModelResponse:
+        assembler = self._assembler(state)
+        decoder = SSEDecoder()
+        while chunk is not None:
+            received.add(chunk)
+            for event in decoder.feed(chunk):
+                if await assembler.feed(event):
+                    result = assembler.finish()
+                    await _read_to_end(chunks)
+                    return result
+            chunk = await anext(chunks, None)
+        return assembler.finish()
+
+    async def _answer(
+        self,
+        chunks: AsyncIterator[bytes],
+        chunk: bytes | None,
+        received: _Received,
+        state: StreamState,
+    ) -> ModelResponse:
+        """A complete JSON answer, read whole, fed to the assembler as its stream's events."""
+        body = bytearray()
+        while chunk is not None:
+            received.add(chunk)
+            body += chunk
+            if len(body) > _MAX_ANSWER_BYTES:
+                raise protocol_error(f"the JSON answer is larger than {_MAX_ANSWER_BYTES} bytes")
+            chunk = await anext(chunks, None)
+        try:
+            answer = json.loads(body)
+        except (ValueError, RecursionError):
+            raise protocol_error("the JSON answer does not parse") from None
+        assembler = self._assembler(state)
+        for event in self._answer_events(answer):
+            if await assembler.feed(event):
+                break
+        return assembler.finish()
+
+
+# A complete answer is bounded by the model's output tokens; this only stops a runaway body.
+_MAX_ANSWER_BYTES = 64 * 1024 * 1024
+# How much of a body a protocol error quotes.
+_QUOTED_BYTES = 200
+
+
+@dataclass
+class _Received:
+    """What a response carried, for a protocol error to say."""
+
+    status: int
+    content_type: str | None
+    size: int = 0
+    head: bytes = b""
+
+    @property
+    def is_json(self) -> bool:
+        media = (self.content_type or "").split(";", 1)[0].strip().lower()
+        return media == "application/json" or media.endswith("+json")
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if len(self.head) < _QUOTED_BYTES:
+            self.head += chunk[: _QUOTED_BYTES - len(self.head)]
+
+    def describe(self) -> str:
+        first = self.head.decode("utf-8", errors="replace")
+        quoted = f", first bytes: {first!r}" if first else ""
+        return (
+            f"received HTTP {self.status}, content type {self.content_type or 'none'}, "
+            f"{self.size} bytes{quoted}"
+        )
 
 
 # After the terminal event: how long, and how many bytes, to wait for the end of the body.
@@ -298,9 +394,13 @@ def _scrub(error: ProviderError, api_key: str | None) -> ProviderError:
     """Never echo a key: some providers quote (part of) the key they were given."""
     if api_key is None or api_key not in error.detail:
         return error
+    return _with_detail(error, error.detail.replace(api_key, "[redacted]"))
+
+
+def _with_detail(error: ProviderError, detail: str) -> ProviderError:
     return ProviderError.of(
         error.code,
-        error.detail.replace(api_key, "[redacted]"),
+        detail,
         semantic_output_received=error.semantic_output_received,
         retryable=error.retryable,
         retry_after=error.retry_after,

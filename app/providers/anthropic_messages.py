@@ -28,12 +28,13 @@ from typing import Any
 
 import httpx
 
-from app.core.content import ProviderOpaqueBlock, ToolCallBlock
+from app.core.content import ProviderOpaqueBlock, ToolCallBlock, compact_json
 from app.providers._errors import ErrorBody, parse_error_body
 from app.providers._streaming import (
     Assembler,
     StreamingClient,
     StreamState,
+    protocol_error,
     retry_after_seconds,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
@@ -82,6 +83,33 @@ class AnthropicMessagesClient(StreamingClient):
 
     def _assembler(self, state: StreamState) -> Assembler:
         return _MessagesAssembler(state)
+
+    def _answer_events(self, answer: Any) -> list[ServerSentEvent]:
+        return answer_events(answer)
+
+
+def answer_events(answer: Any) -> list[ServerSentEvent]:
+    """A complete ``message`` as the events that would have streamed it: ``message_start``,
+    each content block whole in its ``content_block_start`` (and its stop), ``message_delta``
+    with the stop reason and usage, ``message_stop``. A ``{"type": "error"}`` object is its
+    error event."""
+    if not isinstance(answer, dict):
+        raise protocol_error("the JSON answer is not an object")
+    if answer.get("type") == "error":
+        return [ServerSentEvent("error", json.dumps(answer))]
+    content = answer.get("content")
+    if answer.get("type") != "message" or not isinstance(content, list):
+        raise protocol_error("the JSON answer is not a message")
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"message": {**answer, "content": [], "stop_reason": None}})
+    ]
+    for index, block in enumerate(content):
+        events.append(("content_block_start", {"index": index, "content_block": block}))
+        events.append(("content_block_stop", {"index": index}))
+    delta = {"stop_reason": answer.get("stop_reason"), "stop_sequence": answer.get("stop_sequence")}
+    events.append(("message_delta", {"delta": delta, "usage": answer.get("usage")}))
+    events.append(("message_stop", {}))
+    return [ServerSentEvent(kind, json.dumps({"type": kind, **body})) for kind, body in events]
 
 
 def classify_error(
@@ -166,16 +194,12 @@ class _MessagesAssembler:
         self._usage: dict[str, int] = {}
 
     def _protocol(self, what: str) -> ProviderError:
-        return ProviderError.of(
-            "protocol",
-            f"malformed messages stream: {what}",
-            semantic_output_received=self._state.semantic,
-        )
+        return protocol_error(f"malformed messages stream: {what}", self._state)
 
     async def feed(self, event: ServerSentEvent) -> bool:
         try:
             payload = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise self._protocol(f"the data of a {event.event} event is not JSON") from None
         if not isinstance(payload, dict):
             raise self._protocol("an event is not a JSON object")
@@ -301,7 +325,7 @@ def _tool_call(block: _Block) -> ToolCallBlock:
     if not raw:
         # No input_json_delta: the start event's input (``{}`` for a call without arguments).
         initial = block.initial_input if isinstance(block.initial_input, dict) else {}
-        raw = json.dumps(initial, ensure_ascii=False, separators=(",", ":"))
+        raw = compact_json(initial)
     return {"type": "tool_call", "id": block.id, "name": block.name, "input": raw}
 
 

@@ -27,6 +27,7 @@ from app.providers._streaming import (
     Assembler,
     StreamingClient,
     StreamState,
+    protocol_error,
     retry_after_seconds,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
@@ -66,6 +67,57 @@ class OpenAIChatClient(StreamingClient):
 
     def _assembler(self, state: StreamState) -> Assembler:
         return _ChatAssembler(state)
+
+    def _answer_events(self, answer: Any) -> list[ServerSentEvent]:
+        return answer_events(answer)
+
+
+def answer_events(answer: Any) -> list[ServerSentEvent]:
+    """A complete ``chat.completion`` as the chunks that would have streamed it: one chunk with
+    each choice's whole message as its delta (tool calls numbered as in a stream) and the
+    usage, then ``[DONE]``. An ``{"error": ...}`` object is its error chunk."""
+    if not isinstance(answer, dict):
+        raise protocol_error("the JSON answer is not an object")
+    if answer.get("error"):
+        return [ServerSentEvent(data=json.dumps(answer))]
+    choices = answer.get("choices")
+    if not isinstance(choices, list):
+        raise protocol_error("the JSON answer is not a chat completion (it has no choices)")
+    deltas: list[dict[str, Any]] = []
+    for choice in choices:
+        message = choice.get("message") if isinstance(choice, dict) else None
+        if not isinstance(message, dict):
+            raise protocol_error("a choice of the JSON answer has no message")
+        delta: dict[str, Any] = {}
+        content = message.get("content")
+        if isinstance(content, list):  # content parts, as some compatible servers send
+            content = "".join(
+                part["text"]
+                for part in content
+                if isinstance(part, dict) and isinstance(part.get("text"), str)
+            )
+        if isinstance(content, str):
+            delta["content"] = content
+        for key in ("reasoning_content", "reasoning"):
+            if isinstance(message.get(key), str):
+                delta[key] = message[key]
+        calls = message.get("tool_calls")
+        if isinstance(calls, list):
+            delta["tool_calls"] = [
+                {**call, "index": index} if isinstance(call, dict) else call
+                for index, call in enumerate(calls)
+            ]
+        deltas.append(
+            {
+                "index": choice.get("index", 0),
+                "delta": delta,
+                "finish_reason": choice.get("finish_reason"),
+            }
+        )
+    chunk: dict[str, Any] = {"choices": deltas}
+    if "usage" in answer:
+        chunk["usage"] = answer["usage"]
+    return [ServerSentEvent(data=json.dumps(chunk)), ServerSentEvent(data="[DONE]")]
 
 
 def classify_error(
@@ -141,18 +193,14 @@ class _ChatAssembler:
         self._usage = Usage()
 
     def _protocol(self, what: str) -> ProviderError:
-        return ProviderError.of(
-            "protocol",
-            f"malformed chat completion stream: {what}",
-            semantic_output_received=self._state.semantic,
-        )
+        return protocol_error(f"malformed chat completion stream: {what}", self._state)
 
     async def feed(self, event: ServerSentEvent) -> bool:
         if event.data.strip() == "[DONE]":
             return True
         try:
             chunk = json.loads(event.data)
-        except ValueError:
+        except (ValueError, RecursionError):
             raise self._protocol("an event is not JSON") from None
         if not isinstance(chunk, dict):
             raise self._protocol("an event is not a JSON object")

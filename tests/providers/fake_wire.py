@@ -10,6 +10,7 @@ from typing import Any
 
 __all__ = [
     "SSE",
+    "BodyReply",
     "ErrorReply",
     "FakeToolCall",
     "FakeToolUse",
@@ -17,7 +18,9 @@ __all__ = [
     "StreamReply",
     "anthropic_error",
     "anthropic_error_event",
+    "anthropic_message",
     "anthropic_stream",
+    "openai_completion",
     "openai_error",
     "openai_error_chunk",
     "openai_stream",
@@ -53,7 +56,17 @@ class ErrorReply:
     delay: float = 0.0
 
 
-Reply = StreamReply | ErrorReply
+@dataclass(frozen=True)
+class BodyReply:
+    """A whole (not streamed) body: a complete JSON answer from a server that ignores
+    ``stream: true`` (``openai_completion``, ``anthropic_message``), or anything else."""
+
+    body: Any  # dict → JSON; str / bytes → sent as is
+    content_type: str = "application/json"
+    status: int = 200
+
+
+Reply = StreamReply | ErrorReply | BodyReply
 
 
 def _data(payload: Any, event: str | None = None) -> SSE:
@@ -118,6 +131,33 @@ def openai_stream(
     if done:
         events.append(SSE("[DONE]"))
     return events
+
+
+def openai_completion(
+    *,
+    text: str | None = None,
+    tool_calls: Sequence[tuple[str, str, str]] = (),
+    finish_reason: str = "stop",
+    usage: Mapping[str, Any] | None = None,
+    model: str = "gpt-fake",
+) -> dict[str, Any]:
+    """A complete, non-streamed chat completion; ``tool_calls`` are (id, name, arguments)."""
+    message: dict[str, Any] = {"role": "assistant", "content": text}
+    if tool_calls:
+        message["tool_calls"] = [
+            {"id": i, "type": "function", "function": {"name": n, "arguments": a}}
+            for i, n, a in tool_calls
+        ]
+    body: dict[str, Any] = {
+        "id": "chatcmpl-fake",
+        "object": "chat.completion",
+        "created": 1700000000,
+        "model": model,
+        "choices": [{"index": 0, "message": message, "finish_reason": finish_reason}],
+    }
+    if usage is not None:
+        body["usage"] = dict(usage)
+    return body
 
 
 def openai_usage(
@@ -244,6 +284,27 @@ def anthropic_stream(
     if stop:
         b.add("message_stop", {})
     return b.events
+
+
+def anthropic_message(
+    *,
+    content: Sequence[Mapping[str, Any]],
+    stop_reason: str | None = "end_turn",
+    input_tokens: int = 10,
+    output_tokens: int = 5,
+    model: str = "claude-fake",
+) -> dict[str, Any]:
+    """A complete, non-streamed Messages response with these content blocks."""
+    return {
+        "id": "msg_fake",
+        "type": "message",
+        "role": "assistant",
+        "model": model,
+        "content": [dict(block) for block in content],
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
+    }
 
 
 def anthropic_error(

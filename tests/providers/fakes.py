@@ -7,7 +7,9 @@ Script it with a queue of replies, served in order, one per request:
 - ``StreamReply(events)``: a 200 ``text/event-stream`` answer; ``first_byte_delay`` holds back
   the status line, ``event_delay`` paces events, ``drop_after=n`` aborts the connection after
   ``n`` events (no chunked terminator: the client sees a broken stream);
-- ``ErrorReply(status, body, headers)``: a JSON error answer, e.g. 429 with ``Retry-After``.
+- ``ErrorReply(status, body, headers)``: a JSON error answer, e.g. 429 with ``Retry-After``;
+- ``BodyReply(body, content_type, status)``: a whole body, e.g. a complete JSON answer from a
+  server that ignores ``stream: true`` (``openai_completion``, ``anthropic_message``).
 
 Every request is recorded (method, path, headers, raw body) in ``server.requests``, and the
 time the server spent on it (from its first byte to the reply's last) adds to
@@ -35,6 +37,7 @@ from typing import Any
 
 from tests.providers.fake_wire import (
     SSE,
+    BodyReply,
     ErrorReply,
     FakeToolCall,
     FakeToolUse,
@@ -42,7 +45,9 @@ from tests.providers.fake_wire import (
     StreamReply,
     anthropic_error,
     anthropic_error_event,
+    anthropic_message,
     anthropic_stream,
+    openai_completion,
     openai_error,
     openai_error_chunk,
     openai_stream,
@@ -51,6 +56,7 @@ from tests.providers.fake_wire import (
 
 __all__ = [
     "SSE",
+    "BodyReply",
     "ErrorReply",
     "FakeProviderServer",
     "FakeToolCall",
@@ -61,7 +67,9 @@ __all__ = [
     "StreamReply",
     "anthropic_error",
     "anthropic_error_event",
+    "anthropic_message",
     "anthropic_stream",
+    "openai_completion",
     "openai_error",
     "openai_error_chunk",
     "openai_stream",
@@ -221,13 +229,19 @@ class FakeProviderServer:
 
     async def _serve(self, reply: Reply, writer: asyncio.StreamWriter) -> bool:
         """Write ``reply``; ``False`` when the connection must not be reused."""
-        if isinstance(reply, ErrorReply):
-            await asyncio.sleep(self.latency + reply.delay)
-            if isinstance(reply.body, str):
+        if isinstance(reply, ErrorReply | BodyReply):
+            delay = reply.delay if isinstance(reply, ErrorReply) else 0.0
+            await asyncio.sleep(self.latency + delay)
+            if isinstance(reply.body, bytes):
+                body, ctype = reply.body, "application/octet-stream"
+            elif isinstance(reply.body, str):
                 body, ctype = reply.body.encode(), "text/plain"
             else:
                 body, ctype = json.dumps(reply.body).encode(), "application/json"
-            head = _head(reply.status, {"content-type": ctype, **reply.headers})
+            headers = dict(reply.headers) if isinstance(reply, ErrorReply) else {}
+            if isinstance(reply, BodyReply):
+                ctype = reply.content_type
+            head = _head(reply.status, {"content-type": ctype, **headers})
             writer.write(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
             await writer.drain()
             return True

@@ -39,7 +39,9 @@ Client = tuple[FastAPI, httpx.AsyncClient]
 @pytest.fixture
 async def app_client(database_url: str) -> AsyncIterator[Client]:
     """The app itself (to reach its container) and a client; short leases for the reaper."""
-    app = create_app(make_settings(database_url, turn_lease_seconds=0.6))
+    # Short enough to wait for it to lapse, long enough that a live runner, renewing at a third
+    # of it, keeps it on a loaded machine.
+    app = create_app(make_settings(database_url, turn_lease_seconds=2.0))
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
@@ -328,7 +330,7 @@ async def turn_whose_runner_died(
     await provider.arrived()
     with anyio.fail_after(30):
         await app.state.container.turns.abandon()
-        while True:  # the lease (0.6 s) runs out, however long the machine takes
+        while True:  # the lease (2 s) runs out, however long the machine takes
             async with unit_of_work(app.state.container.db, read_only=True) as db:
                 row = await TurnRepository(db).get(sid, turn_id)
             assert row is not None

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import socket
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,9 +55,11 @@ async def read_events(
     params: Mapping[str, Any] | None = None,
     limit: int | None = None,
     comments: list[str] | None = None,
+    on_comment: Callable[[str], object] | None = None,
 ) -> list[SSEEvent]:
     """Read one SSE connection until an event of type ``until`` (or ``limit`` events) arrives,
-    then disconnect. Comment lines are appended to ``comments``."""
+    then disconnect. Comment lines are appended to ``comments`` and passed to ``on_comment``
+    (the first, ``: connected``, says the stream is subscribed: wait for it, not for a while)."""
     import json
 
     events: list[SSEEvent] = []
@@ -68,6 +70,8 @@ async def read_events(
             if line.startswith(":"):
                 if comments is not None:
                     comments.append(line)
+                if on_comment is not None:
+                    on_comment(line)
                 continue
             if line:
                 name, _, value = line.partition(":")

@@ -125,14 +125,15 @@ async def test_sse_resume_on_another_replica_gets_every_update_once(
         sid = await waiting_session(a)
         url = f"/v1/sessions/{sid}/events"
         first: list[Any] = []
+        connected = anyio.Event()
 
         async def listen_a() -> None:
-            first.extend(await read_events(a, url, limit=3))
+            first.extend(await read_events(a, url, limit=3, on_comment=lambda _: connected.set()))
 
         with anyio.fail_after(30):
             async with anyio.create_task_group() as group:
                 group.start_soon(listen_a)
-                await asyncio.sleep(0.3)
+                await connected.wait()
                 turn = (
                     await b.post(
                         f"/v1/sessions/{sid}/turns",

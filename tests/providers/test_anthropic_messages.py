@@ -35,7 +35,7 @@ def client(
         config,
         env={"TEST_ANT_KEY": KEY} if env is None else env,
         retry=RetryPolicy(max_attempts=3, initial_delay=0.01, max_delay=0.05),
-        timeouts=Timeouts(first_byte=2, idle=2, total=5),
+        timeouts=Timeouts(first_byte=10, idle=10, total=30),
     )
 
 

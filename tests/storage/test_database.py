@@ -204,22 +204,21 @@ async def test_sqlite_writer_waits_for_another_process_without_blocking_the_loop
     ticks = 0
 
     async def ticker() -> None:
+        # Releases the other writer only after the loop has run it ten times: the write can
+        # only get through if the loop kept running while it waited (however slow the machine).
         nonlocal ticks
-        while True:
+        while ticks < 10:
             await asyncio.sleep(0.01)
             ticks += 1
+        other.execute("COMMIT")
 
     try:
         other.execute("BEGIN IMMEDIATE")
-        asyncio.get_running_loop().call_later(0.3, other.execute, "COMMIT")
         ticking = asyncio.create_task(ticker())
-        started = time.monotonic()
         async with unit_of_work(factory) as db:
             await SessionRepository(db).add(new_agent_session("ses-after"))
-        waited = time.monotonic() - started
-        ticking.cancel()
-        assert waited >= 0.25
-        assert ticks >= 10  # the loop ran while the write waited
+        await ticking
+        assert ticks == 10  # the loop ran while the write waited
         async with unit_of_work(factory, read_only=True) as db:
             assert await SessionRepository(db).get("ses-after") is not None
     finally:
@@ -240,23 +239,27 @@ async def test_sqlite_writer_gives_up_after_the_busy_timeout(
     other = sqlite3.connect(path, isolation_level=None)
     release = asyncio.Event()
 
+    held = asyncio.Event()
+
     async def hold_the_lock() -> None:
         async with unit_of_work(factory) as db:
             await SessionRepository(db).add(new_agent_session("ses-holder"))
+            held.set()
             await release.wait()
 
     holding = None
     try:
         if holder == "this process":
             holding = asyncio.create_task(hold_the_lock())
-            await asyncio.sleep(0.05)
+            await held.wait()
         else:
             other.execute("BEGIN IMMEDIATE")
         started = time.monotonic()
         with pytest.raises(OperationalError, match="database is locked"):
             async with unit_of_work(factory) as db:
                 await SessionRepository(db).add(new_agent_session("ses-late"))
-        assert 0.15 <= time.monotonic() - started < 2
+        # Given up after the (200 ms) busy timeout, not the default 30 s one.
+        assert 0.15 <= time.monotonic() - started < 20
         release.set()
         if holding is not None:
             await holding

@@ -61,6 +61,10 @@ class Delta:
     type: str
     turn_id: str | None
     payload: dict[str, Any]
+    # The last sequence this process had announced for the session when the delta was made
+    # (``None``: none since a listener subscribed): a stream sends it after the rows up to
+    # there and before any row after.
+    after: int | None = None
 
 
 # What a listener's queue receives: the last sequence of rows just committed, ``None`` = "new
@@ -74,6 +78,8 @@ class EventHub:
 
     def __init__(self) -> None:
         self._listeners: dict[str, set[asyncio.Queue[Signal]]] = defaultdict(set)
+        # The last sequence announced per session with listeners (what a delta comes after).
+        self._announced: dict[str, int] = {}
         # The process is stopping: listeners send what is stored and end.
         self.closed = False
 
@@ -96,9 +102,19 @@ class EventHub:
             listeners.discard(queue)
             if not listeners:
                 del self._listeners[session_id]
+                self._announced.pop(session_id, None)
+
+    def announced(self, session_id: str) -> int | None:
+        """The last sequence announced for the session while it had listeners."""
+        return self._announced.get(session_id)
 
     def notify(self, session_id: str, signal: Signal) -> None:
-        for queue in list(self._listeners.get(session_id, ())):
+        listeners = self._listeners.get(session_id)
+        if not listeners:
+            return
+        if isinstance(signal, int) and signal > self._announced.get(session_id, -1):
+            self._announced[session_id] = signal
+        for queue in list(listeners):
             # A slow listener loses deltas only; it re-reads durable events from the table.
             with contextlib.suppress(asyncio.QueueFull):
                 queue.put_nowait(signal)
@@ -159,7 +175,7 @@ class EventPublisher:
     ) -> None:
         """A best-effort live delta to this process's listeners (never stored)."""
         assert type in DELTA_TYPES, type
-        self.hub.notify(session_id, Delta(type, turn_id, payload))
+        self.hub.notify(session_id, Delta(type, turn_id, payload, self.hub.announced(session_id)))
 
 
 def messages_appended(sequences: Sequence[int]) -> dict[str, Any]:

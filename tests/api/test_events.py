@@ -10,6 +10,7 @@ import httpx
 import pytest
 
 from app.main import create_app
+from app.storage.database import unit_of_work
 from tests.api.helpers import run_turn
 from tests.api.test_turns import call, ok, post_results, session_with
 from tests.conftest import make_settings
@@ -121,3 +122,28 @@ async def test_an_id_past_the_64_bit_range_is_refused_before_the_stream_starts(
         query = await live.get(url, params={"after": big})
         assert (query.status_code, query.json()["code"]) == (422, "invalid_request")
         assert query.headers["content-type"] == "application/problem+json"
+
+
+async def test_a_delta_is_sent_between_the_rows_it_came_between(database_url: str) -> None:
+    """A stream that reads every row (its first read, a poll) may read rows committed after a
+    delta still queued: the delta still goes out after the row before it, not after all."""
+    app = create_app(make_settings(database_url))
+    async with app.router.lifespan_context(app):
+        container = app.state.container
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://t") as api:
+            sid = await session_with(api, [])
+        events = container.turns._deps.events
+        stream = await container.turns.events(sid, 0)
+        assert await anext(stream) == b": connected\n\n"  # subscribed; nothing read yet
+        for phase in ("one", "two"):
+            async with unit_of_work(container.db) as db:
+                await events.emit(db, sid, "phase_changed", {"phase": phase})
+            if phase == "one":
+                events.delta(sid, "text_delta", {"text": "between"}, turn_id=None)
+        frames = [await anext(stream) for _ in range(3)]
+        await stream.aclose()
+    kinds = [frame.split(b"\n")[1 if frame.startswith(b"id:") else 0] for frame in frames]
+    assert kinds == [b"event: phase_changed", b"event: text_delta", b"event: phase_changed"]
+    assert b'"phase":"one"' in frames[0]
+    assert b'"phase":"two"' in frames[2]

@@ -11,6 +11,7 @@ Deltas come from this process's hub only and carry no id (a reconnect does not r
 from __future__ import annotations
 
 import asyncio
+import collections
 import time
 from collections.abc import AsyncIterator
 from typing import Any
@@ -50,6 +51,11 @@ def event_frame(record: EventRecord) -> bytes:
     return f"id: {record.sequence}\nevent: {record.type}\ndata: {_data(data)}\n\n".encode()
 
 
+def _came_before(delta: Delta, sequence: int) -> bool:
+    """Whether ``delta`` was made before the row ``sequence`` was committed (by this process)."""
+    return delta.after is not None and delta.after < sequence
+
+
 def _delta_frame(delta: Delta) -> bytes:
     data = {"type": delta.type, "turn_id": delta.turn_id, "payload": delta.payload}
     return f"event: {delta.type}\ndata: {_data(data)}\n\n".encode()
@@ -72,6 +78,10 @@ async def _stream(
     # A wake-up names the last row it announces: rows up to there go out before the deltas
     # that came after it (a turn can run several steps before this stream gets to read).
     through: int | None = None
+    # Signals taken from the queue but not handled yet. A poll reads every row, also rows
+    # committed after a delta still queued: the delta (which names the row it came after) goes
+    # out between them, as it happened.
+    held: collections.deque[Signal] = collections.deque()
     next_heartbeat = time.monotonic() + settings.events_heartbeat_seconds
     hub = deps.events.hub
     try:
@@ -83,7 +93,17 @@ async def _stream(
                 records = await EventRepository(db).list_after(
                     session_id, last, limit=_PAGE, through_sequence=None if closing else through
                 )
+            while not queue.empty():
+                held.append(queue.get_nowait())
             for record in records:
+                while held:
+                    head = held[0]
+                    if isinstance(head, int) and head <= record.sequence:
+                        held.popleft()  # a wake-up this read answers
+                    elif isinstance(head, Delta) and _came_before(head, record.sequence):
+                        yield _delta_frame(held.popleft())  # type: ignore[arg-type]
+                    else:
+                        break
                 yield event_frame(record)
                 last = record.sequence
             if len(records) == _PAGE:
@@ -94,7 +114,10 @@ async def _stream(
             while True:
                 timeout = deadline - time.monotonic()
                 try:
-                    signal = await asyncio.wait_for(queue.get(), timeout=max(timeout, 0))
+                    if held:
+                        signal = held.popleft()
+                    else:
+                        signal = await asyncio.wait_for(queue.get(), timeout=max(timeout, 0))
                 except TimeoutError:
                     signal = None
                     if time.monotonic() >= next_heartbeat:

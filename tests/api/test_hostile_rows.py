@@ -9,7 +9,8 @@ cannot decode; unusual Unicode — through the repository, under its append rule
 API's schema. Then every reader runs over them on a real server (a real HTTP stack is deeper
 than the ASGI test transport, which is where recursion limits bit): raw messages, inspection in
 each encoding, session prepare, turns on OpenAI and Anthropic protocol models over loopback
-fakes, events, compaction (local and bring-your-own), rewind, replay and transcript.
+fakes, a turn that compacts them first, events, compaction (local and bring-your-own), rewind,
+replay, transcript and the model's history tool.
 """
 
 from __future__ import annotations
@@ -278,6 +279,10 @@ async def test_raw_reads_give_every_hostile_row_back_exactly(
     live: httpx.AsyncClient, database_url: str
 ) -> None:
     sid = await hostile_session(live, database_url)
+    session = ok(await live.get(f"/v1/sessions/{sid}"))
+    assert dumps(session["agent"]["tools"][-1]) == dumps(DEEP_TOOL)
+    listed = ok(await live.get("/v1/sessions"))
+    assert sid in [s["id"] for s in listed["sessions"]]
     stored = await all_messages(live, sid)
     expected = hostile_messages()
     assert len(stored) == len(expected)
@@ -354,6 +359,34 @@ async def test_turns_on_both_protocols_and_their_events(
     second = await read_events(live, url, headers={"Last-Event-ID": str(first[-1].id)})
     for events in (first, second):
         assert events[-1].data["payload"]["status"] == "completed"
+
+
+async def test_a_turn_that_must_compact_them_first_completes(
+    live: httpx.AsyncClient, database_url: str
+) -> None:
+    sid = await hostile_session(live, database_url)
+    # A window the Conversation (about 560 000 tokens) is over the line of, even once pruned.
+    small = ok(
+        await live.put(
+            f"/v1/models/hostile-small-{uuid.uuid4().hex[:8]}",
+            json={
+                "context_window_tokens": 600_000,
+                "max_output_tokens": 1000,
+                "provider": {"kind": "scripted", "script": [{"text": "compacted, then answered"}]},
+            },
+        ),
+        201,
+    )
+    ok(await live.patch(f"/v1/sessions/{sid}", json={"model_id": small["id"]}))
+    turn = await run_turn(live, sid)
+    assert (turn["status"], turn["outcome"]) == (
+        "completed",
+        {"final_text": "compacted, then answered"},
+    ), turn
+    (checkpoint,) = ok(await live.get(f"/v1/sessions/{sid}/compactions"))["compactions"]
+    assert checkpoint["kind"] == "threshold"
+    full = ok(await live.get(f"/v1/sessions/{sid}/compactions/{checkpoint['compaction_id']}"))
+    assert [w["code"] for w in full["runtime_state"]["warnings"]] == ["artifact_skipped"] * 4
 
 
 @pytest.mark.parametrize("encode", [None, "openai_chat", "anthropic_messages"])

@@ -7,6 +7,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.content import compact_json
+
 __all__ = ["PREVIEW_CHARS", "BlockView", "block_view", "clip", "preview"]
 
 PREVIEW_CHARS = 140
@@ -20,7 +22,12 @@ class BlockView:
 
 
 def _text(value: Any) -> str:
-    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, indent=2)
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, indent=2)
+    except RecursionError:  # a stored value too deep to indent: shown compact (any depth)
+        return compact_json(value)
 
 
 def block_view(block: Mapping[str, Any]) -> BlockView:

@@ -264,6 +264,12 @@ def ok(response: httpx.Response, status: int = 200) -> Any:
     return loads(response.content)
 
 
+def html_page(response: httpx.Response) -> str:
+    assert response.status_code == 200, response.text[:2000]
+    assert response.headers["content-type"].startswith("text/html")
+    return response.text
+
+
 async def all_messages(api: httpx.AsyncClient, sid: str) -> list[dict[str, Any]]:
     messages: list[dict[str, Any]] = []
     after = 0
@@ -283,6 +289,10 @@ async def test_raw_reads_give_every_hostile_row_back_exactly(
     assert dumps(session["agent"]["tools"][-1]) == dumps(DEEP_TOOL)
     listed = ok(await live.get("/v1/sessions"))
     assert sid in [s["id"] for s in listed["sessions"]]
+    assert ok(await live.get(f"/v1/sessions/{sid}/turns"))["turns"] == []
+    # The context map reads the same rows for people.
+    assert sid in html_page(await live.get("/ui/parts/sessions"))
+    assert "call_over_cap" in html_page(await live.get(f"/ui/parts/sessions/{sid}"))
     stored = await all_messages(live, sid)
     expected = hostile_messages()
     assert len(stored) == len(expected)
@@ -424,6 +434,8 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
         byo["compaction_id"],
     ]
     ok(await live.get(f"/v1/sessions/{sid}/compactions/{local['compaction_id']}"))
+    html_page(await live.get(f"/ui/parts/sessions/{sid}/compactions/{local['compaction_id']}"))
+    html_page(await live.get(f"/ui/parts/sessions/{sid}"))
     for selector in ("latest", f"compaction:{local['compaction_id']}", "through_message:4"):
         ok(await live.get(f"/v1/sessions/{sid}/replay", params={"selector": selector}))
     pages: list[dict[str, Any]] = []

@@ -104,6 +104,36 @@ async def scripted_model(
     return model_id
 
 
+async def fake_provider_model(
+    api: httpx.AsyncClient,
+    base_url: str,
+    kind: str = "openai_chat",
+    *,
+    key_env: str = "CTXSVC_TEST_FAKE_KEY",
+    **capabilities: Any,
+) -> str:
+    """Register a model of ``kind`` (``openai_chat`` or ``anthropic_messages``) served by the
+    loopback fake at ``base_url`` under a fresh id, its key in ``key_env``; returns the id."""
+    import uuid
+
+    model_id = f"fake-{kind}-{uuid.uuid4().hex[:10]}"
+    body: dict[str, Any] = {
+        "context_window_tokens": 100_000,
+        "max_output_tokens": 1000,
+        "provider": {
+            "kind": kind,
+            # OpenAI's base URL names the API version, Anthropic's does not.
+            "base_url": base_url + ("/v1" if kind == "openai_chat" else ""),
+            "model_name": f"{kind}-fake",
+            "api_key_env": key_env,
+        },
+    }
+    body.update(capabilities)
+    response = await api.put(f"/v1/models/{model_id}", json=body)
+    assert response.status_code == 201, response.text
+    return model_id
+
+
 async def run_turn(
     api: httpx.AsyncClient, session_id: str, text_: str = "go", **body: Any
 ) -> dict[str, Any]:

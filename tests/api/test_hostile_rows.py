@@ -33,7 +33,7 @@ from app.storage.migrate import upgrade_to_head
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
-from tests.api.helpers import new_session, run_turn
+from tests.api.helpers import fake_provider_model, new_session, run_turn
 from tests.conftest import BACKENDS, make_settings, throwaway_postgres_database
 from tests.multiprocess.servers import read_events, serve_in_process
 from tests.providers.fakes import (
@@ -211,21 +211,9 @@ async def live(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
 
 
 async def provider_model(api: httpx.AsyncClient, server: FakeProviderServer, kind: str) -> str:
-    model_id = f"hostile-{kind}-{uuid.uuid4().hex[:8]}"
-    base = server.base_url + ("/v1" if kind == "openai_chat" else "")
-    body = {
-        "context_window_tokens": 4_000_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": kind,
-            "base_url": base,
-            "model_name": f"{kind}-fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    response = await api.put(f"/v1/models/{model_id}", json=body)
-    assert response.status_code == 201, response.text
-    return model_id
+    return await fake_provider_model(
+        api, server.base_url, kind, key_env=KEY_ENV, context_window_tokens=4_000_000
+    )
 
 
 async def roomy_local_model(api: httpx.AsyncClient) -> str:

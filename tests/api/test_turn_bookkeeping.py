@@ -9,7 +9,6 @@ store that does fail says so without its SQL.
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
@@ -19,7 +18,7 @@ from sqlalchemy import text
 from app.providers.base import MAX_REPORTED_TOKENS
 from app.storage.database import create_engine
 from app.storage.migrate import upgrade_to_head
-from tests.api.helpers import new_session, run_turn
+from tests.api.helpers import fake_provider_model, new_session, run_turn
 from tests.conftest import client_for, make_settings
 from tests.providers.fakes import (
     FakeProviderServer,
@@ -44,19 +43,7 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
 
 
 async def provider_model(api: httpx.AsyncClient, server: FakeProviderServer, kind: str) -> str:
-    model_id = f"fake-{kind}-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 16_384,
-        "provider": {
-            "kind": kind,
-            "base_url": server.base_url + ("/v1" if kind == "openai_chat" else ""),
-            "model_name": "fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    assert (await api.put(f"/v1/models/{model_id}", json=body)).status_code == 201
-    return model_id
+    return await fake_provider_model(api, server.base_url, kind, max_output_tokens=16_384)
 
 
 async def test_out_of_range_usage_is_clamped_and_the_turn_completes(

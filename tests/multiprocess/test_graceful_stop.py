@@ -13,7 +13,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -24,7 +23,7 @@ import pytest
 
 from app.storage.database import create_engine, create_session_factory, unit_of_work
 from app.storage.repositories.turns import TurnRepository
-from tests.api.helpers import new_session, scripted_model
+from tests.api.helpers import fake_provider_model, new_session, scripted_model
 from tests.api.test_turns import agent
 from tests.providers.fakes import FakeProviderServer, StreamReply, openai_stream
 from tests.servers import ServerProcess, clean_env, free_port, running, uvicorn_command
@@ -65,18 +64,7 @@ async def held_turn(
     api: httpx.AsyncClient, provider: FakeProviderServer
 ) -> tuple[str, dict[str, Any]]:
     """A session on a model behind ``provider``; the start body of a turn for it."""
-    model_id = f"held-{uuid.uuid4().hex[:8]}"
-    model = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": "openai_chat",
-            "base_url": provider.base_url + "/v1",
-            "model_name": "gpt-fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    assert (await api.put(f"/v1/models/{model_id}", json=model)).status_code == 201
+    model_id = await fake_provider_model(api, provider.base_url, key_env=KEY_ENV)
     provider.enqueue(StreamReply(openai_stream(text=["never delivered"])))
     sid = await new_session(api, model_id=model_id, agent=agent())
     return sid, {"client_request_id": "held", "input": [{"type": "text", "text": "go"}]}

@@ -8,7 +8,6 @@ bodies; the turn runs both rounds and completes. A body that is no answer fails 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.api.helpers import fake_provider_model, new_session
 from tests.api.test_turns import agent
 from tests.providers.fakes import (
     BodyReply,
@@ -49,23 +49,8 @@ def server(database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
 
 
 async def session_on(api: httpx.AsyncClient, provider: FakeProviderServer, kind: str) -> str:
-    model_id = f"json-{kind}-{uuid.uuid4().hex[:8]}"
-    model = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": kind,
-            "base_url": provider.base_url + ("/v1" if kind == "openai_chat" else ""),
-            "model_name": "mock",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    assert (await api.put(f"/v1/models/{model_id}", json=model)).status_code == 201
-    created = await api.post(
-        "/v1/sessions", json={"model_id": model_id, "summary_model_id": "local", "agent": agent()}
-    )
-    assert created.status_code == 201, created.text
-    return str(created.json()["id"])
+    model_id = await fake_provider_model(api, provider.base_url, kind, key_env=KEY_ENV)
+    return await new_session(api, model_id=model_id, summary_model_id="local", agent=agent())
 
 
 def answers(kind: str) -> list[BodyReply]:

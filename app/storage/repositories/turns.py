@@ -277,12 +277,7 @@ class TurnRepository(Repository):
         """Extend the runner's lease; ``False`` if the turn is no longer running or owned."""
         stmt = (
             update(Turn)
-            .where(
-                Turn.session_id == session_id,
-                Turn.turn_id == turn_id,
-                Turn.status == "running",
-                Turn.lease_owner == owner,
-            )
+            .where(*_held_by(session_id, turn_id, owner))
             .values(lease_expires_at=expires_at)
             .returning(Turn)
             .execution_options(synchronize_session=False, populate_existing=True)
@@ -309,16 +304,7 @@ class TurnRepository(Repository):
         (``None`` when the turn was not running)."""
         if status not in TERMINAL_STATUSES:
             raise ValueError(f"not a terminal status: {status!r}")
-        now = now or utc_now()
-        values: dict[str, Any] = {
-            "status": status,
-            "outcome": outcome,
-            "pending_tool_calls": [],
-            "finished_at": now,
-            "updated_at": now,
-            "lease_owner": None,
-            "lease_expires_at": None,
-        }
+        values = _ended(status, outcome, now or utc_now())
         if phase is not None:
             values["phase"] = phase
         # A Core UPDATE returning the whole row (the ORM's UPDATE ... RETURNING entity costs a
@@ -381,12 +367,7 @@ class TurnRepository(Repository):
         the turn is not running under ``owner`` (ended, waiting for the caller, or taken over)."""
         stmt = (
             update(Turn)
-            .where(
-                Turn.session_id == session_id,
-                Turn.turn_id == turn_id,
-                Turn.status == "running",
-                Turn.lease_owner == owner,
-            )
+            .where(*_held_by(session_id, turn_id, owner))
             .values(_interrupted(outcome, utc_now()))
             .returning(Turn.turn_id)
             .execution_options(synchronize_session=False)
@@ -441,11 +422,20 @@ def _running_params(
     return params
 
 
-def _interrupted(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a turn interrupted because its runner is gone (SPEC §6)."""
+def _held_by(session_id: str, turn_id: str, owner: str) -> tuple[Any, ...]:
+    """The turn, while it runs under ``owner``'s lease."""
+    return (
+        Turn.session_id == session_id,
+        Turn.turn_id == turn_id,
+        Turn.status == "running",
+        Turn.lease_owner == owner,
+    )
+
+
+def _ended(status: str, outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns of a turn that became terminal: nothing pending, no lease."""
     return {
-        "status": "interrupted",
-        "phase": "terminal",
+        "status": status,
         "outcome": outcome,
         "pending_tool_calls": [],
         "finished_at": now,
@@ -453,6 +443,11 @@ def _interrupted(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
         "lease_owner": None,
         "lease_expires_at": None,
     }
+
+
+def _interrupted(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
+    """The columns of a turn interrupted because its runner is gone (SPEC §6)."""
+    return {**_ended("interrupted", outcome, now), "phase": "terminal"}
 
 
 def _busy(running: Turn) -> Conflict:

@@ -20,15 +20,14 @@ from __future__ import annotations
 
 import abc
 import asyncio
-import contextlib
 import json
 import logging
 from collections.abc import AsyncIterator, Mapping
-from dataclasses import dataclass
 from typing import Any, Protocol
 
 import httpx
 
+from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
 from app.providers.base import (
     ModelResponse,
     ProviderConfig,
@@ -264,7 +263,7 @@ class StreamingClient(abc.ABC):
                     "timeout",
                     f"the provider sent nothing within {timeouts.first_byte:g} s",
                 ) from None
-            received = _Received(response.status_code, response.headers.get("content-type"))
+            received = Received(response.status_code, response.headers.get("content-type"))
             try:
                 if received.is_json:
                     return await self._answer(chunks, chunk, received, state)
@@ -295,7 +294,7 @@ class StreamingClient(abc.ABC):
         self,
         chunks: AsyncIterator[bytes],
         chunk: bytes | None,
-        received: _Received,
+        received: Received,
         state: StreamState,
     ) -> ModelResponse:
         assembler = self._assembler(state)
@@ -305,7 +304,7 @@ class StreamingClient(abc.ABC):
             for event in decoder.feed(chunk):
                 if await assembler.feed(event):
                     result = assembler.finish()
-                    await _read_to_end(chunks)
+                    await read_to_end(chunks)
                     return result
             chunk = await anext(chunks, None)
         return assembler.finish()
@@ -314,17 +313,13 @@ class StreamingClient(abc.ABC):
         self,
         chunks: AsyncIterator[bytes],
         chunk: bytes | None,
-        received: _Received,
+        received: Received,
         state: StreamState,
     ) -> ModelResponse:
         """A complete JSON answer, read whole, fed to the assembler as its stream's events."""
-        body = bytearray()
-        while chunk is not None:
-            received.add(chunk)
-            body += chunk
-            if len(body) > _MAX_ANSWER_BYTES:
-                raise protocol_error(f"the JSON answer is larger than {_MAX_ANSWER_BYTES} bytes")
-            chunk = await anext(chunks, None)
+        body = await read_whole(chunks, chunk, received)
+        if body is None:
+            raise protocol_error(f"the JSON answer is larger than {MAX_ANSWER_BYTES} bytes")
         try:
             answer = json.loads(body)
         except (ValueError, RecursionError):
@@ -334,60 +329,6 @@ class StreamingClient(abc.ABC):
             if await assembler.feed(event):
                 break
         return assembler.finish()
-
-
-# A complete answer is bounded by the model's output tokens; this only stops a runaway body.
-_MAX_ANSWER_BYTES = 64 * 1024 * 1024
-# How much of a body a protocol error quotes.
-_QUOTED_BYTES = 200
-
-
-@dataclass
-class _Received:
-    """What a response carried, for a protocol error to say."""
-
-    status: int
-    content_type: str | None
-    size: int = 0
-    head: bytes = b""
-
-    @property
-    def is_json(self) -> bool:
-        media = (self.content_type or "").split(";", 1)[0].strip().lower()
-        return media == "application/json" or media.endswith("+json")
-
-    def add(self, chunk: bytes) -> None:
-        self.size += len(chunk)
-        if len(self.head) < _QUOTED_BYTES:
-            self.head += chunk[: _QUOTED_BYTES - len(self.head)]
-
-    def describe(self) -> str:
-        first = self.head.decode("utf-8", errors="replace")
-        quoted = f", first bytes: {first!r}" if first else ""
-        return (
-            f"received HTTP {self.status}, content type {self.content_type or 'none'}, "
-            f"{self.size} bytes{quoted}"
-        )
-
-
-# After the terminal event: how long, and how many bytes, to wait for the end of the body.
-_END_OF_BODY_SECONDS = 0.05
-_END_OF_BODY_BYTES = 64 * 1024
-
-
-async def _read_to_end(chunks: AsyncIterator[bytes]) -> None:
-    """Read what follows the terminal event (normally only the end of the chunked body, sent
-    with it). A response closed before its end cannot go back to the connection pool: every
-    model call would then open a new connection, TLS handshake included. A server that keeps
-    the stream open (or keeps sending) only costs this short wait: the response is then closed
-    and its connection dropped, as before."""
-    received = 0
-    with contextlib.suppress(TimeoutError, httpx.HTTPError):
-        async with asyncio.timeout(_END_OF_BODY_SECONDS):
-            async for chunk in chunks:
-                received += len(chunk)
-                if received > _END_OF_BODY_BYTES:
-                    return
 
 
 def _scrub(error: ProviderError, api_key: str | None) -> ProviderError:

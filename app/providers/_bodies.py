@@ -1,0 +1,85 @@
+"""What a provider's response body carried, and reading the rest of it.
+
+``Received`` keeps the status, the content type, the size and the first bytes of a response so
+that a protocol error can say what came (``describe``). ``read_whole`` reads a complete
+(non-streamed) answer; ``read_to_end`` drains what follows a stream's terminal event.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+import httpx
+
+__all__ = ["MAX_ANSWER_BYTES", "Received", "read_to_end", "read_whole"]
+
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
+"""A complete answer is bounded by the model's output tokens; this only stops a runaway body."""
+
+# How much of a body a protocol error quotes.
+_QUOTED_BYTES = 200
+
+# After the terminal event: how long, and how many bytes, to wait for the end of the body.
+_END_OF_BODY_SECONDS = 0.05
+_END_OF_BODY_BYTES = 64 * 1024
+
+
+@dataclass
+class Received:
+    """What a response carried, for a protocol error to say."""
+
+    status: int
+    content_type: str | None
+    size: int = 0
+    head: bytes = b""
+
+    @property
+    def is_json(self) -> bool:
+        media = (self.content_type or "").split(";", 1)[0].strip().lower()
+        return media == "application/json" or media.endswith("+json")
+
+    def add(self, chunk: bytes) -> None:
+        self.size += len(chunk)
+        if len(self.head) < _QUOTED_BYTES:
+            self.head += chunk[: _QUOTED_BYTES - len(self.head)]
+
+    def describe(self) -> str:
+        first = self.head.decode("utf-8", errors="replace")
+        quoted = f", first bytes: {first!r}" if first else ""
+        return (
+            f"received HTTP {self.status}, content type {self.content_type or 'none'}, "
+            f"{self.size} bytes{quoted}"
+        )
+
+
+async def read_whole(
+    chunks: AsyncIterator[bytes], first: bytes | None, received: Received
+) -> bytes | None:
+    """The body from ``first`` on (``None``: it passed ``MAX_ANSWER_BYTES``)."""
+    body = bytearray()
+    chunk = first
+    while chunk is not None:
+        received.add(chunk)
+        body += chunk
+        if len(body) > MAX_ANSWER_BYTES:
+            return None
+        chunk = await anext(chunks, None)
+    return bytes(body)
+
+
+async def read_to_end(chunks: AsyncIterator[bytes]) -> None:
+    """Read what follows the terminal event (normally only the end of the chunked body, sent
+    with it). A response closed before its end cannot go back to the connection pool: every
+    model call would then open a new connection, TLS handshake included. A server that keeps
+    the stream open (or keeps sending) only costs this short wait: the response is then closed
+    and its connection dropped, as before."""
+    received = 0
+    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+        async with asyncio.timeout(_END_OF_BODY_SECONDS):
+            async for chunk in chunks:
+                received += len(chunk)
+                if received > _END_OF_BODY_BYTES:
+                    return

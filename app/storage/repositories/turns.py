@@ -10,45 +10,35 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from functools import lru_cache
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import Table, bindparam, func, insert, select, update
+from sqlalchemy import bindparam, func, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
-from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import Conflict
 from app.storage.base import utc_now
 from app.storage.models import Turn
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository, session_not_found
+from app.storage.repositories.turn_statements import (
+    TURNS,
+    UNSET,
+    ended_columns,
+    held_by,
+    interrupted_columns,
+    progress_columns,
+    running_params,
+    running_update,
+)
 
 __all__ = ["NO_USAGE", "TurnRepository", "TurnUsage"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
-_UNSET: Any = object()
-
-
-def _progress(
-    phase: Any, model_call_index: Any, pending_tool_calls: Any, plan: Any
-) -> dict[str, Any]:
-    """The progress columns given (not ``_UNSET``) of ``update_running``/``advance_running``."""
-    given = {
-        "phase": phase,
-        "model_call_index": model_call_index,
-        "pending_tool_calls": pending_tool_calls,
-        "plan": plan,
-    }
-    return {name: value for name, value in given.items() if value is not _UNSET}
-
-
-# Typed as Table (``__table__`` is declared as a FromClause) for Core updates.
-_TURNS = cast(Table, Turn.__table__)
 # Built once (see ``messages._INSERT_MESSAGES``).
-_INSERT_TURN = insert(_TURNS).returning(*_TURNS.c)
+_INSERT_TURN = insert(TURNS).returning(*TURNS.c)
 _START_CANDIDATES = select(Turn).where(
     Turn.session_id == bindparam("k_session_id"),
     (Turn.client_request_id == bindparam("k_client_request_id")) | (Turn.status == "running"),
@@ -109,7 +99,7 @@ class TurnRepository(Repository):
         if checked:
             # A Core INSERT returning the row (the ORM's unit of work costs more than the
             # statement); the turn comes back as a detached ``Turn``, like ``finish``'s.
-            values = {c.key: getattr(turn, c.key) for c in _TURNS.c if c.key in turn.__dict__}
+            values = {c.key: getattr(turn, c.key) for c in TURNS.c if c.key in turn.__dict__}
             row = (await self.session.execute(_INSERT_TURN, values)).one()
             return Turn(**row._mapping), True
         existing = await self.get_by_client_request_id(session_id, client_request_id)
@@ -205,14 +195,14 @@ class TurnRepository(Repository):
         session_id: str,
         turn_id: str,
         *,
-        phase: str = _UNSET,
-        model_call_index: int = _UNSET,
-        pending_tool_calls: list[Any] = _UNSET,
-        plan: dict[str, Any] | None = _UNSET,
+        phase: str = UNSET,
+        model_call_index: int = UNSET,
+        pending_tool_calls: list[Any] = UNSET,
+        plan: dict[str, Any] | None = UNSET,
     ) -> Turn | None:
         """Change the progress fields given, only while the turn is running; the updated row
         (truthy), or ``None`` when the turn is not running."""
-        values = _progress(phase, model_call_index, pending_tool_calls, plan)
+        values = progress_columns(phase, model_call_index, pending_tool_calls, plan)
         values["updated_at"] = utc_now()
         return await self._update_running_row(session_id, turn_id, values)
 
@@ -221,10 +211,10 @@ class TurnRepository(Repository):
         session_id: str,
         turn_id: str,
         *,
-        phase: str = _UNSET,
-        model_call_index: int = _UNSET,
-        pending_tool_calls: list[Any] = _UNSET,
-        plan: dict[str, Any] | None = _UNSET,
+        phase: str = UNSET,
+        model_call_index: int = UNSET,
+        pending_tool_calls: list[Any] = UNSET,
+        plan: dict[str, Any] | None = UNSET,
         release_lease: bool = False,
         usage: Mapping[str, int] | None = None,
     ) -> bool | None:
@@ -233,12 +223,12 @@ class TurnRepository(Repository):
         materialising or refreshing a ``Turn`` object (a ``Turn`` already loaded in this
         session is left as it was). ``release_lease`` clears the lease owner and expiry;
         ``usage`` adds to the token columns it names (``input_tokens``, ...), as ``add_usage``."""
-        values = _progress(phase, model_call_index, pending_tool_calls, plan)
+        values = progress_columns(phase, model_call_index, pending_tool_calls, plan)
         if release_lease:
             values.update(lease_owner=None, lease_expires_at=None)
         values["updated_at"] = utc_now()
-        stmt = _running_update(tuple(values), tuple(usage or ()))
-        params = _running_params(session_id, turn_id, values, usage)
+        stmt = running_update(tuple(values), tuple(usage or ()))
+        params = running_params(session_id, turn_id, values, usage)
         row = (await self.session.execute(stmt, params)).first()
         return None if row is None else bool(row[0])
 
@@ -254,9 +244,9 @@ class TurnRepository(Repository):
     ) -> bool:
         """Add one model call's reported usage (atomic increments, no read-modify-write; a
         Core UPDATE: a ``Turn`` already loaded in this session is not refreshed)."""
-        c = _TURNS.c
+        c = TURNS.c
         stmt = (
-            update(_TURNS)
+            update(TURNS)
             .where(c.session_id == session_id, c.turn_id == turn_id, c.status == "running")
             .values(
                 {
@@ -277,7 +267,7 @@ class TurnRepository(Repository):
         """Extend the runner's lease; ``False`` if the turn is no longer running or owned."""
         stmt = (
             update(Turn)
-            .where(*_held_by(session_id, turn_id, owner))
+            .where(*held_by(session_id, turn_id, owner))
             .values(lease_expires_at=expires_at)
             .returning(Turn)
             .execution_options(synchronize_session=False, populate_existing=True)
@@ -304,14 +294,14 @@ class TurnRepository(Repository):
         (``None`` when the turn was not running)."""
         if status not in TERMINAL_STATUSES:
             raise ValueError(f"not a terminal status: {status!r}")
-        values = _ended(status, outcome, now or utc_now())
+        values = ended_columns(status, outcome, now or utc_now())
         if phase is not None:
             values["phase"] = phase
         # A Core UPDATE returning the whole row (the ORM's UPDATE ... RETURNING entity costs a
         # millisecond more here); the terminal turn comes back as a detached ``Turn``, and a
         # ``Turn`` already loaded in this session is brought up to date.
-        stmt = _running_update(tuple(values), tuple(usage or ()), whole_row=True)
-        params = _running_params(session_id, turn_id, values, usage)
+        stmt = running_update(tuple(values), tuple(usage or ()), whole_row=True)
+        params = running_params(session_id, turn_id, values, usage)
         row = (await self.session.execute(stmt, params)).first()
         if row is None:
             return None
@@ -350,7 +340,7 @@ class TurnRepository(Repository):
                     Turn.status == "running",
                     Turn.lease_expires_at < now,
                 )
-                .values(_interrupted(outcome, now))
+                .values(interrupted_columns(outcome, now))
                 .returning(Turn)
                 .execution_options(synchronize_session=False, populate_existing=True)
             )
@@ -367,8 +357,8 @@ class TurnRepository(Repository):
         the turn is not running under ``owner`` (ended, waiting for the caller, or taken over)."""
         stmt = (
             update(Turn)
-            .where(*_held_by(session_id, turn_id, owner))
-            .values(_interrupted(outcome, utc_now()))
+            .where(*held_by(session_id, turn_id, owner))
+            .values(interrupted_columns(outcome, utc_now()))
             .returning(Turn.turn_id)
             .execution_options(synchronize_session=False)
         )
@@ -390,64 +380,6 @@ class TurnRepository(Repository):
             .execution_options(synchronize_session=False, populate_existing=True)
         )
         return (await self.session.execute(stmt)).scalar_one_or_none()
-
-
-@lru_cache(maxsize=64)
-def _running_update(
-    names: tuple[str, ...], increments: tuple[str, ...] = (), *, whole_row: bool = False
-) -> ReturningUpdate[Any]:
-    """An UPDATE of a running turn for one set of columns, built once per process (its values
-    are bound parameters ``v_<column>``, increments ``i_<column>``; the key is
-    ``k_session_id``/``k_turn_id``), returning ``cancel_requested`` or the whole row."""
-    c = _TURNS.c
-    added = {name: c[name] + bindparam(f"i_{name}", type_=c[name].type) for name in increments}
-    stmt = (
-        update(_TURNS)
-        .where(
-            c.session_id == bindparam("k_session_id"),
-            c.turn_id == bindparam("k_turn_id"),
-            c.status == "running",
-        )
-        .values({**{n: bindparam(f"v_{n}", type_=c[n].type) for n in names}, **added})
-    )
-    return stmt.returning(*c) if whole_row else stmt.returning(c.cancel_requested)
-
-
-def _running_params(
-    session_id: str, turn_id: str, values: Mapping[str, Any], usage: Mapping[str, int] | None
-) -> dict[str, Any]:
-    params = {f"v_{name}": value for name, value in values.items()}
-    params.update(k_session_id=session_id, k_turn_id=turn_id)
-    params.update({f"i_{name}": added for name, added in (usage or {}).items()})
-    return params
-
-
-def _held_by(session_id: str, turn_id: str, owner: str) -> tuple[Any, ...]:
-    """The turn, while it runs under ``owner``'s lease."""
-    return (
-        Turn.session_id == session_id,
-        Turn.turn_id == turn_id,
-        Turn.status == "running",
-        Turn.lease_owner == owner,
-    )
-
-
-def _ended(status: str, outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a turn that became terminal: nothing pending, no lease."""
-    return {
-        "status": status,
-        "outcome": outcome,
-        "pending_tool_calls": [],
-        "finished_at": now,
-        "updated_at": now,
-        "lease_owner": None,
-        "lease_expires_at": None,
-    }
-
-
-def _interrupted(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a turn interrupted because its runner is gone (SPEC §6)."""
-    return {**_ended("interrupted", outcome, now), "phase": "terminal"}
 
 
 def _busy(running: Turn) -> Conflict:

@@ -60,7 +60,9 @@ def refused_while_stopping(response: httpx.Response) -> None:
 
 
 async def test_stopping_interrupts_running_turns_and_refuses_new_work(
-    replicas: tuple[Replica, Replica], provider: FakeProviderServer
+    replicas: tuple[Replica, Replica],
+    provider: FakeProviderServer,
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     (app, a), (_, b) = replicas
     provider.enqueue(StreamReply(openai_stream(text=["never delivered"])))
@@ -71,6 +73,9 @@ async def test_stopping_interrupts_running_turns_and_refuses_new_work(
     await app.state.container.turns.drain()
     turn = (await b.get(f"/v1/sessions/{sid}/turns/{tid}")).json()
     assert (turn["status"], turn["phase"]) == ("interrupted", "terminal")
+    # Its end is logged as any turn's (the line operators alert on).
+    (finished,) = [r for r in caplog.records if r.getMessage() == "turn finished"]
+    assert finished.levelname == "WARNING"
     assert turn["outcome"] == {
         "code": "process_restart",
         "message": "process restarted before turn completed",

@@ -83,7 +83,7 @@ async def interrupt_held(
         held = await TurnRepository(db).interrupt_held(
             session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
         )
-        if held:
+        if held is not None:
             events = deps.events.batch(session_id)
             if draft_shown:
                 await events.emit(
@@ -97,11 +97,13 @@ async def interrupt_held(
                 turn_id=turn_id,
             )
             await events.flush(db)
-    if held:
-        logger.warning(
-            "turn %s of session %s interrupted: this process is stopping", turn_id, session_id
-        )
-    return held
+    if held is None:
+        return False
+    logger.warning(
+        "turn %s of session %s interrupted: this process is stopping", turn_id, session_id
+    )
+    deps.observability.turns.finished(held)
+    return True
 
 
 async def watch_turn(

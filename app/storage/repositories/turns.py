@@ -351,18 +351,19 @@ class TurnRepository(Repository):
 
     async def interrupt_held(
         self, session_id: str, turn_id: str, *, owner: str, outcome: dict[str, Any]
-    ) -> bool:
+    ) -> Turn | None:
         """Mark a running turn whose lease ``owner`` holds as ``interrupted`` (that process stops
-        gracefully: its runner will not finish the turn) and release the lease; ``False`` when
-        the turn is not running under ``owner`` (ended, waiting for the caller, or taken over)."""
+        gracefully: its runner will not finish the turn) and release the lease; the terminal
+        row, or ``None`` when the turn is not running under ``owner`` (ended, waiting for the
+        caller, or taken over)."""
         stmt = (
             update(Turn)
             .where(*held_by(session_id, turn_id, owner))
             .values(interrupted_columns(outcome, utc_now()))
-            .returning(Turn.turn_id)
-            .execution_options(synchronize_session=False)
+            .returning(Turn)
+            .execution_options(synchronize_session=False, populate_existing=True)
         )
-        return (await self.session.execute(stmt)).first() is not None
+        return (await self.session.execute(stmt)).scalar_one_or_none()
 
     async def _update_running_row(
         self, session_id: str, turn_id: str, values: dict[Any, Any]

@@ -13,9 +13,12 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
+from sqlalchemy import update
 
 from app.main import create_app
+from app.storage.base import utc_now
 from app.storage.database import unit_of_work
+from app.storage.models import Turn
 from app.storage.repositories.turns import TurnRepository
 from tests.api.helpers import new_session, run_turn, scripted_model
 from tests.api.test_turns import agent, call, ok, post_results
@@ -111,3 +114,27 @@ async def test_a_turn_waiting_for_tool_results_is_handed_to_another_replica(
     assert [c["result"] for c in row.pending_tool_calls] == [None]  # nothing was recorded
     done = await post_results(b, sid, turn["turn_id"], result, wait=True)
     assert (done.status_code, done.json()["status"]) == (200, "completed"), done.text
+
+
+async def test_a_terminal_turn_reads_as_terminal_whatever_its_row_says(
+    replicas: tuple[Replica, Replica],
+) -> None:
+    """A row an older version interrupted kept its last phase (``running_model``): it reads as
+    terminal, as every terminal turn does (issue 13 point 11)."""
+    (app, a), _ = replicas
+    model_id = await scripted_model(a, [{"tool_calls": [call("read", path="a")]}])
+    sid = await new_session(a, model_id=model_id, agent=agent())
+    turn = await run_turn(a, sid)
+    async with unit_of_work(app.state.container.db) as db:
+        await db.execute(
+            update(Turn)
+            .where(Turn.session_id == sid, Turn.turn_id == turn["turn_id"])
+            .values(
+                status="interrupted",
+                phase="running_model",
+                finished_at=utc_now(),
+                pending_tool_calls=[],
+            )
+        )
+    read = (await a.get(f"/v1/sessions/{sid}/turns/{turn['turn_id']}")).json()
+    assert (read["status"], read["phase"]) == ("interrupted", "terminal")

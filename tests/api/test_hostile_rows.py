@@ -68,6 +68,8 @@ def brackets(depth: int) -> str:
     return "[" * depth + "]" * depth
 
 
+AT_CAP = {"a": nested(MAX_ARGUMENT_DEPTH - 1)}
+
 # Tool-call arguments a model (or a caller) could have stored, and what the Anthropic encoding
 # must send as ``tool_use.input`` for each: the object when it is usable JSON, else ``{}``.
 ARGUMENTS: dict[str, tuple[str, Any]] = {
@@ -76,11 +78,18 @@ ARGUMENTS: dict[str, tuple[str, Any]] = {
     "call_nan": ('{"path": NaN}', {}),
     "call_overflow": ('{"n": 1e999}', {}),
     "call_list": ("[1, 2]", {}),
-    "call_at_cap": (json.dumps(nested(MAX_ARGUMENT_DEPTH - 1)), nested(MAX_ARGUMENT_DEPTH - 1)),
-    "call_over_cap": (json.dumps(nested(MAX_ARGUMENT_DEPTH + 1)), {}),
+    # An object nesting exactly as deep as arguments may, and one level more.
+    "call_at_cap": (json.dumps(AT_CAP), AT_CAP),
+    "call_over_cap": (json.dumps({"a": AT_CAP}), {}),
     "call_huge": (json.dumps({"text": "x" * MEGABYTE}), {"text": "x" * MEGABYTE}),
     "call_empty": ("", {}),
+    # A plan the turn refused, answered "success" by hand: no compaction may take it as the plan.
+    "plan_deep": (brackets(100_000), {}),
 }
+
+
+def tool_of(call_id: str) -> str:
+    return "update_plan" if call_id.startswith("plan_") else "read"
 
 
 DEEP_TOOL = {
@@ -92,7 +101,7 @@ DEEP_TOOL = {
 
 def hostile_messages() -> list[NewMessage]:
     calls: list[Block] = [
-        {"type": "tool_call", "id": call_id, "name": "read", "input": raw}
+        {"type": "tool_call", "id": call_id, "name": tool_of(call_id), "input": raw}
         for call_id, (raw, _) in ARGUMENTS.items()
     ]
     assistant: list[Block] = [
@@ -418,6 +427,8 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
         assert state["edited_paths"] == ["é/" + "p" * 1022]
         # The four artifacts no compaction can decode are reported, not fatal.
         assert [w["code"] for w in state["warnings"]] == ["artifact_skipped"] * 4
+        # The refused plan set none.
+        assert "turn_plan" not in state["extensions"]
     listed = ok(await live.get(f"/v1/sessions/{sid}/compactions"))
     assert [c["compaction_id"] for c in listed["compactions"]] == [
         rewound["compaction_id"],
@@ -488,7 +499,7 @@ async def test_a_stateless_prepare_encodes_the_same_arguments_the_same_way(
         {
             "role": "assistant",
             "content": [
-                {"type": "tool_call", "id": call_id, "name": "read", "input": raw}
+                {"type": "tool_call", "id": call_id, "name": tool_of(call_id), "input": raw}
                 for call_id, (raw, _) in ARGUMENTS.items()
             ],
         },

@@ -12,7 +12,9 @@ from opentelemetry.sdk.trace import TracerProvider
 
 from app.api.auth import require_api_key
 from app.api.limits import RequestGuard
+from app.api.methods import MethodDispatch
 from app.api.observability import RequestContext
+from app.api.openapi import install_openapi
 from app.api.problems import UnexpectedErrors, install_error_handlers
 from app.api.routes import (
     agent_messages,
@@ -44,7 +46,12 @@ GC_THRESHOLDS = (20_000, 20, 20)
 
 DESCRIPTION = """Prepares the input of every LLM call an agent makes: builds the request from System
 Context, Conversation and Tool Surface, prunes and pairs tool output, measures the budget, compacts
-into validated summaries, and runs whole turns against model providers."""
+into validated summaries, and runs whole turns against model providers.
+
+Every request body is JSON (`Content-Type: application/json`). No string anywhere in a request
+may hold U+0000 (no store keeps it); free-form JSON values (tool input schemas, payloads,
+artifacts) nest at most 64 levels and hold at most 1 048 576 characters of JSON. Errors are
+`application/problem+json` with a stable `code`; each operation lists its codes per status."""
 
 
 def create_app(
@@ -88,12 +95,14 @@ def create_app(
     StandaloneDocs(app=app)
     app.state.container = container
     install_error_handlers(app)
+    install_openapi(app)
+    app.add_middleware(MethodDispatch, routes=app.routes)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
     # Inside the request context (its id, its access line with the 500), around everything else.
     app.add_middleware(UnexpectedErrors)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
-    secured = [Depends(require_api_key)]  # every /v1 route; health, metrics and docs stay open
+    secured = [Depends(require_api_key)]  # every /v1 route; health and docs stay open
     for router in (
         prepare.router,
         models.router,

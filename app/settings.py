@@ -49,6 +49,9 @@ class Settings(BaseSettings):
     api_keys: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description='a JSON list of keys, like ["a-long-random-key"]'
     )
+    # ``/metrics`` takes the API keys like every /v1 route (route names, latencies and pool state
+    # are not for everyone); true makes it public for a scraper on a private network.
+    metrics_public: bool = Field(default=False, description=_SWITCH)
     workspace_roots: Annotated[list[str], NoDecode] = Field(
         default_factory=list, description='a JSON list of absolute paths, like ["/srv/work"]'
     )

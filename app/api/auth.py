@@ -1,4 +1,4 @@
-"""Bearer API keys for every ``/v1`` route (health and docs stay open)."""
+"""Bearer API keys for every ``/v1`` route and ``/metrics`` (health and docs stay open)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from app.core.errors import Unauthorized
 
-__all__ = ["require_api_key"]
+__all__ = ["require_api_key", "require_metrics_key"]
 
 _bearer = HTTPBearer(auto_error=False, description="An API key from CTXSVC_API_KEYS.")
 
@@ -32,3 +32,12 @@ async def require_api_key(
             "unauthorized",
             "missing or invalid API key: send `Authorization: Bearer <key>`",
         )
+
+
+async def require_metrics_key(
+    request: Request,
+    credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> None:
+    """The API keys, unless ``CTXSVC_METRICS_PUBLIC`` opens ``/metrics`` to scrapers."""
+    if not request.app.state.container.settings.metrics_public:
+        await require_api_key(request, credentials)

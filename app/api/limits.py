@@ -1,5 +1,6 @@
-"""Checks of the raw request before the app reads it: body size (413 ``request_too_large``) and
-text that no store can keep (422 ``invalid_request``)."""
+"""Checks of the raw request before the app reads it: body size (413 ``request_too_large``), a
+body that is not JSON by its content type (415 ``unsupported_media_type``) and text that no
+store can keep (422 ``invalid_request``)."""
 
 from __future__ import annotations
 
@@ -38,6 +39,21 @@ def unstorable_text(body: bytes) -> str | None:
         if len(escape) != _PAIR_LENGTH:
             return f"an unpaired UTF-16 surrogate (\\u{escape.decode()})"
     return None
+
+
+def _not_json(scope: Scope) -> str | None:
+    """What a body that is not declared as JSON is declared as (``None``: it is JSON).
+
+    Every body the API takes is JSON (``application/json`` or ``application/*+json``)."""
+    for name, value in scope.get("headers", []):
+        if name == b"content-type":
+            media_type = value.split(b";", 1)[0].strip().lower().decode("latin-1")
+            if media_type == "application/json" or (
+                media_type.startswith("application/") and media_type.endswith("+json")
+            ):
+                return None
+            return media_type or "an empty media type"
+    return "nothing (no Content-Type)"
 
 
 def _nul_in_target(scope: Scope) -> bool:
@@ -81,6 +97,10 @@ class RequestGuard:
             chunks.append(chunk)
             if not message.get("more_body", False):
                 body = b"".join(chunks)
+                media_type = _not_json(scope) if body else None
+                if media_type is not None:
+                    await _unsupported(scope, receive, send, media_type)
+                    return
                 found = unstorable_text(body)
                 if found is not None:
                     await _unstorable(scope, receive, send, f"{found} in the request body")
@@ -99,6 +119,14 @@ class RequestGuard:
             "send less content per request."
         )
         await problem_response(413, "request_too_large", detail)(scope, receive, send)
+
+
+async def _unsupported(scope: Scope, receive: Receive, send: Send, media_type: str) -> None:
+    detail = (
+        f"The request body must be JSON, sent with `Content-Type: application/json`; this one "
+        f"is declared as {media_type}."
+    )
+    await problem_response(415, "unsupported_media_type", detail)(scope, receive, send)
 
 
 async def _unstorable(scope: Scope, receive: Receive, send: Send, what: str) -> None:

@@ -19,10 +19,12 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from app.api.methods import allowed_methods
 from app.core.errors import ErrorKind, ServiceError
+from app.core.json_limits import MAX_JSON_DEPTH
 from app.observability.context import note_problem, request_id_var
 
-__all__ = ["PROBLEM_RESPONSES", "UnexpectedErrors", "install_error_handlers", "problem_response"]
+__all__ = ["UnexpectedErrors", "install_error_handlers", "malformed_json", "problem_response"]
 
 log = logging.getLogger("ctxsvc.errors")
 
@@ -82,6 +84,9 @@ async def _service_error(_: Request, exc: Exception) -> JSONResponse:
 
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
+    for error in exc.errors():
+        if error.get("type") == "json_invalid" and isinstance(exc.body, str):
+            return malformed_json(exc.body, error["loc"][-1], error.get("ctx", {}).get("error", ""))
     errors = [
         {"loc": list(e.get("loc", ())), "msg": e.get("msg", ""), "type": e.get("type", "")}
         for e in exc.errors()
@@ -95,11 +100,49 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     )
 
 
-async def _http_error(_: Request, exc: Exception) -> JSONResponse:
+async def _http_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, StarletteHTTPException)
+    # FastAPI turns whatever else fails while it reads the JSON body into a bare 400.
+    if isinstance(exc.__cause__, RecursionError):
+        return problem_response(
+            422,
+            "invalid_request",
+            f"The request body nests arrays and objects too deeply to be read; JSON values "
+            f"nest at most {MAX_JSON_DEPTH} levels.",
+        )
+    if isinstance(exc.__cause__, UnicodeDecodeError):
+        return problem_response(
+            400,
+            "malformed_json",
+            f"The request body is not UTF-8 (byte {exc.__cause__.start}); send UTF-8 JSON.",
+        )
     code = _HTTP_CODES.get(exc.status_code, "http_error")
-    headers = dict(exc.headers) if exc.headers else None
-    return problem_response(exc.status_code, code, str(exc.detail), headers)
+    headers = dict(exc.headers) if exc.headers else {}
+    detail = str(exc.detail)
+    if exc.status_code == 405:
+        allowed = allowed_methods(request.app.routes, request.scope)
+        headers["Allow"] = ", ".join(allowed)
+        detail = f"{request.method} is not allowed on this path; it takes {headers['Allow']}."
+    return problem_response(exc.status_code, code, detail, headers or None)
+
+
+def malformed_json(document: str, position: int, reason: str) -> JSONResponse:
+    """400 for a body that is not JSON: where (line, column) and what is there (excerpt)."""
+    line = document.count("\n", 0, position) + 1
+    line_start = document.rfind("\n", 0, position) + 1
+    line_end = document.find("\n", position)
+    line_end = len(document) if line_end == -1 else line_end
+    column = position - line_start + 1
+    excerpt = document[max(line_start, position - 30) : min(line_end, position + 30)]
+    return problem_response(
+        400,
+        "malformed_json",
+        f"The request body is not valid JSON: {reason} at line {line}, column {column} "
+        f"(near {excerpt!r}).",
+        line=line,
+        column=column,
+        excerpt=excerpt,
+    )
 
 
 class UnexpectedErrors:
@@ -152,28 +195,3 @@ def install_error_handlers(app: FastAPI) -> None:
     app.add_exception_handler(ServiceError, _service_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(StarletteHTTPException, _http_error)
-
-
-_PROBLEM_SCHEMA = {
-    "content": {
-        "application/problem+json": {
-            "schema": {
-                "type": "object",
-                "required": ["type", "title", "status", "detail", "code"],
-                "properties": {
-                    "type": {"type": "string"},
-                    "title": {"type": "string"},
-                    "status": {"type": "integer"},
-                    "detail": {"type": "string"},
-                    "code": {"type": "string"},
-                },
-            }
-        }
-    }
-}
-
-# Declared on routers so every error shape is in the OpenAPI document.
-PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
-    status: {"description": HTTPStatus(status).phrase, **_PROBLEM_SCHEMA}
-    for status in (400, 401, 404, 409, 413, 422, 429, 502, 503, 504)
-}

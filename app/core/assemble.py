@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.content import Block, Item, content_without_artifacts
+from app.core.content import Block, Item, blank_content, content_without_artifacts
 from app.core.counting import TokenCounter
 from app.core.errors import InvalidInput
 from app.core.item_caps import check_system_part_measure
@@ -71,7 +71,7 @@ def measure_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -
 
 def _is_empty(part: SystemPart) -> bool:
     # A part of only blank text says nothing to the model; treat it as empty too.
-    return all(b["type"] == "text" and not b["text"].strip() for b in part.content)
+    return blank_content(part.content)
 
 
 def validate_conversation(items: Sequence[Item]) -> None:

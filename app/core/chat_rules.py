@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
-from app.core.content import Block
+from app.core.content import Block, blank_content
 from app.core.errors import Conflict, InvalidInput
 
 __all__ = [
@@ -64,8 +64,15 @@ def check_append(
             )
         if kind != "normal" and role != "user":
             raise _invalid("invalid_kind", index, f"kind {kind!r} is only for user-role messages")
-        if role in ("user", "tool") and not content:
-            raise _invalid("empty_message", index, f"a {role} message needs at least one block")
+        if role == "tool" and not content:
+            raise _invalid("empty_message", index, "a tool message needs its tool_result block")
+        if role == "user" and blank_content(content):
+            raise _invalid(
+                "empty_message",
+                index,
+                "a user message needs a block that is not blank text (SPEC §5: an empty user "
+                "message is refused, and blank text is empty)",
+            )
         for block in content:
             if block["type"] == "tool_call" and role != "assistant":
                 raise _invalid("invalid_block", index, "tool_call blocks belong to assistants")

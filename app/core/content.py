@@ -18,6 +18,7 @@ from app.core import jsontext
 __all__ = [
     "ASSISTANT",
     "CONTEXTUAL_KINDS",
+    "NOT_BLANK_PATTERN",
     "TOOL",
     "USER",
     "Artifact",
@@ -39,8 +40,10 @@ __all__ = [
     "ToolCallBlock",
     "ToolResultBlock",
     "ToolResultState",
+    "blank_content",
     "compact_json",
     "content_without_artifacts",
+    "is_blank",
     "text_block",
 ]
 
@@ -175,6 +178,26 @@ class Item:
     def is_user_request(self) -> bool:
         """A real user request: role user and kind normal (never decided by position)."""
         return self.role == "user" and self.kind == "normal"
+
+
+# One character that is not whitespace as ``str.isspace`` defines it (which ``str.strip`` strips),
+# spelled out: JSON Schema's ``\S`` (ECMA-262) and the Rust regex engine's differ from Python's
+# (U+FEFF, U+001C-U+001F, U+0085), and the API schema must say exactly what ``is_blank`` means.
+NOT_BLANK_PATTERN = (
+    r"[^\t\n\u000b\u000c\r\u001c-\u001f \u0085\u00a0\u1680\u2000-\u200a"
+    r"\u2028\u2029\u202f\u205f\u3000]"
+)
+
+
+def is_blank(text: str) -> bool:
+    """Empty or whitespace only: says nothing (one rule for user messages, turn input and
+    system parts)."""
+    return not text.strip()
+
+
+def blank_content(content: Sequence[Block]) -> bool:
+    """No block, or only blank text blocks."""
+    return all(b["type"] == "text" and is_blank(b["text"]) for b in content)
 
 
 def text_block(text: str) -> TextBlock:

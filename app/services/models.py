@@ -151,7 +151,9 @@ class ModelService:
         if model_id in CATALOGUE:
             raise Conflict(
                 "builtin_model",
-                f"{model_id!r} is a built-in catalogue model and cannot be deleted; PUT a model "
-                "with the same id to override it",
+                f"{model_id!r} is a built-in catalogue model: built-in entries cannot be deleted, "
+                "only a registered override of one can (PUT a model with the same id to override "
+                "it)",
+                model_id=model_id,
             )
         raise _not_found(model_id)

@@ -12,7 +12,7 @@ from app.core.counting import estimate_tokens
 from app.core.errors import InvalidInput
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.services.conversation import SERVER_TOOL_NAMES
-from app.services.cursors import decode_cursor, encode_cursor
+from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.models import resolve_model
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
@@ -159,7 +159,7 @@ class SessionService:
             return (await _with_figures(db, [row]))[0]
 
     async def list(self, *, limit: int, cursor: str | None) -> dict[str, Any]:
-        before = decode_cursor(cursor) if cursor else None
+        before = decode_cursor(cursor, SESSION_CURSOR) if cursor else None
         async with unit_of_work(self._db, read_only=True) as db:
             rows = list(await SessionRepository(db).list_page(limit=limit + 1, before=before))
             page = rows[:limit]
@@ -176,9 +176,11 @@ class SessionService:
             row = await SessionRepository(db).require(session_id, for_update=True)
             models = [changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)]
             await self._check_models(db, *models)
-            for key in ("title", "model_id", "summary_model_id", "sandbox"):
+            for key in ("title", "model_id", "summary_model_id"):
                 if key in changes and (changes[key] is not None or key == "title"):
                     setattr(row, key, changes[key])
+            if changes.get("sandbox") is not None:  # the settings given, over the stored ones
+                row.sandbox = {**row.sandbox, **changes["sandbox"]}
             if changes.get("disabled_skills") is not None:
                 row.disabled_skills = sorted(set(changes["disabled_skills"]))
             if "workspace" in changes:

@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.schemas.fields import MAX_EXACT_INT
 from app.core.compaction import SUMMARY_INSTRUCTION, SUMMARY_PREAMBLE
 from tests.api.helpers import (
     append,
@@ -26,6 +27,8 @@ pytestmark = pytest.mark.anyio
 
 FAST = {"summary_retry_delay_seconds": 0.0, "summary_attempt_timeout_seconds": 5.0}
 BIGINT_MAX = 2**63 - 1  # the largest sequence the store can hold (BIGINT, SQLite INTEGER)
+# The largest a JSON or query number may name (every reader keeps it exactly); a selector is a
+# string and goes up to BIGINT_MAX.
 
 
 @pytest.fixture
@@ -359,17 +362,17 @@ async def test_sequences_past_the_store_range_are_422_not_500(api: httpx.AsyncCl
     async def get(path: str, **params: Any) -> httpx.Response:
         return await api.get(f"/v1/sessions/{sid}/{path}", params=params)
 
-    transcript = await get("transcript", after_sequence=BIGINT_MAX)
+    transcript = await get("transcript", after_sequence=MAX_EXACT_INT)
     assert transcript.status_code == 200, transcript.text
     assert transcript.json()["messages"] == []
-    listed = await get("compactions", before_sequence=BIGINT_MAX)
+    listed = await get("compactions", before_sequence=MAX_EXACT_INT)
     assert [c["compaction_id"] for c in listed.json()["compactions"]] == [cid]
     through = await get("replay", selector=f"through_message:{BIGINT_MAX}")
     assert through.json()["items"] == (await get("replay")).json()["items"]
     over = BIGINT_MAX + 1
     for response, code in (
-        (await get("transcript", after_sequence=over), "invalid_request"),
-        (await get("compactions", before_sequence=over), "invalid_request"),
+        (await get("transcript", after_sequence=MAX_EXACT_INT + 1), "invalid_request"),
+        (await get("compactions", before_sequence=MAX_EXACT_INT + 1), "invalid_request"),
         (await get("replay", selector=f"through_message:{over}"), "invalid_selector"),
     ):
         assert response.status_code == 422, response.text

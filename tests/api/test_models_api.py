@@ -60,6 +60,18 @@ async def test_a_registered_model_overrides_the_catalogue_entry(api: httpx.Async
     assert refused.json()["code"] == "builtin_model"
 
 
+async def test_deleting_a_built_in_without_an_override_says_it_cannot(
+    api: httpx.AsyncClient,
+) -> None:
+    before = (await api.get("/v1/models/gpt-5-mini")).json()
+    refused = await api.delete("/v1/models/gpt-5-mini")
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert (problem["code"], problem["model_id"]) == ("builtin_model", "gpt-5-mini")
+    assert "built-in entries cannot be deleted, only a registered override" in problem["detail"]
+    assert (await api.get("/v1/models/gpt-5-mini")).json() == before
+
+
 @pytest.mark.parametrize("role", ["model_id", "summary_model_id"])
 async def test_a_model_a_session_uses_is_kept_until_the_session_moves(
     api: httpx.AsyncClient, role: str

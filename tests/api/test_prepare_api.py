@@ -266,14 +266,6 @@ async def test_bad_input_is_a_specific_problem(
     assert problem["detail"]
 
 
-async def test_invalid_json_is_a_problem_not_a_500(stateless_client: httpx.AsyncClient) -> None:
-    response = await stateless_client.post(
-        "/v1/prepare", content=b"{not json", headers={"content-type": "application/json"}
-    )
-    assert response.status_code == 422
-    assert response.json()["code"] == "invalid_request"
-
-
 async def test_an_oversized_body_is_refused_with_413(stateless_client: httpx.AsyncClient) -> None:
     payload = body(conversation=[user("x" * 2_100_000)])
     response = await prepare(stateless_client, payload)

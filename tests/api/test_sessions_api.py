@@ -8,6 +8,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.api.schemas.fields import MAX_EXACT_INT
 from tests.api.helpers import (
     append,
     assistant_calls,
@@ -22,7 +23,8 @@ from tests.api.helpers import (
 
 pytestmark = pytest.mark.anyio
 
-BIGINT_MAX = 2**63 - 1  # the largest sequence the store can hold (BIGINT, SQLite INTEGER)
+# The largest sequence a query number may name (every JSON reader keeps it exactly).
+QUERY_MAX = MAX_EXACT_INT
 
 
 async def test_create_read_patch_and_list(api: httpx.AsyncClient) -> None:
@@ -119,10 +121,10 @@ async def test_after_sequence_past_the_store_range_is_422_not_500(api: httpx.Asy
     sid = await new_session(api)
     await append(api, sid, user("one"))
     url = f"/v1/sessions/{sid}/messages"
-    top = await api.get(url, params={"after_sequence": BIGINT_MAX})
+    top = await api.get(url, params={"after_sequence": QUERY_MAX})
     assert top.status_code == 200, top.text
     assert top.json() == {"messages": [], "has_more": False, "next_after_sequence": None}
-    over = await api.get(url, params={"after_sequence": BIGINT_MAX + 1})
+    over = await api.get(url, params={"after_sequence": QUERY_MAX + 1})
     assert over.status_code == 422, over.text
     assert over.json()["code"] == "invalid_request"
 

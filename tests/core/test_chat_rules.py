@@ -52,6 +52,8 @@ def test_a_result_for_a_call_of_an_earlier_append_uses_its_name() -> None:
         ([("system", "normal", TEXT)], {}, "system_message_in_conversation", 0),
         ([("user", "normal", TEXT), ("user", "normal", [])], {}, "empty_message", 1),
         ([("tool", "normal", [])], {}, "empty_message", 0),
+        ([("user", "normal", [{"type": "text", "text": " \n\u3000"}])], {}, "empty_message", 0),
+        ([("user", "skill_instruction", [{"type": "text", "text": ""}])], {}, "empty_message", 0),
         ([("tool", "normal", TEXT)], {}, "invalid_tool_message", 0),
         (
             [("tool", "normal", [result("x"), result("y")])],

@@ -1,4 +1,5 @@
-"""Access control: bearer API keys on every ``/v1`` route; service endpoints stay open.
+"""Access control: bearer API keys on every ``/v1`` route and ``/metrics``; health, readiness
+and docs stay open.
 
 Plus the settings validators that keep a production deployment from starting unsafe.
 """
@@ -77,9 +78,30 @@ async def test_any_configured_key_opens_the_api(keyed: httpx.AsyncClient) -> Non
         assert listed.status_code == 200
 
 
-@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/metrics", "/docs", "/openapi.json"])
+@pytest.mark.parametrize("path", ["/healthz", "/readyz", "/docs", "/openapi.json"])
 async def test_service_endpoints_stay_open(keyed: httpx.AsyncClient, path: str) -> None:
     assert (await keyed.get(path)).status_code == 200
+
+
+async def test_metrics_take_the_api_keys_when_keys_are_set(keyed: httpx.AsyncClient) -> None:
+    assert_unauthorized(await keyed.get("/metrics"))
+    assert_unauthorized(await keyed.get("/metrics", headers={"Authorization": "Bearer nope"}))
+    opened = await keyed.get("/metrics", headers={"Authorization": f"Bearer {KEY}"})
+    assert opened.status_code == 200
+    assert "ctxsvc_http_requests" in opened.text
+
+
+async def test_a_setting_makes_metrics_public_for_scrapers(sqlite_url: str) -> None:
+    settings = make_settings(sqlite_url, api_keys=[KEY], metrics_public=True)
+    async for client in client_for(settings):
+        response = await client.get("/metrics")
+        assert response.status_code == 200
+        assert "ctxsvc_http_requests" in response.text
+        assert_unauthorized(await client.get("/v1/sessions"))  # the API itself stays keyed
+
+
+async def test_without_keys_metrics_are_open(sqlite_api: httpx.AsyncClient) -> None:
+    assert (await sqlite_api.get("/metrics")).status_code == 200
 
 
 async def test_without_configured_keys_the_api_is_open(

@@ -4,22 +4,30 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path
+from fastapi import APIRouter, Body, Path
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, SESSION, TOKENIZER, problems
 from app.api.schemas.turns import AgentMessageBody, AgentMessageOut
 
-router = APIRouter(prefix="/v1/sessions", tags=["turns"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/sessions", tags=["turns"])
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 
 
-@router.post("/{session_id}/agent-messages", status_code=202, response_model=AgentMessageOut)
+@router.post(
+    "/{session_id}/agent-messages",
+    status_code=202,
+    response_model=AgentMessageOut,
+    responses=problems(SESSION, MODEL, TOKENIZER, {422: ("agent_message_too_large",)}, body=True),
+)
 async def deliver_agent_message(
-    session_id: SessionId, body: AgentMessageBody, container: ContainerDep
+    session_id: SessionId,
+    body: Annotated[AgentMessageBody, Body(openapi_examples=examples.AGENT_MESSAGE)],
+    container: ContainerDep,
 ) -> Response:
     """Queue an agent message; it never starts a turn and is read before the next model call."""
     queued = await container.agent_messages.deliver(

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, problems
 from app.api.schemas.compactions import (
     CheckpointListOut,
     CheckpointOut,
@@ -20,17 +21,46 @@ from app.api.schemas.compactions import (
     SummaryRequestOut,
     TranscriptOut,
 )
+from app.api.schemas.fields import MAX_EXACT_INT, decimal_at_most
 from app.api.schemas.prepare import EncodeName
+from app.api.schemas.shapes import NOT_BLANK, NOT_BLANK_CHAR
 from app.core.chat_rules import MAX_SEQUENCE
+from app.core.compaction.transcript import DEFAULT_TRANSCRIPT_LIMIT, MAX_TRANSCRIPT_LIMIT
 
-router = APIRouter(prefix="/v1/sessions", tags=["compaction"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/sessions", tags=["compaction"])
+
+# ``core.compaction.replay.parse_replay_selector``'s grammar: a compaction id without
+# surrounding whitespace, a sequence of digits at most 2⁶³−1.
+SELECTOR_PATTERN = (
+    f"^(?:latest|compaction:{NOT_BLANK_CHAR}(?:[^\\u0000]*{NOT_BLANK_CHAR})?"
+    f"|through_message:{decimal_at_most(MAX_SEQUENCE)})$"
+)
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 CompactionId = Annotated[str, Path(min_length=1, max_length=200)]
 
 
-@router.post("/{session_id}/compactions", status_code=201, response_model=CheckpointOut)
-async def compact(session_id: SessionId, body: CompactBody, container: ContainerDep) -> Response:
+@router.post(
+    "/{session_id}/compactions",
+    status_code=201,
+    response_model=CheckpointOut,
+    responses=problems(
+        SESSION,
+        MODEL,
+        PIPELINE,
+        COMPACTION,
+        {
+            409: ("conversation_changed", "summary_coverage_unknown"),
+            422: ("invalid_summary",),
+        },
+        body=True,
+    ),
+)
+async def compact(
+    session_id: SessionId,
+    body: Annotated[CompactBody, Body(openapi_examples=examples.COMPACT)],
+    container: ContainerDep,
+) -> Response:
     """Compact now (manual): with the session's summary model, or install your own `summary`."""
     checkpoint = await container.compactor.compact(
         session_id,
@@ -42,7 +72,20 @@ async def compact(session_id: SessionId, body: CompactBody, container: Container
     return json_response(checkpoint, status_code=201)
 
 
-@router.get("/{session_id}/compactions/request", response_model=SummaryRequestOut)
+@router.get(
+    "/{session_id}/compactions/request",
+    response_model=SummaryRequestOut,
+    responses=problems(
+        SESSION,
+        MODEL,
+        PIPELINE,
+        {
+            409: ("reload_required", "missing_last_user", "empty_conversation"),
+            413: ("summary_input_overflow",),
+            422: ("compaction_error",),
+        },
+    ),
+)
 async def summary_request(
     session_id: SessionId,
     container: ContainerDep,
@@ -53,14 +96,16 @@ async def summary_request(
     return json_response(await container.compactor.summary_request(session_id, encode_as=encode))
 
 
-@router.get("/{session_id}/compactions", response_model=CheckpointListOut)
+@router.get(
+    "/{session_id}/compactions", response_model=CheckpointListOut, responses=problems(SESSION)
+)
 async def list_compactions(
     session_id: SessionId,
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=100)] = 50,
     before_sequence: Annotated[
         int | None,
-        Query(ge=1, le=MAX_SEQUENCE, description="`next_before_sequence` of the previous page"),
+        Query(ge=1, le=MAX_EXACT_INT, description="`next_before_sequence` of the previous page"),
     ] = None,
 ) -> Response:
     """Checkpoints, newest first."""
@@ -69,7 +114,11 @@ async def list_compactions(
     )
 
 
-@router.get("/{session_id}/compactions/{compaction_id}", response_model=CheckpointOut)
+@router.get(
+    "/{session_id}/compactions/{compaction_id}",
+    response_model=CheckpointOut,
+    responses=problems({404: ("session_not_found", "compaction_not_found")}),
+)
 async def get_compaction(
     session_id: SessionId, compaction_id: CompactionId, container: ContainerDep
 ) -> Response:
@@ -77,14 +126,37 @@ async def get_compaction(
     return json_response(await container.compactor.get(session_id, compaction_id))
 
 
-@router.post("/{session_id}/rewind", status_code=201, response_model=CheckpointOut)
-async def rewind(session_id: SessionId, body: RewindBody, container: ContainerDep) -> Response:
+@router.post(
+    "/{session_id}/rewind",
+    status_code=201,
+    response_model=CheckpointOut,
+    responses=problems(
+        {
+            404: ("session_not_found", "compaction_not_found"),
+            409: ("session_active", "reload_required", "compaction_conflict"),
+            422: ("invalid_rewind", "compaction_error"),
+            503: ("persistence_error",),
+        },
+        body=True,
+    ),
+)
+async def rewind(
+    session_id: SessionId,
+    body: Annotated[RewindBody, Body(openapi_examples=examples.REWIND)],
+    container: ContainerDep,
+) -> Response:
     """Reinstall an earlier checkpoint as a new `rewind` checkpoint (nothing is deleted)."""
     checkpoint = await container.compactor.rewind(session_id, body.compaction_id)
     return json_response(checkpoint, status_code=201)
 
 
-@router.get("/{session_id}/replay", response_model=ReplayOut)
+@router.get(
+    "/{session_id}/replay",
+    response_model=ReplayOut,
+    responses=problems(
+        {404: ("session_not_found", "compaction_not_found"), 422: ("invalid_selector",)}
+    ),
+)
 async def replay(
     session_id: SessionId,
     container: ContainerDep,
@@ -92,7 +164,8 @@ async def replay(
         str,
         Query(
             max_length=300,
-            description="`latest` | `compaction:{id}` | `through_message:{n}`",
+            json_schema_extra={"pattern": SELECTOR_PATTERN},
+            description="`latest` | `compaction:{id}` | `through_message:{n}` (n from 0 to 2⁶³−1)",
         ),
     ] = "latest",
 ) -> Response:
@@ -100,16 +173,39 @@ async def replay(
     return json_response(await container.compactor.replay(session_id, selector))
 
 
-@router.get("/{session_id}/transcript", response_model=TranscriptOut)
+@router.get(
+    "/{session_id}/transcript",
+    response_model=TranscriptOut,
+    responses=problems(
+        {
+            404: ("session_not_found", "compaction_not_found"),
+            422: ("invalid_after_sequence", "invalid_limit", "invalid_compaction_id"),
+        }
+    ),
+)
 async def transcript(
     session_id: SessionId,
     container: ContainerDep,
-    compaction_id: Annotated[str | None, Query(max_length=200)] = None,
-    # Only the upper bound here: the transcript query refuses a negative value with its own code.
+    compaction_id: Annotated[
+        str | None, Query(max_length=200, json_schema_extra={"pattern": NOT_BLANK})
+    ] = None,
+    # The transcript query's own rules answer (``invalid_after_sequence``, ``invalid_limit``, as
+    # for the ``conversation_history`` tool); the schema states them.
     after_sequence: Annotated[
-        int, Query(le=MAX_SEQUENCE, description="Messages after this sequence (≥ 0).")
+        int,
+        Query(
+            le=MAX_EXACT_INT,
+            json_schema_extra={"minimum": 0},
+            description="Messages after this sequence.",
+        ),
     ] = 0,
-    limit: Annotated[int, Query(description="Messages per page, 1 to 50.")] = 20,
+    limit: Annotated[
+        int,
+        Query(
+            json_schema_extra={"minimum": 1, "maximum": MAX_TRANSCRIPT_LIMIT},
+            description="Messages per page.",
+        ),
+    ] = DEFAULT_TRANSCRIPT_LIMIT,
 ) -> Response:
     """Raw messages a checkpoint covers, paginated (never synthetic items)."""
     return json_response(
@@ -119,7 +215,11 @@ async def transcript(
     )
 
 
-@router.post("/{session_id}/reload", response_model=ReloadOut)
+@router.post(
+    "/{session_id}/reload",
+    response_model=ReloadOut,
+    responses=problems(SESSION, {409: ("session_active",), 503: ("reload_failed",)}),
+)
 async def reload_session(session_id: SessionId, container: ContainerDep) -> Response:
     """Rebuild the session from the database and clear `reload_required`."""
     return json_response(await container.compactor.rebuild(session_id))

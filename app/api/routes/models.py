@@ -2,29 +2,32 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Path
+from typing import Annotated
+
+from fastapi import APIRouter, Body, Path
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, problems
 from app.api.schemas.models import ModelIn, ModelOut
 from app.services.model_types import ProviderSpec
 from app.services.models import entry_to_json
 
-router = APIRouter(prefix="/v1/models", tags=["models"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/models", tags=["models"])
 
 ModelId = Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:/-]+$")
 
 
-@router.get("", response_model=list[ModelOut])
+@router.get("", response_model=list[ModelOut], responses=problems())
 async def list_models(container: ContainerDep) -> Response:
     """The built-in catalogue plus registered models (a registered id overrides the catalogue)."""
     readiness = container.model_clients.readiness
     return json_response([entry_to_json(e, readiness(e)) for e in await container.models.list()])
 
 
-@router.get("/{model_id}", response_model=ModelOut)
+@router.get("/{model_id}", response_model=ModelOut, responses=problems(MODEL))
 async def get_model(container: ContainerDep, model_id: str = ModelId) -> Response:
     """One model: capabilities, derived limits, provider, readiness and calibration (SPEC §3.4)."""
     entry = await container.models.get(model_id)
@@ -33,17 +36,32 @@ async def get_model(container: ContainerDep, model_id: str = ModelId) -> Respons
     return json_response(entry_to_json(entry, readiness, calibration))
 
 
-@router.put("/{model_id}", response_model=ModelOut, responses={201: {"model": ModelOut}})
-async def put_model(body: ModelIn, container: ContainerDep, model_id: str = ModelId) -> Response:
+@router.put(
+    "/{model_id}",
+    response_model=ModelOut,
+    responses={
+        201: {"model": ModelOut, "description": "Registered"},
+        **problems({422: ("invalid_capabilities",)}, body=True),
+    },
+)
+async def put_model(
+    body: Annotated[ModelIn, Body(openapi_examples=examples.MODEL)],
+    container: ContainerDep,
+    model_id: str = ModelId,
+) -> Response:
     """Register or replace a model (201 when created); a scripted model's position resets.
     `readiness` says at once when the key variable it names is not set."""
-    provider = ProviderSpec(**body.provider.model_dump())
+    provider = ProviderSpec(**body.provider.model_dump(exclude_unset=True))
     entry, created = await container.models.put(model_id, body.to_core(), provider)
     readiness = container.model_clients.readiness(entry)
     return json_response(entry_to_json(entry, readiness), status_code=201 if created else 200)
 
 
-@router.delete("/{model_id}", status_code=204)
+@router.delete(
+    "/{model_id}",
+    status_code=204,
+    responses=problems(MODEL, {409: ("builtin_model", "model_in_use")}),
+)
 async def delete_model(container: ContainerDep, model_id: str = ModelId) -> Response:
     """Remove a registered model (built-in catalogue entries cannot be deleted)."""
     await container.models.delete(model_id)

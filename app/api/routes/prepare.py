@@ -4,23 +4,30 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Body, Query
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, PIPELINE, problems
 from app.api.schemas.content import blocks_to_core, message_to_item
 from app.api.schemas.prepare import EncodeName, PrepareBody, StatelessPrepareResponse
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 from app.services.prepare import run_prepare
 
-router = APIRouter(prefix="/v1", tags=["stateless"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1", tags=["stateless"])
 
 
-@router.post("/prepare", response_model=StatelessPrepareResponse)
+@router.post(
+    "/prepare",
+    response_model=StatelessPrepareResponse,
+    responses=problems(
+        MODEL, PIPELINE, {422: ("invalid_block", "invalid_tool_message")}, body=True
+    ),
+)
 async def prepare_stateless(
-    body: PrepareBody,
+    body: Annotated[PrepareBody, Body(openapi_examples=examples.PREPARE)],
     container: ContainerDep,
     encode: Annotated[
         EncodeName | None, Query(description="Overrides the body's `encode`.")

@@ -2,25 +2,27 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Depends
 from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
+from app.api.auth import require_metrics_key
 from app.api.deps import ContainerDep
-from app.api.problems import PROBLEM_RESPONSES, problem_response
+from app.api.problems import problem_response
+from app.api.responses import problems
 from app.observability import metrics_text
 from app.storage.migrate import is_at_head
 
 router = APIRouter(tags=["service"])
 
 
-@router.get("/healthz")
+@router.get("/healthz", responses=problems(secured=False))
 async def healthz() -> dict[str, str]:
     """The process is alive."""
     return {"status": "ok"}
 
 
-@router.get("/readyz", responses={503: PROBLEM_RESPONSES[503]})
+@router.get("/readyz", responses=problems({503: ("not_ready",)}, secured=False))
 async def readyz(container: ContainerDep) -> Response:
     """The database is reachable and migrated to the latest schema (503 otherwise)."""
     if await is_at_head(container.engine):
@@ -32,7 +34,17 @@ async def readyz(container: ContainerDep) -> Response:
     )
 
 
-@router.get("/metrics", response_class=Response)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    dependencies=[Depends(require_metrics_key)],
+    responses={
+        200: {"content": {"text/plain": {}}, "description": "Prometheus text format"},
+        **problems(),
+    },
+)
 async def metrics(container: ContainerDep) -> Response:
-    """Prometheus text format: requests, turns, model calls, tokens, compactions, the process."""
+    """Prometheus text format: requests, turns, model calls, tokens, compactions, the process.
+
+    Takes an API key when `CTXSVC_API_KEYS` is set, unless `CTXSVC_METRICS_PUBLIC=true`."""
     return Response(metrics_text(container.metrics), media_type=CONTENT_TYPE_LATEST)

@@ -8,12 +8,13 @@ from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, WORLD_STATE, problems
 from app.api.schemas.prepare import EncodeName, PrepareResponse
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 
 class SessionPrepareBody(BaseModel):
@@ -31,11 +32,17 @@ class SessionPrepareResponse(PrepareResponse):
     )
 
 
-@router.post("/{session_id}/prepare", response_model=SessionPrepareResponse)
+@router.post(
+    "/{session_id}/prepare",
+    response_model=SessionPrepareResponse,
+    responses=problems(SESSION, MODEL, PIPELINE, WORLD_STATE, COMPACTION, body=True),
+)
 async def prepare_session(
     session_id: Annotated[str, Path(min_length=1, max_length=200)],
     container: ContainerDep,
-    body: Annotated[SessionPrepareBody | None, Body()] = None,
+    body: Annotated[
+        SessionPrepareBody | None, Body(openapi_examples=examples.SESSION_PREPARE)
+    ] = None,
     encode: Annotated[
         EncodeName | None, Query(description="Overrides the body's `encode`.")
     ] = None,

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, PIPELINE, SESSION, TOKENIZER, WORKSPACE, problems
 from app.api.schemas.content import blocks_to_core
+from app.api.schemas.fields import MAX_EXACT_INT
 from app.api.schemas.prepare import EncodeName, PrepareResponse
 from app.api.schemas.sessions import (
     AppendBody,
@@ -21,9 +23,9 @@ from app.api.schemas.sessions import (
     SessionPage,
     SessionPatch,
 )
-from app.core.chat_rules import MAX_SEQUENCE
+from app.services.cursors import SESSION_CURSOR
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 
@@ -33,8 +35,21 @@ class ContextResponse(PrepareResponse):
     calibration: dict[str, Any] | None = None
 
 
-@router.post("", status_code=201, response_model=SessionOut)
-async def create_session(body: SessionCreate, container: ContainerDep) -> Response:
+@router.post(
+    "",
+    status_code=201,
+    response_model=SessionOut,
+    responses=problems(
+        MODEL,
+        WORKSPACE,
+        {422: ("tool_name_conflict", "duplicate_tool_name", "unresolvable_schema_ref")},
+        body=True,
+    ),
+)
+async def create_session(
+    body: Annotated[SessionCreate, Body(openapi_examples=examples.SESSION_CREATE)],
+    container: ContainerDep,
+) -> Response:
     """Create a session with its agent definition, model, workspace and sandbox settings."""
     spec = body.model_dump(exclude_none=False)
     if body.workspace is not None:
@@ -42,25 +57,38 @@ async def create_session(body: SessionCreate, container: ContainerDep) -> Respon
     return json_response(await container.sessions.create(spec), status_code=201)
 
 
-@router.get("", response_model=SessionPage)
+@router.get("", response_model=SessionPage, responses=problems({422: ("invalid_cursor",)}))
 async def list_sessions(
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")] = None,
+    cursor: Annotated[
+        str | None,
+        # The service's own check answers (``invalid_cursor``); the schema states it.
+        Query(
+            json_schema_extra={"pattern": SESSION_CURSOR.pattern},
+            description="`next_cursor` of the previous page",
+        ),
+    ] = None,
 ) -> Response:
     """Sessions, newest first, cursor-paginated."""
     return json_response(await container.sessions.list(limit=limit, cursor=cursor))
 
 
-@router.get("/{session_id}", response_model=SessionOut)
+@router.get("/{session_id}", response_model=SessionOut, responses=problems(SESSION))
 async def get_session(session_id: SessionId, container: ContainerDep) -> Response:
     """Read one session."""
     return json_response(await container.sessions.get(session_id))
 
 
-@router.patch("/{session_id}", response_model=SessionOut)
+@router.patch(
+    "/{session_id}",
+    response_model=SessionOut,
+    responses=problems(SESSION, MODEL, WORKSPACE, body=True),
+)
 async def patch_session(
-    session_id: SessionId, body: SessionPatch, container: ContainerDep
+    session_id: SessionId,
+    body: Annotated[SessionPatch, Body(openapi_examples=examples.SESSION_PATCH)],
+    container: ContainerDep,
 ) -> Response:
     """Change title, model, sandbox, disabled skills or workspace inputs."""
     changes = body.model_dump(exclude_unset=True)
@@ -69,9 +97,32 @@ async def patch_session(
     return json_response(await container.sessions.patch(session_id, changes))
 
 
-@router.post("/{session_id}/messages", status_code=201, response_model=AppendResponse)
+@router.post(
+    "/{session_id}/messages",
+    status_code=201,
+    response_model=AppendResponse,
+    responses=problems(
+        SESSION,
+        MODEL,
+        TOKENIZER,
+        {
+            409: ("duplicate_tool_call_id", "unknown_tool_call"),
+            422: (
+                "system_message_in_conversation",
+                "empty_message",
+                "invalid_block",
+                "invalid_block_order",
+                "invalid_kind",
+                "invalid_tool_message",
+            ),
+        },
+        body=True,
+    ),
+)
 async def append_messages(
-    session_id: SessionId, body: AppendBody, container: ContainerDep
+    session_id: SessionId,
+    body: Annotated[AppendBody, Body(openapi_examples=examples.APPEND)],
+    container: ContainerDep,
 ) -> Response:
     """Append messages (all-or-nothing, SPEC §5 rules) → their ids and sequences."""
     batch = [(m.role, m.kind, blocks_to_core(m.content)) for m in body.messages]
@@ -79,11 +130,11 @@ async def append_messages(
     return json_response({"messages": stored}, status_code=201)
 
 
-@router.get("/{session_id}/messages", response_model=MessagePage)
+@router.get("/{session_id}/messages", response_model=MessagePage, responses=problems(SESSION))
 async def list_messages(
     session_id: SessionId,
     container: ContainerDep,
-    after_sequence: Annotated[int, Query(ge=0, le=MAX_SEQUENCE)] = 0,
+    after_sequence: Annotated[int, Query(ge=0, le=MAX_EXACT_INT)] = 0,
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> Response:
     """Raw stored messages in sequence order (never synthetic items)."""
@@ -92,7 +143,11 @@ async def list_messages(
     )
 
 
-@router.get("/{session_id}/context", response_model=ContextResponse)
+@router.get(
+    "/{session_id}/context",
+    response_model=ContextResponse,
+    responses=problems(SESSION, MODEL, PIPELINE, {422: ("compaction_error",)}),
+)
 async def inspect_context(
     session_id: SessionId,
     container: ContainerDep,

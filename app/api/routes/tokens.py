@@ -2,22 +2,37 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from typing import Annotated
+
+from fastapi import APIRouter, Body
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, PIPELINE, problems
 from app.api.schemas.content import blocks_to_core
 from app.api.schemas.tokens import TokenCountBody, TokenCountOut, prepare_regions
 from app.core.item_caps import content_tokens
 from app.services.tokens import count_prepare, count_text
 
-router = APIRouter(prefix="/v1/tokens", tags=["tokens"], responses=PROBLEM_RESPONSES)
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
 
 
-@router.post("/count", response_model=TokenCountOut)
-async def count_tokens(body: TokenCountBody, container: ContainerDep) -> Response:
+@router.post(
+    "/count",
+    response_model=TokenCountOut,
+    responses=problems(
+        MODEL,
+        PIPELINE,
+        {422: ("unknown_token_counter", "invalid_block", "invalid_tool_message")},
+        body=True,
+    ),
+)
+async def count_tokens(
+    body: Annotated[TokenCountBody, Body(openapi_examples=examples.TOKEN_COUNT)],
+    container: ContainerDep,
+) -> Response:
     """Count tokens with a named counter; give exactly one of `text`, `content` or `prepare`.
 
     - `text`: raw text without any message framing (`estimate`: ceil(UTF-8 bytes / 4)).

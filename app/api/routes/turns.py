@@ -4,19 +4,19 @@ from __future__ import annotations
 
 from typing import Annotated
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.problems import PROBLEM_RESPONSES
+from app.api.responses import MODEL, SESSION, WORLD_STATE, Codes, problems
 from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnPage, TurnStart
+from app.services.cursors import TURN_CURSOR
 
-router = APIRouter(
-    prefix="/v1/sessions/{session_id}/turns",
-    tags=["turns"],
-    responses=PROBLEM_RESPONSES,
-)
+router = APIRouter(prefix="/v1/sessions/{session_id}/turns", tags=["turns"])
+
+_TURN: Codes = {404: ("session_not_found", "turn_not_found")}
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 TurnId = Annotated[str, Path(min_length=1, max_length=200)]
@@ -26,9 +26,29 @@ Wait = Annotated[
 ]
 
 
-@router.post("", status_code=202, response_model=TurnOut, responses={200: {"model": TurnOut}})
+@router.post(
+    "",
+    status_code=202,
+    response_model=TurnOut,
+    responses={
+        200: {"model": TurnOut, "description": "The turn already accepted for this id"},
+        **problems(
+            SESSION,
+            MODEL,
+            WORLD_STATE,
+            {
+                409: ("busy", "reload_required"),
+                422: ("empty_input", "skill_unavailable", "skill_too_large"),
+            },
+            body=True,
+        ),
+    },
+)
 async def start_turn(
-    session_id: SessionId, body: TurnStart, container: ContainerDep, wait: Wait = False
+    session_id: SessionId,
+    body: Annotated[TurnStart, Body(openapi_examples=examples.TURN_START)],
+    container: ContainerDep,
+    wait: Wait = False,
 ) -> Response:
     """Start a turn (202), or return the turn already accepted for this client_request_id (200)."""
     turn, created = await container.turns.start(
@@ -40,18 +60,25 @@ async def start_turn(
     return json_response(turn, status_code=202 if created else 200)
 
 
-@router.get("", response_model=TurnPage)
+@router.get("", response_model=TurnPage, responses=problems(SESSION, {422: ("invalid_cursor",)}))
 async def list_turns(
     session_id: SessionId,
     container: ContainerDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    cursor: Annotated[str | None, Query(description="`next_cursor` of the previous page")] = None,
+    cursor: Annotated[
+        str,
+        # The service's own check answers (``invalid_cursor``); the schema states it.
+        Query(
+            json_schema_extra={"pattern": TURN_CURSOR.pattern},
+            description="`next_cursor` of the previous page",
+        ),
+    ] = "",
 ) -> Response:
     """The session's turns, newest first, cursor-paginated."""
-    return json_response(await container.turns.list(session_id, limit=limit, cursor=cursor))
+    return json_response(await container.turns.list(session_id, limit=limit, cursor=cursor or None))
 
 
-@router.get("/{turn_id}", response_model=TurnOut)
+@router.get("/{turn_id}", response_model=TurnOut, responses=problems(_TURN))
 async def get_turn(
     session_id: SessionId, turn_id: TurnId, container: ContainerDep, wait: Wait = False
 ) -> Response:
@@ -61,11 +88,22 @@ async def get_turn(
     return json_response(await container.turns.get(session_id, turn_id))
 
 
-@router.post("/{turn_id}/tool-results", response_model=ToolResultsOut)
+@router.post(
+    "/{turn_id}/tool-results",
+    response_model=ToolResultsOut,
+    responses=problems(
+        _TURN,
+        {
+            409: ("turn_not_waiting", "tool_result_already_posted"),
+            422: ("no_tool_results", "duplicate_tool_result", "unknown_tool_call"),
+        },
+        body=True,
+    ),
+)
 async def post_tool_results(
     session_id: SessionId,
     turn_id: TurnId,
-    body: ToolResultsBody,
+    body: Annotated[ToolResultsBody, Body(openapi_examples=examples.TOOL_RESULTS)],
     container: ContainerDep,
     wait: Wait = False,
 ) -> Response:
@@ -76,7 +114,11 @@ async def post_tool_results(
     )
 
 
-@router.post("/{turn_id}/cancel", response_model=TurnOut)
+@router.post(
+    "/{turn_id}/cancel",
+    response_model=TurnOut,
+    responses=problems(_TURN, {409: ("turn_not_active",)}),
+)
 async def cancel_turn(session_id: SessionId, turn_id: TurnId, container: ContainerDep) -> Response:
     """Cancel the running turn; answers once it is terminal (bounded wait)."""
     return json_response(await container.turns.cancel(session_id, turn_id))

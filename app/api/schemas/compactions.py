@@ -8,8 +8,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
+from app.api.schemas.fields import RequestModel, SequenceNumber
 from app.api.schemas.prepare import PrepareResponse
 from app.core.chat_rules import MAX_SEQUENCE
 
@@ -26,11 +27,7 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class CompactBody(_Strict):
+class CompactBody(RequestModel):
     summary: str | None = Field(
         default=None,
         description="Your own model's answer to `GET .../compactions/request`; omit to let the "
@@ -39,9 +36,8 @@ class CompactBody(_Strict):
     model: str | None = Field(
         default=None, max_length=200, description="Which model wrote `summary` (recorded)."
     )
-    expected_through_message_sequence: int | None = Field(
+    expected_through_message_sequence: SequenceNumber | None = Field(
         default=None,
-        ge=0,
         description="`through_message_sequence` of the summary request you answered; refused "
         "with 409 `conversation_changed` when the conversation has moved on since.",
     )
@@ -58,7 +54,7 @@ class CompactBody(_Strict):
     )
 
 
-class RewindBody(_Strict):
+class RewindBody(RequestModel):
     compaction_id: str = Field(min_length=1, max_length=200)
 
 

@@ -6,10 +6,12 @@ measures; ``extra="forbid"`` turns a misspelled field into a 422 instead of sile
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+from pydantic import AfterValidator, ConfigDict, Discriminator, Field, Tag, model_validator
 
+from app.api.schemas.fields import JsonValue, PositiveSequence, RequestModel, ToolInputText
 from app.core.chat_rules import check_tool_result_placement
 from app.core.compaction.runtime_state import file_change_path
 from app.core.content import Block, Item, Origin, RealOrigin, SyntheticOrigin
@@ -28,33 +30,29 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TextBlockIn(_Strict):
+class TextBlockIn(RequestModel):
     type: Literal["text"]
     text: str
 
 
-class ThinkingBlockIn(_Strict):
+class ThinkingBlockIn(RequestModel):
     type: Literal["thinking"]
     thinking: str
 
 
-class UrlSource(_Strict):
+class UrlSource(RequestModel):
     source_type: Literal["url"]
     url: str = Field(min_length=1)
     media_type: str | None = None
 
 
-class Base64Source(_Strict):
+class Base64Source(RequestModel):
     source_type: Literal["base64"]
     data: str = Field(min_length=1)
     media_type: str | None = None
 
 
-class FileIdSource(_Strict):
+class FileIdSource(RequestModel):
     source_type: Literal["file_id"]
     id: str = Field(min_length=1)
 
@@ -64,24 +62,24 @@ DataSourceIn = Annotated[
 ]
 
 
-class DataBlockIn(_Strict):
+class DataBlockIn(RequestModel):
     type: Literal["data"]
     source: DataSourceIn
     name: str | None = None
 
 
-class ToolCallBlockIn(_Strict):
+class ToolCallBlockIn(RequestModel):
     type: Literal["tool_call"]
     id: str = Field(min_length=1)
     name: str = Field(min_length=1)
-    input: str = Field(description="The raw JSON text of the arguments, as the model produced it.")
+    input: ToolInputText
 
 
-class AnyArtifactIn(_Strict):
+class AnyArtifactIn(RequestModel):
     """An artifact in a body the service does not store: never sent nor counted, any payload."""
 
     kind: str = Field(min_length=1)
-    payload: Any = None
+    payload: JsonValue = None
 
 
 def _decodable(artifact: AnyArtifactIn) -> None:
@@ -89,13 +87,32 @@ def _decodable(artifact: AnyArtifactIn) -> None:
     file_change_path({"kind": artifact.kind, "payload": artifact.payload})
 
 
+# ``runtime_state.file_change_path``'s rule, as JSON Schema.
+_FILE_CHANGE: dict[str, Any] = {
+    "if": {"properties": {"kind": {"const": "file_change"}}},
+    "then": {
+        "properties": {
+            "payload": {
+                "type": "object",
+                "properties": {"path": {"type": "string"}, "undone": {"type": "boolean"}},
+                "required": ["path"],
+            }
+        },
+        "required": ["payload"],
+    },
+}
+
+
 class ArtifactIn(AnyArtifactIn):
-    """An artifact the service stores: one that compaction can decode.
+    """An artifact the service stores: one that compaction can decode (a `file_change` has a
+    `payload` object with a string `path` and an optional boolean `undone`).
 
     Compaction decodes every stored artifact and stored messages are never deleted, so an
     undecodable one would fail every later compaction of its session: it is refused on the way
     in (SPEC §8: bad input never changes stored state).
     """
+
+    model_config = ConfigDict(json_schema_extra=_FILE_CHANGE)
 
     @model_validator(mode="after")
     def _check(self) -> ArtifactIn:
@@ -106,22 +123,22 @@ class ArtifactIn(AnyArtifactIn):
 OutputBlockIn = Annotated[TextBlockIn | DataBlockIn, Field(discriminator="type")]
 
 
-class ToolResultBlockIn(_Strict):
+class ToolResultBlockIn(RequestModel):
     type: Literal["tool_result"]
     id: str = Field(min_length=1)
     name: str = ""
     output: list[OutputBlockIn]
     state: Literal["success", "error", "interrupted", "denied"] = "success"
-    artifacts: list[AnyArtifactIn] = Field(
+    artifacts: Sequence[AnyArtifactIn] = Field(
         default_factory=list, description="For the caller only: never sent, never counted."
     )
 
 
-class ProviderOpaqueBlockIn(_Strict):
+class ProviderOpaqueBlockIn(RequestModel):
     type: Literal["provider_opaque"]
     driver: str
     kind: str
-    payload: Any = None
+    payload: JsonValue = None
 
 
 BlockIn = Annotated[
@@ -135,24 +152,34 @@ BlockIn = Annotated[
 ]
 
 
-class RealOriginIn(_Strict):
+class RealOriginIn(RequestModel):
     type: Literal["real"] = "real"
     message_id: str | None = None
-    sequence: int | None = Field(default=None, ge=1)
+    sequence: PositiveSequence | None = None
 
 
-class SyntheticOriginIn(_Strict):
+class SyntheticOriginIn(RequestModel):
     type: Literal["synthetic"]
     compaction_id: str
     reason: Literal["last_user_request_replay", "compaction_summary", "system_reminder"]
     source_message_id: str | None = None
-    source_sequence: int | None = None
+    source_sequence: PositiveSequence | None = None
 
 
-OriginIn = Annotated[RealOriginIn | SyntheticOriginIn, Field(discriminator="type")]
+def _origin_type(value: Any) -> str:
+    # ``type`` may be left out of a real origin (it defaults to "real").
+    if isinstance(value, dict):
+        return str(value.get("type", "real"))
+    return str(getattr(value, "type", "real"))
 
 
-class MessageIn(_Strict):
+OriginIn = Annotated[
+    Annotated[RealOriginIn, Tag("real")] | Annotated[SyntheticOriginIn, Tag("synthetic")],
+    Discriminator(_origin_type),
+]
+
+
+class MessageIn(RequestModel):
     # ``system`` is accepted by the schema so the core can refuse it with its own stable code
     # (``system_message_in_conversation``) rather than a generic validation error.
     role: Literal["user", "assistant", "tool", "system"]

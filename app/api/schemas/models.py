@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
+from app.api.schemas.fields import Flag, JsonValue, PositiveTokenCount, RequestModel, TokenCount
 from app.core.capabilities import ModelCapabilities
 
 __all__ = [
@@ -26,15 +27,16 @@ TokenCounterName = Literal["estimate", "tiktoken:o200k_base", "tiktoken:cl100k_b
 MODEL_NAME_MAX_LENGTH = 200
 
 
-class CapabilitiesIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class CapabilitiesIn(RequestModel):
+    """A model's limits (SPEC §3.2): the reserves (output, reasoning, fixed, safety) must leave
+    input room in the window, or the model is refused (`invalid_capabilities`)."""
 
-    context_window_tokens: int = Field(gt=0, examples=[1000])
-    max_output_tokens: int = Field(gt=0, examples=[400])
-    max_reasoning_tokens: int | None = Field(default=None, ge=0)
-    accepts_data_blocks: bool = True
-    fixed_reserve_tokens: int = Field(default=0, ge=0)
-    safety_margin_tokens: int = Field(default=0, ge=0)
+    context_window_tokens: PositiveTokenCount = Field(examples=[1000])
+    max_output_tokens: PositiveTokenCount = Field(examples=[400])
+    max_reasoning_tokens: TokenCount | None = None
+    accepts_data_blocks: Flag = True
+    fixed_reserve_tokens: TokenCount = 0
+    safety_margin_tokens: TokenCount = 0
     token_counter: TokenCounterName = "estimate"
 
     def to_core(self) -> ModelCapabilities:
@@ -56,12 +58,47 @@ class InlineModelIn(CapabilitiesIn):
     )
 
 
-class ProviderIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class ScriptToolCallIn(RequestModel):
+    name: str = Field(min_length=1, examples=["read_file"])
+    id: str | None = Field(default=None, min_length=1, description="Default: generated.")
+    input: JsonValue = Field(
+        default_factory=dict,
+        description="The arguments: an object (sent as its JSON text), or a string sent as the "
+        "raw arguments (to exercise arguments that are not JSON).",
+        examples=[{"path": "README.md"}],
+    )
 
-    kind: Literal["openai_chat", "anthropic_messages", "scripted", "local"]
-    base_url: str | None = Field(default=None, examples=["https://api.openai.com/v1"])
-    model_name: str | None = Field(default=None, examples=["gpt-5"])
+
+class ScriptUsageIn(RequestModel):
+    input_tokens: TokenCount | None = None
+    output_tokens: TokenCount | None = None
+    cached_tokens: TokenCount | None = None
+    reasoning_tokens: TokenCount | None = None
+
+
+class ScriptReplyIn(RequestModel):
+    """One model answer: text, tool calls, finish reason and reported usage (all optional)."""
+
+    text: str = ""
+    tool_calls: list[ScriptToolCallIn] = Field(default_factory=list, max_length=128)
+    finish_reason: Literal["stop", "tool_calls", "length", "content_filter", "other"] | None = (
+        Field(default=None, description="Default: `tool_calls` when there are calls, else `stop`.")
+    )
+    usage: ScriptUsageIn | None = None
+
+
+class ScriptErrorIn(RequestModel):
+    """A provider failure instead of an answer."""
+
+    error: Literal["context_overflow", "rate_limited", "server_error", "timeout"]
+
+
+ScriptEntryIn = Annotated[ScriptReplyIn | ScriptErrorIn, Field(union_mode="left_to_right")]
+
+
+class _ProviderBase(RequestModel):
+    base_url: str | None = Field(default=None, min_length=1, examples=["https://api.openai.com/v1"])
+    model_name: str | None = Field(default=None, min_length=1, examples=["gpt-5"])
     api_key_env: str | None = Field(
         default=None,
         pattern=r"^[A-Za-z_][A-Za-z0-9_]*$",
@@ -70,20 +107,36 @@ class ProviderIn(BaseModel):
         "llama.cpp): no authentication header is sent.",
         examples=["OPENAI_API_KEY"],
     )
-    script: list[dict[str, Any]] | None = Field(
-        default=None, description="Only for `scripted`: the entries replayed one per model call."
+
+
+class HttpProviderIn(_ProviderBase):
+    """A model API over HTTP: OpenAI Chat Completions (`base_url` with `/v1`) or Anthropic
+    Messages (`base_url` without it)."""
+
+    kind: Literal["openai_chat", "anthropic_messages"]
+    base_url: str = Field(min_length=1, examples=["https://api.openai.com/v1"])
+    model_name: str = Field(min_length=1, examples=["gpt-5"])
+
+
+class ScriptedProviderIn(_ProviderBase):
+    """Offline: replays `script`, one entry per model call (PUT resets the position)."""
+
+    kind: Literal["scripted"]
+    script: list[ScriptEntryIn] = Field(
+        max_length=10_000, description="The entries replayed one per model call."
     )
 
-    @model_validator(mode="after")
-    def _kind_needs(self) -> ProviderIn:
-        http = self.kind in ("openai_chat", "anthropic_messages")
-        if http and (not self.base_url or not self.model_name):
-            raise ValueError(f"provider kind {self.kind} needs base_url and model_name")
-        if self.kind == "scripted" and self.script is None:
-            raise ValueError("provider kind scripted needs a script (a list of entries)")
-        if self.kind != "scripted" and self.script is not None:
-            raise ValueError("only the scripted kind takes a script")
-        return self
+
+class LocalProviderIn(_ProviderBase):
+    """Offline and deterministic: a short reply, or an extractive summary when asked to
+    compact."""
+
+    kind: Literal["local"]
+
+
+ProviderIn = Annotated[
+    HttpProviderIn | ScriptedProviderIn | LocalProviderIn, Field(discriminator="kind")
+]
 
 
 class ModelIn(CapabilitiesIn):

@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.schemas.content import BlockIn, ConversationIn
+from app.api.schemas.fields import JsonObject, RequestModel, SequenceNumber
 from app.api.schemas.models import InlineModelIn
+from app.api.schemas.shapes import NOT_BLANK, VISIBLE_BLOCK, ConversationMessageShape, DocumentedAs
 
 __all__ = [
     "BudgetOut",
@@ -25,25 +27,29 @@ __all__ = [
 EncodeName = Literal["openai_chat", "anthropic_messages"]
 
 
-class SystemPartIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+class SystemPartIn(RequestModel):
+    """One part of the System Context: a unique, non-blank key and content that is not only
+    blank text (SPEC §2.4), under 10 000 tokens (§3.3)."""
 
-    key: str = Field(examples=["core/agent-system"])
-    content: list[BlockIn]
+    # The pipeline's own rules answer (``empty_system_context_key``/``_part``); the schema
+    # states them.
+    key: Annotated[
+        str, Field(examples=["core/agent-system"], json_schema_extra={"pattern": NOT_BLANK})
+    ]
+    content: Annotated[list[BlockIn], Field(json_schema_extra={"minItems": 1, **VISIBLE_BLOCK})]
 
 
-class ToolDefinitionIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class ToolDefinitionIn(RequestModel):
     name: str = Field(min_length=1)
     description: str = ""
-    input_schema: dict[str, Any] = Field(default_factory=lambda: {"type": "object"})
+    input_schema: JsonObject = Field(
+        default_factory=lambda: {"type": "object"},
+        description="The JSON Schema of the tool's arguments.",
+    )
 
 
-class ToolResultPruningIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-    through_sequence: int | None = Field(default=None, ge=0)
+class ToolResultPruningIn(RequestModel):
+    through_sequence: SequenceNumber | None = None
     spill_directory: str | None = Field(
         default=None,
         description="The directory pruned results' markers name. The stateless endpoint writes "
@@ -51,11 +57,31 @@ class ToolResultPruningIn(BaseModel):
     )
 
 
-class PrepareBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# Exactly one of ``model`` and ``model_id`` (the other absent or null).
+_ONE_MODEL: dict[str, Any] = {
+    "oneOf": [
+        {
+            "required": ["model"],
+            "properties": {"model": {"type": "object"}, "model_id": {"type": "null"}},
+        },
+        {
+            "required": ["model_id"],
+            "properties": {"model_id": {"type": "string"}, "model": {"type": "null"}},
+        },
+    ]
+}
+
+
+class PrepareBody(RequestModel):
+    """The three regions, the model (inline capabilities or a model id: exactly one) and the
+    pruning watermark."""
+
+    model_config = ConfigDict(json_schema_extra=_ONE_MODEL)
 
     system_context: list[SystemPartIn] = Field(default_factory=list)
-    conversation: ConversationIn = Field(default_factory=list)
+    conversation: Annotated[ConversationIn, DocumentedAs(list[ConversationMessageShape])] = Field(
+        default_factory=list
+    )
     tools: list[ToolDefinitionIn] = Field(default_factory=list)
     model: InlineModelIn | None = None
     model_id: str | None = Field(default=None, description="A registered or built-in model id.")

@@ -3,12 +3,21 @@
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, Field
 
 from app.api.schemas.content import StoredContentIn
+from app.api.schemas.fields import (
+    DoomLoopThreshold,
+    Flag,
+    ModelCalls,
+    RequestModel,
+    ToolResultsTimeout,
+)
 from app.api.schemas.prepare import ToolDefinitionIn
+from app.api.schemas.shapes import NOT_BLANK, AppendedMessageShape, DocumentedAs, OneOf
+from app.core.world_state.provided import MAX_SKILL_PATH_CHARS, MAX_SKILLS
 
 __all__ = [
     "AgentIn",
@@ -27,65 +36,91 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# The service's own tools (SPEC §6); an agent tool of the same name is refused
+# (``tool_name_conflict``).
+_SERVER_TOOL_NAMES = ["update_plan", "conversation_history"]
 
 
-class AgentIn(_Strict):
+class AgentToolIn(ToolDefinitionIn):
+    """A tool the caller executes; its name is unique among the agent's tools and is not one of
+    the service's own (`update_plan`, `conversation_history`)."""
+
+    name: Annotated[
+        str,
+        Field(min_length=1, json_schema_extra={"not": {"enum": _SERVER_TOOL_NAMES}}),
+    ]
+
+
+class AgentIn(RequestModel):
     system_prompt: str = Field(min_length=1, examples=["You are a careful coding agent."])
-    tools: list[ToolDefinitionIn] = Field(default_factory=list)
-    max_model_calls: int = Field(default=20, ge=1, le=1000)
-    doom_loop_threshold: int = Field(default=3, ge=2, le=100)
-    tool_results_timeout_seconds: float | None = Field(
+    tools: list[AgentToolIn] = Field(default_factory=list)
+    max_model_calls: ModelCalls = 20
+    doom_loop_threshold: DoomLoopThreshold = 3
+    tool_results_timeout_seconds: ToolResultsTimeout | None = Field(
         default=None,
-        ge=1,
-        le=604_800,
         description="How long a turn waits for your tool results (seconds, up to 7 days) "
         "before it ends with `tool_results_timeout`; null: the service's "
         "`CTXSVC_TOOL_RESULTS_TIMEOUT_SECONDS` (1 hour by default).",
     )
 
 
-class SandboxIn(_Strict):
+class SandboxIn(RequestModel):
     mode: Literal["auto", "accept_edits"] = "auto"
-    available: bool = True
+    available: Flag = True
 
 
-class ProvidedSkillIn(_Strict):
-    name: str = Field(min_length=1, max_length=64)
-    description: str = Field(min_length=1)
-    path: str = Field(min_length=1)
+# The rules ``core.world_state.provided`` checks (its codes answer); the schema states them.
+_SKILL_NAME = {"pattern": "^[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?$"}
+_SKILL_PATH = {"pattern": "^[^\\u0000-\\u001f]+$", "maxLength": MAX_SKILL_PATH_CHARS}
+
+
+class ProvidedSkillIn(RequestModel):
+    """A skill of the caller's catalog (SPEC §4): names unique in the workspace."""
+
+    name: Annotated[str, Field(min_length=1, max_length=64, json_schema_extra=_SKILL_NAME)]
+    description: Annotated[str, Field(min_length=1, json_schema_extra={"pattern": NOT_BLANK})]
+    path: Annotated[str, Field(min_length=1, json_schema_extra=_SKILL_PATH)]
     body: str | None = Field(
-        default=None, description="The SKILL.md body, so a turn can select this skill by name."
+        default=None,
+        description="The SKILL.md body (at most 65 536 UTF-8 bytes), so a turn can select this "
+        "skill by name.",
     )
 
 
-class ProvidedWorkspaceIn(_Strict):
+class ProvidedWorkspaceIn(RequestModel):
+    """What the World State shows (SPEC §4); the rendered project context stays within 16 384
+    characters and `agents_md` within 65 536 UTF-8 bytes."""
+
     working_directory: str = Field(min_length=1, examples=["/shown/path"])
     repository_root: str | None = None
-    layout: list[str] = Field(default_factory=list, max_length=100_000)
+    layout: list[Annotated[str, Field(min_length=1)]] = Field(
+        default_factory=list, max_length=100_000, examples=[["src/", "README.md"]]
+    )
     agents_md: str | None = None
-    skills: list[ProvidedSkillIn] = Field(default_factory=list, max_length=1000)
+    # Up to 1 000 are read; past 100 the catalog's own rule answers (``skill_catalog_error``).
+    skills: list[ProvidedSkillIn] = Field(
+        default_factory=list, max_length=1000, json_schema_extra={"maxItems": MAX_SKILLS}
+    )
 
 
-class WorkspaceIn(_Strict):
-    """Either a server directory under the allowed roots, or inputs the caller provides."""
+class DirectoryWorkspaceIn(RequestModel):
+    """A server directory under `CTXSVC_WORKSPACE_ROOTS` (symlinks and `..` may not leave it)."""
 
-    working_directory: str | None = Field(default=None, examples=["/srv/workspaces/demo"])
+    working_directory: str = Field(min_length=1, examples=["/srv/workspaces/demo"])
     skills_root: str | None = None
     spill_directory: str | None = None
-    provided: ProvidedWorkspaceIn | None = None
-
-    @model_validator(mode="after")
-    def _one_source(self) -> WorkspaceIn:
-        if (self.working_directory is None) == (self.provided is None):
-            raise ValueError("give exactly one of `working_directory` or `provided`")
-        if self.provided is not None and (self.skills_root or self.spill_directory):
-            raise ValueError("`skills_root` and `spill_directory` are for server directories")
-        return self
 
 
-class SessionCreate(_Strict):
+class ProvidedWorkspaceRootIn(RequestModel):
+    """Inputs the caller provides instead of a server directory."""
+
+    provided: ProvidedWorkspaceIn
+
+
+WorkspaceIn = Annotated[DirectoryWorkspaceIn | ProvidedWorkspaceRootIn, OneOf()]
+
+
+class SessionCreate(RequestModel):
     title: str | None = Field(default=None, max_length=500)
     model_id: str = Field(min_length=1, examples=["local"])
     summary_model_id: str | None = None
@@ -95,13 +130,59 @@ class SessionCreate(_Strict):
     disabled_skills: list[str] = Field(default_factory=list)
 
 
-class SessionPatch(_Strict):
+class SessionPatch(RequestModel):
     title: str | None = Field(default=None, max_length=500)
     model_id: str | None = None
     summary_model_id: str | None = None
     sandbox: SandboxIn | None = None
     disabled_skills: list[str] | None = None
     workspace: WorkspaceIn | None = None
+
+
+class ToolOut(BaseModel):
+    name: str
+    description: str
+    input_schema: dict[str, Any]
+
+
+class AgentOut(BaseModel):
+    system_prompt: str
+    tools: list[ToolOut]
+    max_model_calls: int
+    doom_loop_threshold: int
+    tool_results_timeout_seconds: float | None = None
+
+
+class SandboxOut(BaseModel):
+    mode: Literal["auto", "accept_edits"]
+    available: bool
+
+
+class ProvidedSkillOut(BaseModel):
+    name: str
+    description: str
+    path: str
+    body: str | None = None
+
+
+class ProvidedWorkspaceOut(BaseModel):
+    working_directory: str
+    repository_root: str | None = None
+    layout: list[str] = Field(default_factory=list)
+    agents_md: str | None = None
+    skills: list[ProvidedSkillOut] = Field(default_factory=list)
+
+
+class DirectoryWorkspaceOut(BaseModel):
+    """The directories, resolved (symlinks followed, under an allowed root)."""
+
+    working_directory: str
+    skills_root: str | None = None
+    spill_directory: str | None = None
+
+
+class ProvidedWorkspaceRootOut(BaseModel):
+    provided: ProvidedWorkspaceOut
 
 
 class SessionUsageOut(BaseModel):
@@ -119,9 +200,9 @@ class SessionOut(BaseModel):
     title: str | None
     model_id: str
     summary_model_id: str
-    agent: dict[str, Any]
-    workspace: dict[str, Any] | None
-    sandbox: dict[str, Any]
+    agent: AgentOut
+    workspace: Annotated[DirectoryWorkspaceOut | ProvidedWorkspaceRootOut, OneOf()] | None
+    sandbox: SandboxOut
     disabled_skills: list[str]
     tool_result_pruned_through_sequence: int | None
     message_count: int
@@ -144,14 +225,20 @@ class SessionPage(BaseModel):
     next_cursor: str | None
 
 
-class AppendMessageIn(_Strict):
+class AppendMessageIn(RequestModel):
+    # Validated loosely so that the store's rules answer with their own codes (SPEC §5,
+    # ``chat_rules.check_append``); ``AppendBody`` publishes the per-role shapes they accept.
     role: Literal["user", "assistant", "tool", "system"]
     kind: Literal["normal", "skill_instruction", "agent_message", "world_state"] = "normal"
     content: StoredContentIn
 
 
-class AppendBody(_Strict):
-    messages: list[AppendMessageIn] = Field(min_length=1, max_length=1000)
+class AppendBody(RequestModel):
+    messages: Annotated[
+        list[AppendMessageIn],
+        Field(min_length=1, max_length=1000),
+        DocumentedAs(Annotated[list[AppendedMessageShape], Field(min_length=1, max_length=1000)]),
+    ]
 
 
 class AppendedMessage(BaseModel):

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any, get_args
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from app.api.schemas.content import BlockIn, blocks_to_core, message_to_item
+from app.api.schemas.fields import RequestModel
+from app.api.schemas.models import TokenCounterName
 from app.api.schemas.prepare import PrepareBody
 from app.core.content import Item
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
@@ -12,14 +16,25 @@ from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 __all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut", "prepare_regions"]
 
 
-class TokenCountBody(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+def _given(field: str) -> dict[str, Any]:
+    others = {f: {"type": "null"} for f in ("text", "content", "prepare") if f != field}
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
+
+
+# Exactly one of ``text``, ``content`` and ``prepare`` (the others absent or null).
+_EXACTLY_ONE: dict[str, Any] = {"oneOf": [_given(f) for f in ("text", "content", "prepare")]}
+
+
+class TokenCountBody(RequestModel):
+    model_config = ConfigDict(json_schema_extra=_EXACTLY_ONE)
 
     # A plain string, not the capabilities' Literal: an unknown name is answered with the
-    # service's own ``unknown_token_counter`` problem, which lists the valid names.
+    # service's own ``unknown_token_counter`` problem, which lists the valid names (the schema
+    # lists them too).
     counter: str | None = Field(
         default=None,
         examples=["tiktoken:o200k_base"],
+        json_schema_extra={"enum": [*get_args(TokenCounterName), None]},
         description="`estimate`, `tiktoken:o200k_base` or `tiktoken:cl100k_base`. Default: "
         "`estimate`, or for `prepare` the model's own counter.",
     )

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, Field
 
 from app.api.schemas.content import ArtifactIn, OutputBlockIn
+from app.api.schemas.fields import RequestModel
+from app.api.schemas.shapes import NOT_BLANK, VISIBLE_TEXT_INPUT
 
 __all__ = [
     "AgentMessageBody",
@@ -21,16 +23,12 @@ __all__ = [
 ]
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
-class TextInput(_Strict):
+class TextInput(RequestModel):
     type: Literal["text"]
     text: str = Field(max_length=1_000_000)
 
 
-class SkillInput(_Strict):
+class SkillInput(RequestModel):
     type: Literal["skill"]
     name: str = Field(min_length=1, max_length=64)
 
@@ -38,17 +36,19 @@ class SkillInput(_Strict):
 InputItem = Annotated[TextInput | SkillInput, Field(discriminator="type")]
 
 
-class TurnStart(_Strict):
+class TurnStart(RequestModel):
     client_request_id: str = Field(
         min_length=1,
         max_length=200,
-        pattern=r"\S",
+        pattern=NOT_BLANK,
         description="Your id for this request: sending it again returns the same turn.",
     )
-    input: list[InputItem] = Field(max_length=100)
+    # Empty or text-less input is answered by the turn's own rule (``empty_input``, SPEC §6);
+    # the schema states it.
+    input: list[InputItem] = Field(max_length=100, json_schema_extra=VISIBLE_TEXT_INPUT)
 
 
-class ToolResultIn(_Strict):
+class ToolResultIn(RequestModel):
     tool_call_id: str = Field(min_length=1)
     state: Literal["success", "error", "denied", "interrupted"]
     output: list[OutputBlockIn]
@@ -57,8 +57,11 @@ class ToolResultIn(_Strict):
     )
 
 
-class ToolResultsBody(_Strict):
-    results: list[ToolResultIn] = Field(max_length=1000)
+class ToolResultsBody(RequestModel):
+    """One result per pending call (partial posts are recorded), each call answered once."""
+
+    # An empty list is answered by the turn's own rule (``no_tool_results``).
+    results: list[ToolResultIn] = Field(max_length=1000, json_schema_extra={"minItems": 1})
 
 
 class PendingToolCall(BaseModel):
@@ -115,7 +118,7 @@ class ToolResultsOut(TurnOut):
     missing_tool_call_ids: list[str]
 
 
-class AgentMessageBody(_Strict):
+class AgentMessageBody(RequestModel):
     task: str = Field(min_length=1, max_length=1000)
     kind: Literal["final_answer", "interrupted", "failed"]
     body: str

@@ -26,7 +26,7 @@ from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from app.core.errors import Unavailable
-from app.services.cursors import decode_cursor, encode_cursor
+from app.services.cursors import TURN_CURSOR, decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
 from app.services.turns.control import (
     DeadlinePassed,
@@ -285,7 +285,7 @@ class TurnService:
 
     async def list(self, session_id: str, *, limit: int, cursor: str | None) -> dict[str, Any]:
         """The session's turns, newest first, cursor-paginated (404 for no session)."""
-        before = decode_cursor(cursor) if cursor else None
+        before = decode_cursor(cursor, TURN_CURSOR) if cursor else None
         async with unit_of_work(self._deps.db, read_only=True) as db:
             await SessionRepository(db).require(session_id)
             rows = list(

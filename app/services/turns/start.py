@@ -11,7 +11,7 @@ from typing import Any
 
 import anyio
 
-from app.core.content import Block, text_block
+from app.core.content import Block, is_blank, text_block
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, InvalidInput
 from app.core.item_caps import check_skill_body
@@ -65,7 +65,7 @@ def busy(turn_id: str) -> Conflict:
 
 
 def _texts(input_items: Sequence[dict[str, Any]]) -> list[str]:
-    texts = [i["text"] for i in input_items if i["type"] == "text" and i["text"].strip()]
+    texts = [i["text"] for i in input_items if i["type"] == "text" and not is_blank(i["text"])]
     if not texts:
         raise InvalidInput(
             "empty_input",

@@ -25,6 +25,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core import jsontext
 from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
 from app.core.content import text_block
+from app.core.json_limits import json_text_problem
 from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
 from app.core.plan import parse_update_plan_arguments as parse_plan
 from app.core.prepared import ToolDefinition
@@ -119,6 +120,11 @@ def check_call(
     name: str, raw_input: str, tools: dict[str, ToolDefinition]
 ) -> tuple[str | None, dict[str, Any] | None]:
     """``(canonical arguments, None)`` for a call that may run, else ``(None, error result)``."""
+    # Arguments past the limits every accepted JSON value keeps (too deep to read back safely,
+    # too large) are answered like arguments that are not JSON: the model sees why.
+    problem = json_text_problem(raw_input)
+    if problem is not None:
+        return None, error_result(f"invalid tool input: the arguments' JSON text {problem}")
     try:
         value = jsontext.loads_arguments(raw_input)
     except (ValueError, TypeError) as exc:

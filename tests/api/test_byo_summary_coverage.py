@@ -164,10 +164,14 @@ async def test_a_rewind_since_the_request_refuses_its_summary(api: httpx.AsyncCl
 @pytest.mark.parametrize(
     ("body", "status", "code"),
     [
-        ({"through_message_sequence": 5}, 422, "invalid_request"),  # one past the last message
+        ({"through_message_sequence": 5}, 422, "coverage_out_of_range"),  # past the last message
         ({"through_message_sequence": 0}, 422, "invalid_request"),
         ({"through_message_sequence": BIGINT_MAX + 1}, 422, "invalid_request"),
-        ({"through_message_sequence": 4, "expected_through_message_sequence": 3}, 422, None),
+        (
+            {"through_message_sequence": 4, "expected_through_message_sequence": 3},
+            422,
+            "coverage_mismatch",
+        ),
         ({"through_message_sequence": 3, "expected_through_message_sequence": 3}, 409, None),
     ],
 )

@@ -48,7 +48,11 @@ UNSTATABLE: dict[str, set[str]] = {
     "POST /v1/sessions/{session_id}/prepare": _PIPELINE | _WORLD_STATE,
     "GET /v1/sessions/{session_id}/compactions/request": _PIPELINE,
     "POST /v1/sessions/{session_id}/compactions": _PIPELINE
-    | {"invalid_summary"},  # the summary grammar of SPEC §7.4
+    | {
+        "invalid_summary",  # the summary grammar of SPEC §7.4
+        "coverage_mismatch",  # two fields that must be equal
+        "coverage_out_of_range",  # the session's messages (stored state)
+    },
     "POST /v1/sessions/{session_id}/turns": {
         "skill_unavailable",  # the session's skills (stored state)
         "skill_too_large",  # a token count

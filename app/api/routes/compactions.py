@@ -51,7 +51,7 @@ CompactionId = Annotated[str, Path(min_length=1, max_length=200)]
         COMPACTION,
         {
             409: ("conversation_changed", "summary_coverage_unknown"),
-            422: ("invalid_summary",),
+            422: ("invalid_summary", "coverage_mismatch", "coverage_out_of_range"),
         },
         body=True,
     ),

@@ -8,11 +8,10 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from app.api.schemas.fields import RequestModel, SequenceNumber
+from app.api.schemas.fields import PositiveSequence, RequestModel, SequenceNumber
 from app.api.schemas.prepare import PrepareResponse
-from app.core.chat_rules import MAX_SEQUENCE
 
 __all__ = [
     "CheckpointListOut",
@@ -27,7 +26,22 @@ __all__ = [
 ]
 
 
+# ``through_message_sequence`` only with a ``summary`` (the compaction service's own rule).
+_COVERAGE_NEEDS_SUMMARY: dict[str, Any] = {
+    "if": {
+        "required": ["through_message_sequence"],
+        "properties": {"through_message_sequence": {"type": "integer"}},
+    },
+    "then": {"required": ["summary"], "properties": {"summary": {"type": "string"}}},
+}
+
+
 class CompactBody(RequestModel):
+    """`{}` compacts with the session's summary model; `summary` (with the
+    `through_message_sequence` it covers) installs your own model's answer."""
+
+    model_config = ConfigDict(json_schema_extra=_COVERAGE_NEEDS_SUMMARY)
+
     summary: str | None = Field(
         default=None,
         description="Your own model's answer to `GET .../compactions/request`; omit to let the "
@@ -41,10 +55,8 @@ class CompactBody(RequestModel):
         description="`through_message_sequence` of the summary request you answered; refused "
         "with 409 `conversation_changed` when the conversation has moved on since.",
     )
-    through_message_sequence: int | None = Field(
+    through_message_sequence: PositiveSequence | None = Field(
         default=None,
-        ge=1,
-        le=MAX_SEQUENCE,
         description="What `summary` covers: the `through_message_sequence` of the summary "
         "request it answers. The checkpoint is installed over that message and the ones before "
         "it; messages appended since stay in the conversation after it. Without it, the "

@@ -44,8 +44,9 @@ class PostedSummary:
         self.expected = expected
         self.text: str | None = None  # the summary as stored, once validated
         if None not in (through, expected) and through != expected:
+            # Its own code: two fields that must be equal is a rule no JSON Schema can state.
             raise InvalidInput(
-                "invalid_request",
+                "coverage_mismatch",
                 f"through_message_sequence ({self.through}) and "
                 f"expected_through_message_sequence ({self.expected}) disagree; send one of them",
             )
@@ -77,8 +78,9 @@ class PostedSummary:
         if named is None:
             named = _served_and_current(session.id, served, last)
         elif named > last:
+            # Its own code: which sequences exist is stored state, no schema can state it.
             raise InvalidInput(
-                "invalid_request",
+                "coverage_out_of_range",
                 f"through_message_sequence {named} names no message: the conversation ends at "
                 f"message {last}",
             )

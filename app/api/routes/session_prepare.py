@@ -35,7 +35,16 @@ class SessionPrepareResponse(PrepareResponse):
 @router.post(
     "/{session_id}/prepare",
     response_model=SessionPrepareResponse,
-    responses=problems(SESSION, MODEL, PIPELINE, WORLD_STATE, COMPACTION, body=True),
+    responses=problems(
+        SESSION,
+        MODEL,
+        PIPELINE,
+        WORLD_STATE,
+        COMPACTION,
+        # The compaction would not shrink the conversation and the request does not fit.
+        {413: ("compaction_error",)},
+        body=True,
+    ),
 )
 async def prepare_session(
     session_id: Annotated[str, Path(min_length=1, max_length=200)],

@@ -26,6 +26,7 @@ import pytest
 
 from app.api.schemas.content import MessageIn, blocks_to_core
 from app.core.content import Block
+from app.core.json_limits import json_text_problem
 from app.core.jsontext import MAX_ARGUMENT_DEPTH, dumps, loads
 from app.main import create_app
 from app.storage.database import create_engine, create_session_factory, unit_of_work
@@ -166,19 +167,51 @@ def hostile_messages() -> list[NewMessage]:
         NewMessage(role="user", kind="normal", content=[{"type": "text", "text": "go on"}]),
     ]
     # Through the API's own content schema (its defaults and field order, as an append stored
-    # them), but not through the checks added since (decodable artifacts, size and depth).
+    # them), but not through the checks added since (decodable artifacts, size and depth): the
+    # values those checks bound are validated as placeholders and put back as they were.
     return [
         NewMessage(
             role=m.role,
             kind=m.kind,
-            content=blocks_to_core(
-                MessageIn.model_validate(
-                    {"role": m.role, "kind": m.kind, "content": m.content}
-                ).content
-            ),
+            content=[
+                _restored(checked, original)
+                for checked, original in zip(
+                    blocks_to_core(
+                        MessageIn.model_validate(
+                            {"role": m.role, "kind": m.kind, "content": _placeholders(m.content)}
+                        ).content
+                    ),
+                    m.content,
+                    strict=True,
+                )
+            ],
         )
         for m in raw
     ]
+
+
+# What the API bounds since issue 13 (nesting and size of free-form JSON): rows stored before.
+_BOUNDED = {"input": "{}", "payload": None}
+
+
+def _placeholders(content: list[Any]) -> list[Any]:
+    shallow = []
+    for block in content:
+        copy = {k: _BOUNDED.get(k, v) for k, v in block.items()}
+        if "artifacts" in block:
+            copy["artifacts"] = [{**a, "payload": None} for a in block["artifacts"]]
+        shallow.append(copy)
+    return shallow
+
+
+def _restored(checked: Any, original: Any) -> Any:
+    restored = {k: original.get(k, v) if k in _BOUNDED else v for k, v in checked.items()}
+    if "artifacts" in original:
+        restored["artifacts"] = [
+            {**a, **({"payload": o["payload"]} if "payload" in o else {})}
+            for a, o in zip(checked["artifacts"], original["artifacts"], strict=True)
+        ]
+    return restored
 
 
 @pytest.fixture(scope="module")
@@ -494,23 +527,35 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
 async def test_a_stateless_prepare_encodes_the_same_arguments_the_same_way(
     stateless_client: httpx.AsyncClient,
 ) -> None:
-    conversation = [
-        {"role": "user", "content": [{"type": "text", "text": "u"}]},
-        {
-            "role": "assistant",
-            "content": [
-                {"type": "tool_call", "id": call_id, "name": tool_of(call_id), "input": raw}
-                for call_id, (raw, _) in ARGUMENTS.items()
+    # A body may carry arguments only within the API's limits (issue 13 point 1a: 64 levels);
+    # those past them are refused at the door, naming the field, and no request is built.
+    taken = {k: v for k, v in ARGUMENTS.items() if json_text_problem(v[0]) is None}
+    refused = [k for k in ARGUMENTS if k not in taken]
+    assert refused == ["call_deep", "call_at_cap", "call_over_cap", "plan_deep"]
+
+    def body(arguments: dict[str, tuple[str, Any]]) -> dict[str, Any]:
+        calls = [
+            {"type": "tool_call", "id": call_id, "name": tool_of(call_id), "input": raw}
+            for call_id, (raw, _) in arguments.items()
+        ]
+        return {
+            "system_context": [],
+            "conversation": [
+                {"role": "user", "content": [{"type": "text", "text": "u"}]},
+                {"role": "assistant", "content": calls},
             ],
-        },
-    ]
-    body = {
-        "system_context": [],
-        "conversation": conversation,
-        "tools": [],
-        "model": {"context_window_tokens": 4_000_000, "max_output_tokens": 100},
-        "encode": "anthropic_messages",
-    }
-    prepared = ok(await stateless_client.post("/v1/prepare", json=body))
+            "tools": [],
+            "model": {"context_window_tokens": 4_000_000, "max_output_tokens": 100},
+            "encode": "anthropic_messages",
+        }
+
+    prepared = ok(await stateless_client.post("/v1/prepare", json=body(taken)))
     (assistant,) = [m for m in prepared["provider_payload"]["messages"] if m["role"] == "assistant"]
-    assert [b["input"] for b in assistant["content"]] == [v for _, v in ARGUMENTS.values()]
+    assert [b["input"] for b in assistant["content"]] == [v for _, v in taken.values()]
+    for call_id in refused:
+        response = await stateless_client.post(
+            "/v1/prepare", json=body({call_id: ARGUMENTS[call_id]})
+        )
+        assert response.status_code == 422, response.text[:500]
+        (error,) = response.json()["errors"]
+        assert error["loc"] == ["body", "conversation", 1, "content", 0, "tool_call", "input"]

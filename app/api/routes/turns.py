@@ -39,6 +39,7 @@ Wait = Annotated[
             {
                 409: ("busy", "reload_required"),
                 422: ("empty_input", "skill_unavailable", "skill_too_large"),
+                503: ("shutting_down",),  # this replica is stopping: send it again
             },
             body=True,
         ),
@@ -96,6 +97,7 @@ async def get_turn(
         {
             409: ("turn_not_waiting", "tool_result_already_posted"),
             422: ("no_tool_results", "duplicate_tool_result", "unknown_tool_call"),
+            503: ("shutting_down",),
         },
         body=True,
     ),

@@ -12,7 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core.json_limits import MAX_JSON_CHARS, MAX_JSON_DEPTH
+from app.core.json_limits import MAX_JSON_CHARS, MAX_JSON_DEPTH, json_text_problem
+from app.core.jsontext import MAX_ARGUMENT_DEPTH, loads_arguments
 from tests.api.helpers import (
     append,
     assistant_calls,
@@ -25,6 +26,14 @@ from tests.api.helpers import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+def test_what_is_accepted_reads_back_as_itself() -> None:
+    # The readers of stored arguments refuse past their own cap; nothing accepted may be past it.
+    assert MAX_JSON_DEPTH <= MAX_ARGUMENT_DEPTH
+    at_limit = nested_text(MAX_JSON_DEPTH)
+    assert json_text_problem(at_limit) is None
+    assert loads_arguments(at_limit) == nested(MAX_JSON_DEPTH)
 
 
 def nested(depth: int) -> Any:

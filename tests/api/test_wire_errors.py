@@ -106,6 +106,22 @@ async def test_tool_call_input_sent_as_an_object_says_to_send_its_json_text(
     assert await stored(api, sid) == []
 
 
+async def test_a_deep_object_as_tool_call_input_gets_the_same_advice(
+    api: httpx.AsyncClient,
+) -> None:
+    sid = await new_session(api)
+    deep = "[" * 500 + "]" * 500  # readable, but no example to make of it
+    raw = (
+        '{"messages": [{"role": "assistant", "content": [{"type": "tool_call", "id": "c", '
+        f'"name": "read", "input": {deep}}}]}}]}}'
+    )
+    response = await api.post(f"/v1/sessions/{sid}/messages", content=raw.encode(), headers=JSON)
+    assert response.status_code == 422, response.text
+    detail = response.json()["detail"]
+    assert "must be the JSON text of the arguments" in detail
+    assert '"{\\"path\\": \\"README.md\\"}"' in detail  # a generic example instead
+
+
 async def test_head_answers_wherever_get_does(api: httpx.AsyncClient) -> None:
     sid = await new_session(api)
     for path in ("/healthz", "/v1/models", f"/v1/sessions/{sid}", f"/v1/sessions/{sid}/messages"):

@@ -17,7 +17,6 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
-from app.core.chat_rules import MAX_SEQUENCE
 from app.core.json_limits import (
     MAX_JSON_CHARS,
     MAX_JSON_DEPTH,
@@ -28,11 +27,9 @@ from app.core.json_limits import (
 __all__ = [
     "MAX_EXACT_INT",
     "MAX_INT32",
-    "MAX_SEQUENCE",
     "DoomLoopThreshold",
     "Flag",
     "JsonObject",
-    "JsonText",
     "JsonValue",
     "ModelCalls",
     "PositiveSequence",
@@ -118,8 +115,11 @@ Flag = StrictBool
 def _tool_input_text(value: Any) -> Any:
     # The commonest mistake: the arguments object itself instead of its JSON text.
     if isinstance(value, dict | list):
-        example = json.dumps(value, ensure_ascii=False)
-        if len(example) > 80:
+        try:  # their own arguments as the text to send, when short and sane
+            example = json.dumps(value, ensure_ascii=False, allow_nan=False)
+        except (RecursionError, ValueError, TypeError):
+            example = ""
+        if not example or len(example) > 80:
             example = '{"path": "README.md"}'
         raise PydanticCustomError(
             "json_text_type",

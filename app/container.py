@@ -49,7 +49,7 @@ class Container:
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.observability.instrument_engine(self.engine)
         self.models = ModelService(self.db)
-        self.sessions = SessionService(self.db, self.settings)
+        self.sessions = SessionService(self.db, self.settings, self.counter)
         self.events = EventPublisher(EventHub())
         self.messages = MessageService(self.db, self.counter, self.events)
         self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)

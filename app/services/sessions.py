@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.counting import estimate_tokens
+from app.core.content import text_block
+from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
+from app.core.item_caps import check_system_part
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
-from app.services.conversation import SERVER_TOOL_NAMES
+from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
@@ -70,9 +73,12 @@ async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[
 
 
 class SessionService:
-    def __init__(self, db: SessionFactory, settings: Settings) -> None:
+    def __init__(
+        self, db: SessionFactory, settings: Settings, counters: Callable[[str], TokenCounter]
+    ) -> None:
         self._db = db
         self._settings = settings
+        self._counters = counters
 
     def _check_agent(self, agent: dict[str, Any]) -> None:
         names = [t["name"] for t in agent.get("tools", [])]
@@ -123,9 +129,16 @@ class SessionService:
                 result[key] = validate_directory(workspace[key], roots, what=what)
         return result
 
-    async def _check_models(self, db: AsyncSession, *model_ids: str) -> None:
-        for model_id in model_ids:
-            await resolve_model(db, model_id)
+    async def _check_models(self, db: AsyncSession, *model_ids: str) -> list[ModelEntry]:
+        return [await resolve_model(db, model_id) for model_id in model_ids]
+
+    def _check_system_prompt(self, agent: dict[str, Any], model: ModelEntry) -> None:
+        """The agent prompt is the System Context of every request (SPEC §3.3 caps a part at
+        10 000 tokens): a prompt at the cap under the session model's counter would make every
+        prepare and turn of the session fail, so the session is refused instead. The agent
+        cannot be patched; a change of model is checked again."""
+        counter = self._counters(model.capabilities.token_counter)
+        check_system_part(AGENT_SYSTEM_KEY, [text_block(agent["system_prompt"])], counter)
 
     async def create(self, spec: dict[str, Any]) -> dict[str, Any]:
         self._check_agent(spec["agent"])
@@ -133,7 +146,8 @@ class SessionService:
         summary_model_id = spec.get("summary_model_id") or spec["model_id"]
         now = utc_now()
         async with unit_of_work(self._db) as db:
-            await self._check_models(db, spec["model_id"], summary_model_id)
+            model, _ = await self._check_models(db, spec["model_id"], summary_model_id)
+            self._check_system_prompt(spec["agent"], model)
             row = AgentSession(
                 id=f"ses-{uuid.uuid4().hex}",
                 title=spec.get("title"),
@@ -175,7 +189,9 @@ class SessionService:
         async with unit_of_work(self._db) as db:
             row = await SessionRepository(db).require(session_id, for_update=True)
             models = [changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)]
-            await self._check_models(db, *models)
+            entries = await self._check_models(db, *models)
+            if changes.get("model_id"):
+                self._check_system_prompt(row.agent, entries[0])
             for key in ("title", "model_id", "summary_model_id"):
                 if key in changes and (changes[key] is not None or key == "title"):
                     setattr(row, key, changes[key])

@@ -133,3 +133,37 @@ async def test_history_arguments_no_database_takes_are_a_result(
     (result,) = results_of(await history(api, sid))
     assert result["state"] == "error"
     assert result_text(result).startswith(expected)
+
+
+async def test_a_schema_naming_an_unknown_dialect_checks_by_the_latest_draft(
+    api: httpx.AsyncClient,
+) -> None:
+    # jsonschema only warns about an unknown ``$schema`` today and will raise in the future:
+    # the call is held to the schema by the latest draft either way, and the turn goes on.
+    schema = {"$schema": "https://example.invalid/dialect", "required": ["path"]}
+    sid = await session_with(
+        api,
+        [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
+        tools=[{"name": "t", "description": "d", "input_schema": schema}],
+    )
+    text = result_text(await only_result(api, sid))
+    assert text == (
+        "invalid arguments for tool 't': 'path' is a required property (at the top level)"
+    )
+
+
+async def test_a_schema_whose_dialect_is_no_uri_leaves_the_call_to_the_caller(
+    api: httpx.AsyncClient,
+) -> None:
+    # ``$schema`` must be a URI: a number makes the schema itself invalid, so nothing holds
+    # the model to it (as for any broken schema) and the call goes to the caller. It used to
+    # end the turn with an AttributeError from inside jsonschema.
+    schema = {"$schema": 5, "required": ["path"]}
+    sid = await session_with(
+        api,
+        [{"tool_calls": [{"name": "t", "input": {"p": 1}}]}, {"text": "continued"}],
+        tools=[{"name": "t", "description": "d", "input_schema": schema}],
+    )
+    turn = await run_turn(api, sid)
+    assert (turn["status"], turn["phase"]) == ("running", "waiting_tool_results"), turn
+    assert [c["name"] for c in turn["pending_tool_calls"]] == ["t"]

@@ -42,7 +42,15 @@ class ContextResponse(PrepareResponse):
     responses=problems(
         MODEL,
         WORKSPACE,
-        {422: ("tool_name_conflict", "duplicate_tool_name", "unresolvable_schema_ref")},
+        TOKENIZER,
+        {
+            422: (
+                "tool_name_conflict",
+                "duplicate_tool_name",
+                "unresolvable_schema_ref",
+                "system_context_part_too_large",
+            )
+        },
         body=True,
     ),
 )
@@ -83,7 +91,9 @@ async def get_session(session_id: SessionId, container: ContainerDep) -> Respons
 @router.patch(
     "/{session_id}",
     response_model=SessionOut,
-    responses=problems(SESSION, MODEL, WORKSPACE, body=True),
+    responses=problems(
+        SESSION, MODEL, WORKSPACE, TOKENIZER, {422: ("system_context_part_too_large",)}, body=True
+    ),
 )
 async def patch_session(
     session_id: SessionId,

@@ -17,9 +17,10 @@ from typing import Any, Literal
 
 from jsonschema import SchemaError
 from jsonschema.protocols import Validator
-from jsonschema.validators import validator_for
+from jsonschema.validators import Draft202012Validator, validator_for
 from referencing import Registry
 from referencing.exceptions import Unresolvable
+from referencing.jsonschema import UnknownDialect, specification_with
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core import jsontext
@@ -73,13 +74,33 @@ class ToolRound:
     plan: dict[str, Any] | None = None
 
 
+def _validator_class(schema: Any) -> type[Validator]:
+    """The dialect's validator; the latest draft when ``$schema`` names no dialect we know.
+
+    jsonschema looks ``$schema`` up as a URI: a number there raises AttributeError and an
+    unknown URI warns (an error under the suite's warning filter). Both mean what jsonschema
+    itself falls back to, the latest draft, as the session's schema check assumes
+    (``services/tool_schemas.py``)."""
+    if not isinstance(schema, dict) or "$schema" not in schema:
+        return validator_for(schema)
+    declared = schema["$schema"]
+    if isinstance(declared, str):
+        try:
+            specification_with(declared)
+        except UnknownDialect:
+            pass
+        else:
+            return validator_for(schema)
+    return Draft202012Validator
+
+
 @lru_cache(maxsize=512)
 def _validator(schema_json: str) -> Validator | None:
     """The checked validator of a tool's input schema (``None``: the schema is broken), built
     once per process and schema: checking a schema costs far more than validating a value."""
     try:
         schema = json.loads(schema_json)
-        validator_class = validator_for(schema)
+        validator_class = _validator_class(schema)
         validator_class.check_schema(schema)
         # An empty registry: a ``$ref`` to another document is never fetched (jsonschema's
         # default registry would GET any URL the agent's schema names, blocking the loop).

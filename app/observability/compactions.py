@@ -20,6 +20,7 @@ from typing import Any, Protocol, TypeVar
 from opentelemetry import trace
 from opentelemetry.trace import Status, StatusCode
 
+from app.core.compaction.shrink import CompactionNotSmaller
 from app.core.errors import ServiceError
 from app.observability.context import bound_work, current_work
 from app.observability.logs import event_line
@@ -97,8 +98,7 @@ class CompactionObserver:
                 try:
                     row = await work
                 except ServiceError as exc:
-                    attempts = exc.extra.get("attempts")
-                    self._failed(kind, exc.code, attempts, progress, started, span)
+                    self._failed(kind, exc, progress, started, span)
                     raise
                 self._completed(row, started, span)
                 return row
@@ -158,29 +158,39 @@ class CompactionObserver:
     def _failed(
         self,
         kind: str,
-        code: str,
-        attempts: object,
+        exc: ServiceError,
         progress: _Progress,
         started: float,
         span: trace.Span | None,
     ) -> None:
         seconds = time.perf_counter() - started
+        code = exc.code
         self._metrics.compactions.labels(kind, code).inc()
         self._metrics.compaction_duration.labels(kind, code).observe(seconds)
+        attempts = exc.extra.get("attempts")
+        # A summary that would not shrink the conversation is the rule working, not a failure
+        # (SPEC §9): the turn goes on uncompacted. Logged at INFO with both figures.
+        refused = isinstance(exc, CompactionNotSmaller)
         fields = {
             "compaction_id": None,
             "kind": kind,
             "trigger_turn_id": current_work().turn_id,
             "attempts": attempts if isinstance(attempts, int) else None,
-            "conversation_tokens_before": progress.tokens_before,
-            "conversation_tokens_after": None,
+            "conversation_tokens_before": exc.before if refused else progress.tokens_before,
+            "conversation_tokens_after": exc.after if refused else None,
             "duration_ms": round(seconds * 1000, 2),
-            "outcome": "failed",
+            "outcome": "not_installed" if refused else "failed",
             "code": code,
         }
         if span is not None:
             span.set_attributes({f"ctxsvc.compaction.{k}": v for k, v in fields.items() if v})
-            span.set_attribute("error.type", code)
-            span.set_status(Status(StatusCode.ERROR, code))
-        if log.isEnabledFor(logging.WARNING):
-            event_line(log, logging.WARNING, "compaction", "compaction failed", fields)
+            if not refused:
+                span.set_attribute("error.type", code)
+                span.set_status(Status(StatusCode.ERROR, code))
+        level, message = (
+            (logging.INFO, "compaction not installed")
+            if refused
+            else (logging.WARNING, "compaction failed")
+        )
+        if log.isEnabledFor(level):
+            event_line(log, level, "compaction", message, fields)

@@ -220,6 +220,30 @@ async def test_a_failed_in_turn_compaction_is_logged_with_its_trigger_turn(
     assert "x" * 50 not in lines.text
 
 
+async def test_a_compaction_that_would_not_shrink_is_logged_as_not_installed(
+    served: Served, lines: Lines
+) -> None:
+    # The reserved output alone crosses the line, so a short history triggers a threshold
+    # compaction whose summary would be longer than the history: not installed, the turn goes on.
+    api = served.api
+    small = {"context_window_tokens": 3000, "max_output_tokens": 1500}
+    model_id = await scripted_model(api, [{"text": "Recovered."}], **small)
+    sid = await new_session(
+        api, model_id=model_id, summary_model_id="local", agent={"system_prompt": "Be brief."}
+    )
+    assert (await append(api, sid, user("Is the service up?"))).status_code == 201
+    turn = (
+        await api.post(f"/v1/sessions/{sid}/turns", params={"wait": "true"}, json=start("go"))
+    ).json()
+    assert turn["status"] == "completed", turn
+
+    line = lines.one("compaction", trigger_turn_id=turn["turn_id"])
+    assert (line["level"], line["message"]) == ("INFO", "compaction not installed")
+    assert (line["outcome"], line["code"]) == ("not_installed", "compaction_not_smaller")
+    assert line["conversation_tokens_after"] >= line["conversation_tokens_before"] > 0
+    assert not lines.events("compaction", message="compaction failed")
+
+
 async def test_a_completed_manual_compaction_logs_its_figures(served: Served, lines: Lines) -> None:
     api = served.api
     sid = await new_session(api, summary_model_id="local")

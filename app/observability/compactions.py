@@ -170,14 +170,14 @@ class CompactionObserver:
         attempts = exc.extra.get("attempts")
         # A summary that would not shrink the conversation is the rule working, not a failure
         # (SPEC §9): the turn goes on uncompacted. Logged at INFO with both figures.
-        refused = isinstance(exc, CompactionNotSmaller)
+        refused = exc if isinstance(exc, CompactionNotSmaller) else None
         fields = {
             "compaction_id": None,
             "kind": kind,
             "trigger_turn_id": current_work().turn_id,
             "attempts": attempts if isinstance(attempts, int) else None,
-            "conversation_tokens_before": exc.before if refused else progress.tokens_before,
-            "conversation_tokens_after": exc.after if refused else None,
+            "conversation_tokens_before": refused.before if refused else progress.tokens_before,
+            "conversation_tokens_after": refused.after if refused else None,
             "duration_ms": round(seconds * 1000, 2),
             "outcome": "not_installed" if refused else "failed",
             "code": code,

@@ -6,17 +6,20 @@ of one manual compaction (prepare = read + runtime state + the two budget prepar
 persistence, install), the tokens reclaimed, and the pruning-only path (advance the watermark)
 against one prepare (context inspection) of the same session, all measured in one run.
 
-Run: ``.venv/bin/python -m bench.compaction``
+Run: ``.venv/bin/python bench/compaction.py``
 """
 
 from __future__ import annotations
 
 import asyncio
 import statistics
+import sys
 import tempfile
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
 from app.container import Container
 from app.core.capabilities import ModelCapabilities

@@ -24,7 +24,7 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``, e.g. a PostgreSQL database already 
 
 It runs on uvloop, as ``ctxsvc serve`` does.
 
-Run: ``.venv/bin/python -m bench.turns``
+Run: ``.venv/bin/python bench/turns.py``
 """
 
 from __future__ import annotations
@@ -34,6 +34,7 @@ import json
 import logging
 import os
 import statistics
+import sys
 import tempfile
 import time
 import uuid
@@ -42,6 +43,8 @@ from contextlib import AsyncExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
 import httpx
 import uvloop

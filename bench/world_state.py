@@ -3,7 +3,8 @@
 Builds a temporary workspace of 10 000 top-level entries (9 000 files, 1 000 directories), an
 AGENTS.md and 100 skills, then times each phase over several repetitions and prints the median.
 Also prints, from the same run, one prepare of a 1 000-message session (core and through the
-service) and the ratio. Run: ``.venv/bin/python -m bench.world_state [repetitions]``.
+service) and the ratio. Run: ``.venv/bin/python bench/world_state.py [repetitions]`` (or ``-m
+bench.world_state``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.core.content import Item, text_block
 from app.core.prepare import prepare

@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.responses import Response
 
-from app.core.content import compact_json
+from app import fastjson
 
 __all__ = ["json_response"]
 
@@ -14,5 +14,6 @@ __all__ = ["json_response"]
 def json_response(content: Any, status_code: int = 200) -> Response:
     # Skips FastAPI's response-model validation pass: the services build these dicts from
     # typed values already, and re-validating a 10 000-message request would dominate the call.
-    body = compact_json(content).encode("utf-8")
+    # orjson (``app.fastjson.dumps``): a 10 000-message answer in milliseconds, not tens of them.
+    body = fastjson.dumps(content)
     return Response(body, status_code=status_code, media_type="application/json")

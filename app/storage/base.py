@@ -16,7 +16,7 @@ from sqlalchemy import JSON, DateTime, Dialect, MetaData
 from sqlalchemy.orm import DeclarativeBase
 from sqlalchemy.types import TypeDecorator
 
-from app.core import jsontext
+from app import fastjson
 
 __all__ = [
     "NAMING_CONVENTION",
@@ -42,14 +42,14 @@ def utc_now() -> datetime:
 
 
 def dumps_json(value: Any) -> str:
-    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as SPEC §3.1 measures.
-    At any depth (``app.core.jsontext``), as ``loads_json`` reads it back."""
-    return jsontext.dumps(value)
+    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as SPEC §3.1 measures
+    (orjson's bytes, ``app.fastjson.spec_bytes``)."""
+    return fastjson.spec_bytes(value).decode("utf-8")
 
 
 def loads_json(text: str | bytes) -> Any:
-    """A stored JSON column's value, however deeply it nests (the engines' JSON decoder)."""
-    return jsontext.loads(text)
+    """A stored JSON column's value (pydantic-core's reader, ``app.fastjson.loads``)."""
+    return fastjson.loads(text)
 
 
 class UTCDateTime(TypeDecorator[datetime]):

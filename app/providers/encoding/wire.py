@@ -6,6 +6,7 @@ The JSON of a message depends only on its role and its content, and content is n
 place (``app.core.content``, the rule the prepare memo relies on too), so it is remembered by the
 identity of the content object (kept alive by the entry, so the identity cannot be reused) and
 the body is joined from the pieces. The bytes are exactly ``json.dumps`` of the protocol's
+(made by orjson, ``app.fastjson.spec_bytes``)
 ``encode`` (tests compare them); only the messages go through the memo, the rest of the body is
 serialized each time.
 
@@ -18,7 +19,7 @@ import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
-from app.core.content import compact_json
+from app.fastjson import spec_bytes
 from app.providers.encoding.anthropic_messages import encode_anthropic_messages, message_blocks
 from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
 
@@ -37,7 +38,7 @@ Turn = tuple[str, tuple[bytes, ...]]  # a wire role and the JSON of its blocks
 
 def dumps(value: Any) -> bytes:
     """The compact JSON every adapter sends."""
-    return compact_json(value).encode()
+    return spec_bytes(value)
 
 
 _DUMPED_SENTINEL = dumps(_SENTINEL)

@@ -2,7 +2,8 @@
 
 ``get_counter(name, data_dir=...)`` returns a ``TokenCounter`` (``app.core.counting``):
 
-- ``estimate`` — the default bytes/4 counter of the core (``ESTIMATE``);
+- ``estimate`` — the default bytes/4 counter of the core, measuring with orjson
+  (``app.fastjson.ESTIMATE``: the same figures as the core's ``ESTIMATE``);
 - ``tiktoken:o200k_base`` and ``tiktoken:cl100k_base`` — exact counters (``TiktokenCounter``)
   built from encoding files verified against their published SHA-256, never downloaded. The
   optional ``data_dir`` (the caller reads the ``CTXSVC_TOKENIZER_DIR`` setting; this package never
@@ -23,8 +24,9 @@ from pathlib import Path
 from typing import Final
 
 from app.core.content import text_block
-from app.core.counting import ESTIMATE, EstimateCounter, TokenCounter, estimate_tokens, utf8_len
+from app.core.counting import EstimateCounter, TokenCounter, estimate_tokens, utf8_len
 from app.core.errors import InvalidInput
+from app.fastjson import ESTIMATE
 from app.providers.tokenizers._counter import TiktokenCounter
 from app.providers.tokenizers._loader import (
     DATA_INVALID,

@@ -16,7 +16,7 @@ from sqlalchemy import Row, Select, Table, bindparam, func, insert, select, upda
 
 from app.core.chat_rules import AppendPlan, check_append
 from app.core.content import Kind, Role
-from app.core.counting import ESTIMATE
+from app.fastjson import ESTIMATE
 from app.storage.base import utc_now
 from app.storage.models import AgentSession, Compaction, Message, ToolCall
 from app.storage.repositories.base import Repository

@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from app import fastjson
 from app.core.content import Block
 from app.core.counting import ESTIMATE
 from app.core.errors import InvalidInput
@@ -20,8 +21,12 @@ def test_every_listed_counter_loads_under_its_name(
     assert get_counter(name).name == name
 
 
-def test_estimate_is_the_core_default() -> None:
-    assert get_counter("estimate") is ESTIMATE
+def test_estimate_is_the_core_default_measured_by_orjson() -> None:
+    counter = get_counter("estimate")
+    assert counter is fastjson.ESTIMATE
+    assert counter.name == ESTIMATE.name
+    content: list[Block] = [{"type": "text", "text": 'ünï 界 😀 \n"q"'}]
+    assert counter.measure_content(content) == ESTIMATE.measure_content(content)
 
 
 @pytest.mark.parametrize("name", ["", "tiktoken:p50k_base", "o200k_base", "ESTIMATE", "tiktoken:"])

@@ -1,0 +1,119 @@
+"""JSON at the speed of orjson wherever the service produces, stores or counts bytes.
+
+The core is standard library only (``app.core.content.compact_json`` is the reference form of
+SPEC §3.1: compact, non-ASCII written as itself); this module is what the layers around it use
+instead, with the reference as the fallback for whatever orjson does not take:
+
+- ``dumps`` — compact JSON bytes for answers, stored columns and logs. orjson's output, which is
+  the reference form for every value but floats in a few ranges (orjson writes ``1.25e-5`` as
+  ``0.0000125`` and ``1e-7`` as ``1e-7`` where ``json`` writes ``1.25e-05``, ``1e-07``) and
+  non-finite floats (``null``, where ``json`` writes ``NaN``); both read back as the same value.
+  Values orjson refuses (integers past 64 bits, keys that are not strings, nesting past 254
+  levels) take the reference form.
+- ``spec_bytes`` — exactly ``compact_json(value).encode()``: what the estimate counts and what
+  a provider is sent. orjson's bytes are used when the value holds no float (then the two forms
+  are the same, which ``tests/test_fastjson.py`` checks property by property), else the reference.
+- ``loads`` — pydantic-core's reader (jiter; orjson's would turn integers past 64 bits into
+  floats), falling back to the standard reader for what it refuses (a lone surrogate escape,
+  nesting past 200 levels), so every stored value reads back exactly as before.
+- ``ESTIMATE`` — the core's estimate counter (same name, same figures) measuring with
+  ``spec_bytes``. Content blocks hold floats only in free-form payloads (``provider_opaque``),
+  so only those are looked through; every other block is strings by its schema (SPEC §1).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import orjson
+from pydantic_core import from_json
+
+from app.core import jsontext
+from app.core.content import Block, compact_json, content_without_artifacts
+from app.core.counting import EstimateCounter
+
+__all__ = ["ESTIMATE", "FastEstimateCounter", "dumps", "has_float", "loads", "spec_bytes"]
+
+# datetime/dataclass values are not JSON for the reference encoder: refuse them here too.
+_OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
+_orjson_dumps = orjson.dumps
+_EncodeError = orjson.JSONEncodeError
+
+
+def _reference(value: Any) -> bytes:
+    return compact_json(value).encode("utf-8")
+
+
+def dumps(value: Any) -> bytes:
+    """Compact JSON bytes (non-ASCII as itself), floats possibly in orjson's notation."""
+    try:
+        return _orjson_dumps(value, option=_OPTIONS)
+    except _EncodeError:
+        return _reference(value)
+
+
+def loads(data: bytes | bytearray | memoryview | str) -> Any:
+    """The value of a JSON text, as the standard reader gives it."""
+    if isinstance(data, memoryview):
+        data = bytes(data)
+    try:
+        return from_json(data)
+    except ValueError:
+        return jsontext.loads(data)  # the standard reader, at any depth
+
+
+def has_float(value: Any) -> bool:
+    """Whether a float is anywhere in ``value`` (lists, tuples and dict values looked through)."""
+    stack = [value]
+    while stack:
+        current = stack.pop()
+        kind = type(current)
+        if kind is float:
+            return True
+        if kind is dict:
+            stack.extend(current.values())
+        elif kind is list or kind is tuple:
+            stack.extend(current)
+        elif isinstance(current, float):  # a subclass
+            return True
+    return False
+
+
+def spec_bytes(value: Any) -> bytes:
+    """Exactly ``compact_json(value).encode()`` (SPEC §3.1), as fast as orjson when it can be."""
+    if has_float(value):
+        return _reference(value)
+    try:
+        return _orjson_dumps(value, option=_OPTIONS)
+    except _EncodeError:
+        return _reference(value)
+
+
+def _content_bytes(content: list[Block]) -> bytes:
+    for block in content:
+        if type(block) is not dict or block.get("type") not in _STRING_BLOCKS:
+            # Free-form payloads (and anything that is not a SPEC §1 block) are looked through.
+            return spec_bytes(content)
+    try:
+        return _orjson_dumps(content, option=_OPTIONS)
+    except _EncodeError:
+        return _reference(content)
+
+
+# Blocks whose fields are strings, None and lists of such blocks only (SPEC §1): their orjson
+# bytes are the reference bytes. ``provider_opaque`` carries a free-form payload.
+_STRING_BLOCKS = frozenset({"text", "thinking", "data", "tool_call", "tool_result"})
+
+
+class FastEstimateCounter(EstimateCounter):
+    """``app.core.counting.ESTIMATE`` with the bytes made by orjson: the same figures."""
+
+    def measure_content(self, content: Sequence[Block]) -> int:
+        return len(_content_bytes(content_without_artifacts(content)))
+
+    def measure_tools(self, tools: Sequence[Any]) -> int:
+        return len(spec_bytes(list(tools))) if tools else 0
+
+
+ESTIMATE = FastEstimateCounter()

@@ -27,7 +27,12 @@ from app.services.tokens import MemoizedCounter
 from app.services.turns import AgentMessageService, TurnService
 from app.services.world_state import WorldStateSampler
 from app.settings import Settings
-from app.storage.database import SessionFactory, create_engine, create_session_factory
+from app.storage.database import (
+    PoolSettings,
+    SessionFactory,
+    create_engine,
+    create_session_factory,
+)
 
 __all__ = ["VERSION", "Container"]
 
@@ -95,7 +100,13 @@ class Container:
     ) -> Container:
         """``tracer_provider``: the app's traces (tests pass one with an in-memory exporter);
         otherwise the ``OTEL_*`` environment variables decide (off unless they ask)."""
-        engine = create_engine(settings.database_url)
+        pool = PoolSettings(
+            size=settings.db_pool_size,
+            max_overflow=settings.db_pool_max_overflow,
+            timeout=settings.db_pool_timeout_seconds,
+            recycle=settings.db_pool_recycle_seconds,
+        )
+        engine = create_engine(settings.database_url, pool)
         db = create_session_factory(engine)
         observability = (
             Observability(tracer_provider=tracer_provider)

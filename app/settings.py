@@ -92,8 +92,25 @@ class Settings(BaseSettings):
     summary_retry_delay_seconds: float = Field(
         default=3.0, ge=0, description="a number of seconds, 0 or more"
     )
+    # PostgreSQL connection pool of each process (SQLite keeps its own): connections held
+    # open, how many more a burst may open (closed again when returned), how long a request
+    # waits for one, and the age after which a connection is replaced. Sized so that 16
+    # concurrent requests plus the background loops never open connections at steady state.
+    db_pool_size: int = Field(default=20, ge=1, description="a whole number, 1 or more")
+    db_pool_max_overflow: int = Field(default=10, ge=0, description="a whole number, 0 or more")
+    db_pool_timeout_seconds: float = Field(default=30.0, gt=0, description=_SECONDS)
+    db_pool_recycle_seconds: float = Field(
+        default=1800.0, description="a number of seconds (-1: never replace a connection)"
+    )
     # Apply the measured provider/estimate ratio to estimate-based models (issue 7).
     apply_calibration: bool = Field(default=False, description=_SWITCH)
+
+    @field_validator("db_pool_recycle_seconds")
+    @classmethod
+    def _recycle(cls, seconds: float) -> float:
+        if seconds <= 0 and seconds != -1:
+            raise ValueError("give -1 or a number greater than 0")
+        return seconds
 
     @field_validator("api_keys", "workspace_roots", mode="before")
     @classmethod

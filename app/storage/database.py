@@ -21,6 +21,7 @@ import sqlite3
 import time
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from app.storage.sqlite_driver import inline_dbapi
 
 __all__ = [
     "READ_ONLY",
+    "PoolSettings",
     "SessionFactory",
     "create_engine",
     "create_session_factory",
@@ -77,14 +79,34 @@ def sqlite_database_path(url: str) -> Path | None:
     return Path(database)
 
 
-def create_engine(url: str, **opts: Any) -> AsyncEngine:
+@dataclass(frozen=True, slots=True)
+class PoolSettings:
+    """The PostgreSQL pool of one process (``CTXSVC_DB_POOL_*``): connections kept open, more a
+    burst may open (closed when returned: each is a new server process and its authentication,
+    ~2 ms of database CPU), seconds a checkout waits before failing, and the age in seconds
+    after which a connection is replaced (-1: never)."""
+
+    size: int = 20
+    max_overflow: int = 10
+    timeout: float = 30.0
+    recycle: float = 1800.0
+
+
+def create_engine(url: str, pool: PoolSettings | None = None, **opts: Any) -> AsyncEngine:
     """An ``AsyncEngine`` for ``url``; ``opts`` go to ``create_async_engine`` unchanged but for
-    ``ping_after_idle_seconds`` (PostgreSQL: see ``_ping_after_idle``)."""
+    ``ping_after_idle_seconds`` (PostgreSQL: see ``_ping_after_idle``). ``pool`` sizes the
+    PostgreSQL pool (SQLite keeps SQLAlchemy's: its writers take turns on one file anyway)."""
     opts.setdefault("json_serializer", dumps_json)
     opts.setdefault("json_deserializer", loads_json)
     backend = make_url(url).get_backend_name()
     ping_after_idle = opts.pop("ping_after_idle_seconds", PING_AFTER_IDLE_SECONDS)
     if backend == "postgresql":
+        if "poolclass" not in opts:
+            pool = pool or PoolSettings()
+            opts.setdefault("pool_size", pool.size)
+            opts.setdefault("max_overflow", pool.max_overflow)
+            opts.setdefault("pool_timeout", pool.timeout)
+            opts.setdefault("pool_recycle", pool.recycle)
         engine = create_async_engine(url, **opts)
         if not opts.get("pool_pre_ping"):
             _ping_after_idle(engine, ping_after_idle)

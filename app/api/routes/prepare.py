@@ -9,6 +9,7 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, problems
 from app.api.schemas.content import blocks_to_core, message_to_item
@@ -16,7 +17,7 @@ from app.api.schemas.prepare import EncodeName, PrepareBody, StatelessPrepareRes
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 from app.services.prepare import run_prepare
 
-router = APIRouter(prefix="/v1", tags=["stateless"])
+router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
 
 
 @router.post(

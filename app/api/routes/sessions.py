@@ -9,6 +9,7 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, SESSION, TOKENIZER, WORKSPACE, problems
 from app.api.schemas.content import blocks_to_core
@@ -25,7 +26,7 @@ from app.api.schemas.sessions import (
 )
 from app.services.cursors import SESSION_CURSOR
 
-router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"], route_class=JsonBodyRoute)
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 

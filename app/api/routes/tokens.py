@@ -9,6 +9,7 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, problems
 from app.api.schemas.content import blocks_to_core
@@ -16,7 +17,7 @@ from app.api.schemas.tokens import TokenCountBody, TokenCountOut, prepare_region
 from app.core.item_caps import content_tokens
 from app.services.tokens import count_prepare, count_text
 
-router = APIRouter(prefix="/v1/tokens", tags=["tokens"])
+router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRoute)
 
 
 @router.post(

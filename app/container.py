@@ -16,6 +16,7 @@ from app.providers.base import Timeouts
 from app.providers.tokenizers import get_counter
 from app.services.calibration import CalibrationService
 from app.services.compaction import CompactionService
+from app.services.conversation_cache import ConversationCache
 from app.services.events import EventHub, EventPublisher
 from app.services.inspection import InspectionService
 from app.services.messages import MessageService
@@ -56,10 +57,16 @@ class Container:
         self.models = ModelService(self.db)
         self.sessions = SessionService(self.db, self.settings, self.counter)
         self.events = EventPublisher(EventHub())
+        # The process's last read of each session's Conversation: turns, inspection and session
+        # prepare decode only what was stored since.
+        self.conversations = ConversationCache(self.settings.conversation_cache_bytes)
         self.messages = MessageService(self.db, self.counter, self.events)
         self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)
         self.inspection = InspectionService(
-            self.db, self.counter, apply_calibration=self.settings.apply_calibration
+            self.db,
+            self.counter,
+            self.conversations,
+            apply_calibration=self.settings.apply_calibration,
         )
         self.world_state = WorldStateSampler(self.settings, observability=self.observability)
         self.session_prepare = SessionPrepareService(
@@ -68,6 +75,7 @@ class Container:
             self.world_state,
             lambda: getattr(self, "compactor", None),
             self.events,
+            self.conversations,
             apply_calibration=self.settings.apply_calibration,
         )
         self.model_clients = ModelClients(

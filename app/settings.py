@@ -76,10 +76,10 @@ class Settings(BaseSettings):
     # How long a turn waits for the caller's tool results before it ends (``failed``,
     # ``tool_results_timeout``); a session's agent may set its own.
     tool_results_timeout_seconds: float = Field(default=3600.0, gt=0, description=_SECONDS)
-    # Stored messages a process keeps of its sessions' last Conversation reads, so the next turn
-    # reads only what was stored since (0: every turn reads its whole Conversation).
-    turn_conversation_cache_messages: int = Field(
-        default=20_000, ge=0, description="a whole number, 0 or more"
+    # Stored JSON a process keeps of its sessions' last Conversation reads (Σ content bytes),
+    # so the next prepare or turn decodes only what was stored since (0: nothing is kept).
+    conversation_cache_bytes: int = Field(
+        default=256 * 1024 * 1024, ge=0, description="a number of bytes, 0 or more"
     )
     # Live updates: how often a stream re-reads the event log (other replicas' events), and
     # the comment-line heartbeat that keeps proxies from closing an idle stream.

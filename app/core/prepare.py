@@ -40,9 +40,13 @@ def prepare(
     capabilities: ModelCapabilities,
     pruning: PruningWatermark = _NO_PRUNING,
     counter: TokenCounter = ESTIMATE,
+    *,
+    remember: bool = True,
 ) -> PreparedModelCall:
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
+    ``remember=False``: the caller will never pass these very items again (a stateless
+    request's), so the walk is not remembered for a later call (``app/core/resume.py``).
     Raises ``InvalidInput`` with the codes of SPEC §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
@@ -51,6 +55,7 @@ def prepare(
         pruning,
         accepts_data_blocks=capabilities.accepts_data_blocks,
         counter_name=counter.name,
+        remember=remember,
     )
     system_measure = measure_system_context(system_context, counter)  # validates it too
     if sent.system_message_at is not None:

@@ -15,10 +15,15 @@ measure are built anew on each call. A message a stage rebuilt (pruned, projecte
 renamed or synthesized) may be handed out again by a later call, as the caller's own unchanged
 items always are; like them it is immutable.
 
-Bounded: at most ``MEMO_SLOTS`` conversations, keyed by the identity of their first message (an
-entry keeps that message alive, so the key cannot be reused by another object while stored);
-the least recently used is dropped. An entry references the items it covers, which a running
-session holds anyway, and their pruned or projected copies.
+Bounded: at most ``MEMO_SLOTS`` conversations and ``MEMO_BYTES`` of their content, keyed by the
+identity of their first message (an entry keeps that message alive, so the key cannot be reused
+by another object while stored); the least recently used is dropped. An entry references the
+items it covers, which the caller holds anyway while it prepares the same conversation again (a
+turn, or the service's cache of stored Conversations), and their pruned or projected copies. Its
+size is the content it covers: an item's cached figure (the estimate's is its JSON bytes; an
+exact counter's tokens count four bytes each, the estimate's own ratio) or, without one, the
+length of its compact JSON. A caller that will never pass the same objects again (a stateless
+request's items, built from its body) says so (``remember=False``) and leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -28,13 +33,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import is_
 
-from app.core.content import Item
+from app.core.content import Item, compact_json
 from app.core.prepared import PruningWatermark
 from app.core.walk import Walked, walk
 
-__all__ = ["MEMO_SLOTS", "forget", "walk_resuming"]
+__all__ = ["MEMO_BYTES", "MEMO_SLOTS", "forget", "held_bytes", "walk_resuming"]
 
 MEMO_SLOTS = 8
+MEMO_BYTES = 256 * 1024 * 1024
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,37 +49,61 @@ class _Entry:
     pruning: PruningWatermark
     accepts_data_blocks: bool
     walked: Walked
+    size: int  # the content it covers (see the module's docstring)
 
 
 _memo: dict[int, _Entry] = {}
+_held = [0]  # Σ size of the entries
 _lock = threading.Lock()  # prepare may run in worker threads
 
 
+def _size(items: Sequence[Item]) -> int:
+    total = 0
+    for item in items:
+        cached = item.cached
+        if cached is None:
+            total += len(compact_json(item.content))
+        else:
+            total += cached.measure if cached.counter == "estimate" else 4 * cached.measure
+    return total
+
+
 def walk_resuming(
-    conversation: Sequence[Item], pruning: PruningWatermark, accepts_data_blocks: bool
+    conversation: Sequence[Item],
+    pruning: PruningWatermark,
+    accepts_data_blocks: bool,
+    *,
+    remember: bool = True,
 ) -> Walked:
-    """``walk`` of the whole conversation, reusing a remembered walk of its beginning."""
+    """``walk`` of the whole conversation, reusing a remembered walk of its beginning (and
+    remembering this one unless ``remember`` is false)."""
     n = len(conversation)
     boundary = _last_segment_start(conversation)
-    if boundary == 0:  # one segment (or none): nothing that could be reused later
+    if boundary == 0 or not remember:  # nothing that could be reused later
         return walk(conversation, 0, n, pruning, accepts_data_blocks)
     key = id(conversation[0])
     with _lock:
         entry = _memo.get(key)
     if entry is None or not _continues(entry, conversation, boundary, pruning, accepts_data_blocks):
         walked = walk(conversation, 0, boundary, pruning, accepts_data_blocks)
-        entry = _Entry(tuple(conversation[:boundary]), pruning, accepts_data_blocks, walked)
+        source = tuple(conversation[:boundary])
+        entry = _Entry(source, pruning, accepts_data_blocks, walked, _size(source))
     elif len(entry.source) < boundary:
         covered = len(entry.source)
         walked = entry.walked.then(
             walk(conversation, covered, boundary, pruning, accepts_data_blocks)
         )
-        entry = _Entry(tuple(conversation[:boundary]), pruning, accepts_data_blocks, walked)
+        size = entry.size + _size(conversation[covered:boundary])
+        entry = _Entry(tuple(conversation[:boundary]), pruning, accepts_data_blocks, walked, size)
     with _lock:
-        _memo.pop(key, None)  # (re)inserted last: the most recently used
-        _memo[key] = entry
-        while len(_memo) > MEMO_SLOTS:
-            del _memo[next(iter(_memo))]
+        old = _memo.pop(key, None)  # (re)inserted last: the most recently used
+        if old is not None:
+            _held[0] -= old.size
+        if entry.size <= MEMO_BYTES:
+            _memo[key] = entry
+            _held[0] += entry.size
+        while len(_memo) > MEMO_SLOTS or _held[0] > MEMO_BYTES:
+            _held[0] -= _memo.pop(next(iter(_memo))).size
     return entry.walked.then(walk(conversation, boundary, n, pruning, accepts_data_blocks))
 
 
@@ -81,6 +111,12 @@ def forget() -> None:
     """Drop every remembered walk (tests and benchmarks measure a first call with it)."""
     with _lock:
         _memo.clear()
+        _held[0] = 0
+
+
+def held_bytes() -> int:
+    """The content the remembered walks cover, in the bytes of ``MEMO_BYTES``."""
+    return _held[0]
 
 
 def _last_segment_start(conversation: Sequence[Item]) -> int:

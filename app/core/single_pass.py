@@ -34,6 +34,7 @@ def single_pass(
     *,
     accepts_data_blocks: bool,
     counter_name: str,
+    remember: bool = True,
 ) -> ConversationPass:
     """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
 
@@ -44,7 +45,7 @@ def single_pass(
     the budget's rule (only the caller's own, untouched objects) gives, because no stage attaches
     a cache to an item it builds: a cached item here is one of the caller's, unchanged.
     """
-    walked = walk_resuming(conversation, pruning, accepts_data_blocks)
+    walked = walk_resuming(conversation, pruning, accepts_data_blocks, remember=remember)
     items = list(walked.items)
     # Comprehensions, not one loop with appends: this is the per-message cost of every call.
     messages: list[RequestMessage] = [

@@ -20,6 +20,7 @@ from app.services.conversation import (
     tool_surface_of,
     watermark_of,
 )
+from app.services.conversation_cache import ConversationCache, shared
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.prepare import prepared_to_json
@@ -70,11 +71,13 @@ class InspectionService:
         self,
         db: SessionFactory,
         counters: Callable[[str], TokenCounter],
+        conversations: ConversationCache | None = None,
         *,
         apply_calibration: bool = False,
     ) -> None:
         self._db = db
         self._counters = counters
+        self._conversations = conversations or ConversationCache(0)
         self._apply_calibration = apply_calibration
 
     async def inspect(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
@@ -90,10 +93,14 @@ class InspectionService:
                 self._counters(model.capabilities.token_counter),
                 apply=self._apply_calibration,
             )
-            counted = await load_counted(db, session, counter)
+            keep = shared(counter)
+            previous = self._conversations.get(session, counter.name) if keep else None
+            counted = await load_counted(db, session, counter, previous)
         # Figures of messages written without them (World State, turns): stored once, after the
         # read-only block, so the next prepare reuses them.
         await persist_counts(self._db, session_id, counted)
+        if keep:  # a committed read: the next inspection decodes only what is new
+            self._conversations.put(session, counter.name, counted)
         watermark = watermark_of(session)
         prepared = prepare(
             system_context_of(session),

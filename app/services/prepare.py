@@ -49,7 +49,10 @@ def run_prepare(
     marker of the request names comes back with that path, for the caller to write there
     (SPEC §2.1; ``docs/decisions.md``). Without a spill directory the list is empty.
     """
-    prepared = prepare(system_context, conversation, tools, capabilities, pruning, counter)
+    # The items were built from this request's body: no later call passes them again.
+    prepared = prepare(
+        system_context, conversation, tools, capabilities, pruning, counter, remember=False
+    )
     result = prepared_to_json(prepared, encode_as=encode_as, model_name=model_name)
     result["spills"] = [
         {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}

@@ -30,6 +30,7 @@ from app.services.conversation import (
     tool_surface_of,
     watermark_of,
 )
+from app.services.conversation_cache import ConversationCache, shared
 from app.services.events import EventEmitter, messages_appended
 from app.services.inspection import auto_compact_percent
 from app.services.model_types import ModelEntry
@@ -58,6 +59,7 @@ class SessionPrepareService:
         world_state: WorldStateSampler,
         compactor: Callable[[], TurnCompactor | None],
         events: EventEmitter,
+        conversations: ConversationCache | None = None,
         *,
         apply_calibration: bool = False,
     ) -> None:
@@ -67,6 +69,7 @@ class SessionPrepareService:
         # A getter: the compaction service registers itself on the container after us.
         self._compactor = compactor
         self._events = events
+        self._conversations = conversations or ConversationCache(0)
         self._apply_calibration = apply_calibration
 
     async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
@@ -144,7 +147,9 @@ class SessionPrepareService:
             # A running turn samples and compacts this session itself; interleaving a caller's
             # own model calls with it would mix two request streams in one Conversation.
             await require_idle(db, session_id, "prepared for a caller's own model")
-            counted = await load_counted(db, session, counter)
+            keep = shared(counter)
+            previous = self._conversations.get(session, counter.name) if keep else None
+            counted = await load_counted(db, session, counter, previous)
             await store_counts(db, session_id, counted)
             written: list[Item] = []
             if inputs is not None and sample_index is not None:
@@ -171,5 +176,7 @@ class SessionPrepareService:
                 watermark_of(session),
                 counter,
             )
+        if keep:  # committed: the next prepare decodes only what was stored since
+            self._conversations.put(session, counter.name, counted)
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
         return _Sampled(prepared, [i for i in ids if i is not None])

@@ -231,7 +231,11 @@ def count_prepare(
     counter: TokenCounter,
 ) -> dict[str, Any]:
     """``{counter, tokens, regions}`` of the request ``prepare()`` builds from these inputs."""
-    budget = prepare(system_context, conversation, tools, capabilities, pruning, counter).budget
+    # A request's own items: never passed again, so nothing is remembered of them.
+    prepared = prepare(
+        system_context, conversation, tools, capabilities, pruning, counter, remember=False
+    )
+    budget = prepared.budget
     return {
         "counter": budget.counter,
         "tokens": budget.estimated_input_tokens,

@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any, cast
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -381,6 +382,51 @@ def test_the_memo_keeps_at_most_its_slots() -> None:
     assert 0 < len(resume._memo) <= resume.MEMO_SLOTS
     resume.forget()
     assert len(resume._memo) == 0
+    assert resume.held_bytes() == 0
+
+
+def _growing(n: int, text: str) -> list[Item]:
+    return [
+        Item("user", "normal", [text_block(f"{text}{k}")], RealOrigin(f"{text}{k}", k + 1))
+        for k in range(n)
+    ]
+
+
+def test_the_memo_holds_at_most_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    resume.forget()
+    caps = ModelCapabilities(10_000, 400)
+    one = _growing(3, "a" * 100)  # the first two items are remembered (the last is walked)
+    prepare([], one, [], caps)
+    size = resume.held_bytes()
+    assert size == sum(len(compact_json(i.content)) for i in one[:2])
+    monkeypatch.setattr(resume, "MEMO_BYTES", size)  # exactly one conversation fits
+    prepare([], one, [], caps)
+    assert len(resume._memo) == 1
+    prepare([], _growing(3, "b" * 100), [], caps)  # the same size again: the older goes
+    assert len(resume._memo) == 1
+    assert resume.held_bytes() == size
+    larger = _growing(3, "c" * 101)  # one byte over the bound: not kept
+    prepare([], larger, [], caps)
+    assert id(larger[0]) not in resume._memo
+    assert resume.held_bytes() == size
+
+
+def test_cached_figures_size_an_entry_and_nothing_is_left_by_a_stateless_call() -> None:
+    resume.forget()
+    caps = ModelCapabilities(10_000, 400)
+    items = [replace(i, cached=CachedMeasure("estimate", 1000)) for i in _growing(3, "x")]
+    prepare([], items, [], caps)
+    assert resume.held_bytes() == 2000  # the estimate's figure is the item's bytes
+    resume.forget()
+    exact = [replace(i, cached=CachedMeasure("tiktoken:o200k_base", 10)) for i in items]
+    prepare([], exact, [], caps)
+    assert resume.held_bytes() == 2 * 4 * 10  # tokens count four bytes each
+    resume.forget()
+    assert prepare([], items, [], caps, remember=False) == prepare([], items, [], caps)
+    resume.forget()
+    prepare([], items, [], caps, remember=False)
+    assert resume.held_bytes() == 0
+    assert not resume._memo
 
 
 JSON = st.recursive(

@@ -7,6 +7,7 @@ from typing import Protocol
 
 from app.core.counting import TokenCounter
 from app.observability import Observability
+from app.services.conversation_cache import ConversationCache
 from app.services.events import EventPublisher
 from app.services.model_clients import ModelClients
 from app.services.ports import TurnCompactor, WorldStateSampling
@@ -22,6 +23,7 @@ class TurnDeps(Protocol):
     model_clients: ModelClients
     events: EventPublisher
     observability: Observability
+    conversations: ConversationCache  # the process's last reads, shared with inspection
 
     def counter(self, name: str) -> TokenCounter: ...
 

@@ -17,8 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
+from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
-from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, world_state_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
 from app.services.turns.sampling import TwoPhaseSampling, capture

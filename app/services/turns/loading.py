@@ -9,7 +9,8 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.counting import TokenCounter
-from app.services.calibration import base_counter, calibrated_counter
+from app.services.calibration import calibrated_counter
+from app.services.conversation_cache import shared
 from app.services.model_types import ModelEntry
 from app.services.tokens import CountedConversation, load_counted, store_counts
 from app.services.turns.deps import TurnDeps
@@ -31,12 +32,6 @@ async def turn_counter(deps: TurnDeps, db: AsyncSession, entry: ModelEntry) -> T
         return base
     counter, _ = await calibrated_counter(db, entry.id, base, apply=True)
     return counter
-
-
-def shared(counter: TokenCounter) -> bool:
-    """Whether reads counted with ``counter`` may be kept for later turns: a calibrated
-    counter's figures follow a ratio that moves."""
-    return base_counter(counter) is counter
 
 
 async def load_call(

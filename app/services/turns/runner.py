@@ -26,6 +26,7 @@ from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.calibration import record_calibration
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
+from app.services.conversation_cache import ConversationCache
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
@@ -33,7 +34,6 @@ from app.services.models import resolve_model
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, entries_of, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
-from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps, compactor_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, provider_failure
@@ -115,7 +115,7 @@ class TurnRunner:
         # The terminal row this runner wrote (a waiter in this process need not read it back).
         self.final: Turn | None = None
         # Earlier turns' reads of the Conversation, shared by the runners of this process.
-        self.conversations = conversations or ConversationCache(max_messages=0)
+        self.conversations = conversations or ConversationCache(max_bytes=0)
         self.cancel = asyncio.Event()
         self.phase: str | None = None
         self.sink = LiveSink(deps, session_id, turn_id)

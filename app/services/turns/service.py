@@ -35,7 +35,6 @@ from app.services.turns.control import (
     require_turn,
     turn_not_waiting,
 )
-from app.services.turns.conversations import ConversationCache
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCallFailed, FirstCallPreparer
 from app.services.turns.lease import interrupt_held, lease_expired, reap_expired, watch_turn
@@ -72,7 +71,7 @@ class TurnService:
         # Set once this process stops taking turn work (``drain``).
         self._stopping = asyncio.Event()
         self._drained: asyncio.Future[None] | None = None
-        self._conversations = ConversationCache(deps.settings.turn_conversation_cache_messages)
+        self._conversations = deps.conversations
         self._first_call = FirstCallPreparer(deps, self._conversations)
 
     # ----- lifecycle -------------------------------------------------------------------------

@@ -1,13 +1,15 @@
-"""The per-process cache of sessions' last Conversation reads (``ConversationCache``)."""
+"""The per-process cache of sessions' last Conversation reads (``ConversationCache``), bounded by
+the stored JSON bytes it holds."""
 
 from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
 from typing import Any, cast
 
 from app.services.conversation import ActiveConversation
 from app.services.tokens import CountedConversation
-from app.services.turns.conversations import ConversationCache
+from app.services.conversation_cache import ConversationCache
 from app.storage.models import AgentSession
 from app.storage.repositories.records import StoredMessage
 
@@ -18,14 +20,16 @@ def _session(session_id: str, created_at: datetime = CREATED) -> AgentSession:
     return AgentSession(id=session_id, created_at=created_at)
 
 
-def _read(messages: int) -> CountedConversation:
-    # Only the number of stored messages matters to the cache.
-    stored = cast(list[StoredMessage], [cast(Any, None)] * messages)
+def _read(size: int, messages: int = 4) -> CountedConversation:
+    # Only the stored JSON size of the messages matters to the cache.
+    sizes = [size // messages] * messages
+    sizes[-1] += size - sum(sizes)
+    stored = cast(list[StoredMessage], [cast(Any, SimpleNamespace(content_bytes=b)) for b in sizes])
     return CountedConversation(ActiveConversation([], None, stored))
 
 
 def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
-    cache = ConversationCache(max_messages=100)
+    cache = ConversationCache(max_bytes=100)
     read = _read(10)
     cache.put(_session("s1"), "o200k_base", read)
     assert cache.get(_session("s1"), "o200k_base") is read
@@ -35,8 +39,8 @@ def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
     assert cache.get(_session("s2"), "o200k_base") is None
 
 
-def test_least_recently_used_sessions_go_first_beyond_the_message_budget() -> None:
-    cache = ConversationCache(max_messages=100)
+def test_least_recently_used_sessions_go_first_beyond_the_byte_budget() -> None:
+    cache = ConversationCache(max_bytes=100)
     cache.put(_session("s1"), "estimate", _read(40))
     cache.put(_session("s2"), "estimate", _read(40))
     assert cache.get(_session("s1"), "estimate") is not None  # s1 is now the most recent
@@ -48,7 +52,7 @@ def test_least_recently_used_sessions_go_first_beyond_the_message_budget() -> No
 
 
 def test_a_read_larger_than_the_budget_is_not_kept_and_replaces_the_older_one() -> None:
-    cache = ConversationCache(max_messages=100)
+    cache = ConversationCache(max_bytes=100)
     cache.put(_session("s1"), "estimate", _read(10))
     cache.put(_session("s1"), "estimate", _read(101))
     assert cache.get(_session("s1"), "estimate") is None
@@ -58,6 +62,6 @@ def test_a_read_larger_than_the_budget_is_not_kept_and_replaces_the_older_one() 
 
 
 def test_a_zero_budget_keeps_nothing() -> None:
-    cache = ConversationCache(max_messages=0)
+    cache = ConversationCache(max_bytes=0)
     cache.put(_session("s1"), "estimate", _read(1))
     assert cache.get(_session("s1"), "estimate") is None

@@ -3,15 +3,17 @@
 Everything goes through the HTTP API of an in-process app against the loopback fake provider
 (``tests.providers.fakes.FakeProviderServer``: real HTTP, OpenAI chat streaming, run in a child
 process like a real provider: ``bench.provider_process``) with a fixed 50 ms latency per reply,
-on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``, e.g. a PostgreSQL database already migrated).
+on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``) and on a throw-away PostgreSQL database
+(``--backend``; ``CTXSVC_TEST_POSTGRES_URL`` names the server).
 
 1. Overhead per model call: one turn of 5 model calls (4 ``update_plan`` rounds, then text) on
-   sessions of 100 and 5 000 stored messages. Overhead = turn wall time − the provider's own
+   sessions of 100 and 1 000 stored messages (``--sizes``). Overhead = turn wall time − the provider's own
    time (measured by the fake server: from a request's first line to its reply's last byte),
    divided by the calls; so the provider adapter's work (encoding the request, sending it,
    reading the stream) counts as the service's. That part is also printed on its own (time
-   inside ``ModelClient.complete`` − the provider's time). Target: ≤ 10 % of a 50 ms call
-   (5 ms) at 100 messages. The first turn of each session is a warm-up and is not counted (pool
+   inside ``ModelClient.complete`` − the provider's time). Targets: ≤ 5 % of a 50 ms call on
+   SQLite, ≤ 10 % on PostgreSQL, at both sizes. Also the statements and transactions of one
+   model call, counted on the engine (the database round trips). The first turn of each session is a warm-up and is not counted (pool
    connections, statement caches); the median of 9 turns is reported.
 2. Observability: the same overhead with traces off (the default) and info lines off, with the
    info lines on (JSON to a null stream, as ``ctxsvc serve`` writes them), and with traces on
@@ -29,6 +31,7 @@ Run: ``.venv/bin/python bench/turns.py``
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
@@ -47,11 +50,13 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
 import httpx
+import psycopg
 import uvloop
 from fastapi import FastAPI
 from opentelemetry.sdk.trace import TracerProvider
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from sqlalchemy import event
 
 from app.core.prepared import Budget
 from app.main import create_app
@@ -61,6 +66,7 @@ from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
 from bench.compaction import batch
 from bench.provider_process import ProviderProcess
+from bench.store import DEFAULT_POSTGRES_URL, postgres_database
 from tests.providers.fakes import FakeToolCall, StreamReply, openai_stream
 
 LATENCY = 0.05
@@ -274,70 +280,144 @@ async def hooks_alone(iterations: int = 20_000) -> float:
     return timings[0] - timings[1]
 
 
-async def main() -> None:
-    os.environ[KEY_ENV] = "sk-bench"
-    with tempfile.TemporaryDirectory() as tmp:
-        url = os.environ.get("CTXSVC_BENCH_DATABASE_URL") or (
-            f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        )
-        if url.startswith("sqlite"):
-            await upgrade_to_head(url)
-        settings = Settings(database_url=url, migrate_on_start=False, json_logs=False)
-        runs = setups(settings)
-        for run in runs:
-            container = run.app.state.container
-            for_model = container.model_clients.for_model
+TARGETS = {"sqlite": 0.05, "postgresql": 0.10}  # service time ÷ a 50 ms model call
 
-            def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
-                return TimedClient(for_model(entry), run.totals)
 
-            container.model_clients.for_model = timed
-        with ProviderProcess(latency=LATENCY) as server:
-            async with AsyncExitStack() as stack:
-                for run in runs:
-                    await stack.enter_async_context(run.app.router.lifespan_context(run.app))
-                    transport = httpx.ASGITransport(app=run.app)
-                    run.api = await stack.enter_async_context(
-                        httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=120)
-                    )
-                api = runs[0].api
-                assert api is not None
-                model_id = "bench-fake"
-                model = {
-                    "context_window_tokens": 4_000_000,
-                    "max_output_tokens": 16_384,
-                    "provider": {
-                        "kind": "openai_chat",
-                        "base_url": server.base_url + "/v1",
-                        "model_name": "gpt-fake",
-                        "api_key_env": KEY_ENV,
-                    },
-                }
-                (await api.put(f"/v1/models/{model_id}", json=model)).raise_for_status()
-                print(f"database: {url.split(':')[0]}; provider latency {LATENCY * 1000:.0f} ms")
-                first: float | None = None
-                for messages in (100, 5000):
-                    figures = await compare(runs, server, model_id, messages)
-                    base = figures[runs[0].label][0]
-                    first = first or base
-                    for label, (median, inside) in figures.items():
-                        share = median / LATENCY * 100
-                        print(
-                            f"overhead per model call, {messages:>5} messages, {label}: "
-                            f"median {median * 1000:.2f} ms = {share:.0f} % of a "
-                            f"{LATENCY * 1000:.0f} ms call ({median / base:.2f}× traces off); "
-                            f"of it in the provider adapter {inside * 1000:.1f} ms"
-                        )
-                hooks = await hooks_alone()
-                assert first is not None
-                print(
-                    f"observability hooks of one model call, traces and info lines off: "
-                    f"{hooks * 1e6:.1f} µs ({hooks / first * 100:.2f} % of the service time per "
-                    "call at 100 messages)"
+class RoundTrips:
+    """Statements and transactions the app's engine runs (PostgreSQL adds a BEGIN and a COMMIT
+    round trip to each transaction; SQLite runs them in-process)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.statements = 0
+        self.transactions = 0
+        engine = app.state.container.engine.sync_engine
+        event.listen(engine, "before_cursor_execute", self._statement)
+        event.listen(engine, "begin", self._begin)
+
+    def _statement(self, *_: object) -> None:
+        self.statements += 1
+
+    def _begin(self, *_: object) -> None:
+        self.transactions += 1
+
+
+async def round_trips(
+    run: Setup, server: ProviderProcess, sid: str, counter: RoundTrips
+) -> tuple[float, float]:
+    """Statements and transactions per model call of one turn of ``sid`` (after the turn ended:
+    its last write is in)."""
+    assert run.api is not None
+    statements, transactions = counter.statements, counter.transactions
+    server.enqueue(*(plan_round(i) for i in range(4)), StreamReply(openai_stream(text=["done"])))
+    turn = await run_turn(run.api, sid)
+    calls = turn["model_calls"]
+    return (
+        (counter.statements - statements) / calls,
+        (counter.transactions - transactions) / calls,
+    )
+
+
+async def run_database(url: str, sizes: list[int]) -> None:
+    backend = url.split(":")[0].split("+")[0]
+    if backend == "sqlite":
+        await upgrade_to_head(url)
+    settings = Settings(database_url=url, migrate_on_start=False, json_logs=False)
+    runs = setups(settings)
+    counter = RoundTrips(runs[0].app)
+    for run in runs:
+        container = run.app.state.container
+        for_model = container.model_clients.for_model
+
+        def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
+            return TimedClient(for_model(entry), run.totals)
+
+        container.model_clients.for_model = timed
+    with ProviderProcess(latency=LATENCY) as server:
+        async with AsyncExitStack() as stack:
+            for run in runs:
+                await stack.enter_async_context(run.app.router.lifespan_context(run.app))
+                transport = httpx.ASGITransport(app=run.app)
+                run.api = await stack.enter_async_context(
+                    httpx.AsyncClient(transport=transport, base_url="http://bench", timeout=120)
                 )
-                for sessions in (1, 10, 50):
-                    rate = await throughput(api, server, model_id, sessions)
-                    print(f"throughput, {sessions:>2} concurrent sessions: {rate:.1f} turns/s")
+            api = runs[0].api
+            assert api is not None
+            model_id = "bench-fake"
+            model = {
+                "context_window_tokens": 4_000_000,
+                "max_output_tokens": 16_384,
+                "provider": {
+                    "kind": "openai_chat",
+                    "base_url": server.base_url + "/v1",
+                    "model_name": "gpt-fake",
+                    "api_key_env": KEY_ENV,
+                },
+            }
+            (await api.put(f"/v1/models/{model_id}", json=model)).raise_for_status()
+            print(f"\n== database: {backend}; provider latency {LATENCY * 1000:.0f} ms")
+            first: float | None = None
+            target = TARGETS[backend]
+            for messages in sizes:
+                figures = await compare(runs, server, model_id, messages)
+                base = figures[runs[0].label][0]
+                first = first or base
+                for label, (median, inside) in figures.items():
+                    share = median / LATENCY * 100
+                    print(
+                        f"overhead per model call, {messages:>5} messages, {label}: "
+                        f"median {median * 1000:.2f} ms = {share:.1f} % of a "
+                        f"{LATENCY * 1000:.0f} ms call ({median / base:.2f}× traces off); "
+                        f"of it in the provider adapter {inside * 1000:.1f} ms"
+                    )
+                verdict = "OK" if base / LATENCY <= target else "MISS"
+                print(
+                    f"target at {messages} messages: ≤ {target * 100:.0f} % of the call:"
+                    f" {base / LATENCY * 100:.1f} % {verdict}"
+                )
+                sid = await new_session(api, model_id, messages)
+                await round_trips(runs[0], server, sid, counter)  # warm-up turn
+                statements, transactions = await round_trips(runs[0], server, sid, counter)
+                print(
+                    f"database per model call, {messages} messages: {statements:.1f} statements"
+                    f" in {transactions:.1f} transactions (a turn of 5 calls: its start and"
+                    " finish included)"
+                )
+            hooks = await hooks_alone()
+            assert first is not None
+            print(
+                f"observability hooks of one model call, traces and info lines off: "
+                f"{hooks * 1e6:.1f} µs ({hooks / first * 100:.2f} % of the service time per "
+                "call at the first size)"
+            )
+            for sessions in (1, 10, 50):
+                rate = await throughput(api, server, model_id, sessions)
+                print(f"throughput, {sessions:>2} concurrent sessions: {rate:.1f} turns/s")
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[100, 1_000])
+    parser.add_argument(
+        "--backend",
+        choices=["sqlite", "postgresql", "both"],
+        default="both",
+        help="PostgreSQL: a throw-away database on CTXSVC_TEST_POSTGRES_URL's server",
+    )
+    args = parser.parse_args()
+    os.environ[KEY_ENV] = "sk-bench"
+    if args.backend in ("sqlite", "both"):
+        with tempfile.TemporaryDirectory() as tmp:
+            url = os.environ.get("CTXSVC_BENCH_DATABASE_URL") or (
+                f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+            )
+            await run_database(url, args.sizes)
+    if args.backend in ("postgresql", "both"):
+        base = os.environ.get("CTXSVC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+        try:
+            async with postgres_database(base) as url:
+                await run_database(url, args.sizes)
+        except psycopg.OperationalError as exc:
+            print(f"\n== PostgreSQL skipped: {exc}")
 
 
 if __name__ == "__main__":

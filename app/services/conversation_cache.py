@@ -17,11 +17,11 @@ cached (their figures follow a ratio that moves): ``shared``.
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from datetime import datetime
 
 from app.core.counting import TokenCounter
 from app.services.calibration import base_counter
+from app.services.lru import BytesLRU
 from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
 
@@ -47,35 +47,22 @@ def _size(conversation: CountedConversation) -> int:
 
 class ConversationCache:
     def __init__(self, max_bytes: int) -> None:
-        self._entries: OrderedDict[str, tuple[_Key, CountedConversation, int]] = OrderedDict()
-        self._max_bytes = max_bytes
-        self._held = 0
+        self._entries: BytesLRU[str, tuple[_Key, CountedConversation]] = BytesLRU(max_bytes)
 
     @property
     def held_bytes(self) -> int:
-        return self._held
+        return self._entries.held_bytes
 
     def get(self, session: AgentSession, counter: str) -> CountedConversation | None:
         entry = self._entries.get(session.id)
         if entry is None or entry[0] != (session.id, session.created_at, counter):
             return None
-        self._entries.move_to_end(session.id)
         return entry[1]
 
     def put(self, session: AgentSession, counter: str, conversation: CountedConversation) -> None:
         """Keep ``conversation``, read in a transaction that committed (or read nothing)."""
-        self.discard(session.id)
-        size = _size(conversation)
-        if size > self._max_bytes:
-            return
         key = (session.id, session.created_at, counter)
-        self._entries[session.id] = (key, conversation, size)
-        self._held += size
-        while self._held > self._max_bytes:
-            _, (_, _, evicted) = self._entries.popitem(last=False)
-            self._held -= evicted
+        self._entries.put(session.id, (key, conversation), _size(conversation))
 
     def discard(self, session_id: str) -> None:
-        entry = self._entries.pop(session_id, None)
-        if entry is not None:
-            self._held -= entry[2]
+        self._entries.discard(session_id)

@@ -23,7 +23,6 @@ another token.
 from __future__ import annotations
 
 import logging
-from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -45,6 +44,7 @@ from app.core.world_state import (
 )
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.observability import Observability
+from app.services.lru import BytesLRU
 from app.settings import Settings
 from app.storage.models import AgentSession
 from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
@@ -91,9 +91,14 @@ def _source_of(session: AgentSession) -> str:
     return "provided" if workspace.get("provided") is not None else "directory"
 
 
+# The World State baselines a process keeps (``_BaselineCache``), in bytes of baseline text.
+BASELINE_CACHE_BYTES = 32 * 1024 * 1024
+
+
 class _BaselineCache:
     """Per process: session id → (``world_state_version``, the baselines stored under it), the
-    least recently used session dropped beyond ``size``.
+    least recently used session dropped beyond ``max_bytes`` of baseline text (the bodies' UTF-8
+    bytes, at most ~90 KB a session: SPEC §4's section caps).
 
     The version is a random token renewed by every baseline write (``BaselineRepository.apply``),
     not a counter: a counter bumped by a transaction that then rolled back could be reached again
@@ -103,25 +108,21 @@ class _BaselineCache:
     callers may change what they get.
     """
 
-    def __init__(self, size: int = 1024) -> None:
-        self._entries: OrderedDict[str, tuple[str, Baselines]] = OrderedDict()
-        self._size = size
+    def __init__(self, max_bytes: int = BASELINE_CACHE_BYTES) -> None:
+        self._entries: BytesLRU[str, tuple[str, Baselines]] = BytesLRU(max_bytes)
 
     def get(self, session_id: str, version: str) -> Baselines | None:
         entry = self._entries.get(session_id)
         if entry is None or entry[0] != version or version == UNKNOWN_WORLD_STATE_VERSION:
             return None
-        self._entries.move_to_end(session_id)
         return dict(entry[1])
 
     def put(self, session_id: str, version: str, baselines: Mapping[str, str | None]) -> None:
         # A row inserted without the ORM has no token yet: nothing can be known under it.
         if version == UNKNOWN_WORLD_STATE_VERSION:
             return
-        self._entries[session_id] = (version, dict(baselines))
-        self._entries.move_to_end(session_id)
-        while len(self._entries) > self._size:
-            self._entries.popitem(last=False)
+        size = sum(64 + len(k) + len((v or "").encode()) for k, v in baselines.items())
+        self._entries.put(session_id, (version, dict(baselines)), size)
 
 
 class WorldStateSampler:

@@ -8,8 +8,8 @@ from types import SimpleNamespace
 from typing import Any, cast
 
 from app.services.conversation import ActiveConversation
-from app.services.tokens import CountedConversation
 from app.services.conversation_cache import ConversationCache
+from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
 from app.storage.repositories.records import StoredMessage
 

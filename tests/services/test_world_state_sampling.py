@@ -256,8 +256,9 @@ async def test_a_row_not_loaded_under_the_lock_reads_the_stored_baselines(
     assert len(touching(statements, "world_state_baselines")) == 1
 
 
-def test_the_baseline_cache_is_bounded_and_hands_out_copies() -> None:
-    cache = _BaselineCache(size=2)
+def test_the_baseline_cache_is_bounded_by_bytes_and_hands_out_copies() -> None:
+    one = 64 + len("a") + len("1")  # a section's bookkeeping, its id and its body
+    cache = _BaselineCache(max_bytes=2 * one)  # two sessions of one short section
     cache.put("s1", "v1", {"a": "1"})
     cache.put("s2", "v1", {"a": "2"})
     assert cache.get("s1", "v1") == {"a": "1"}  # s1 is now the most recently used
@@ -270,3 +271,6 @@ def test_the_baseline_cache_is_bounded_and_hands_out_copies() -> None:
     assert cache.get("s1", "v1") == {"a": "1"}
     cache.put("s4", UNKNOWN_WORLD_STATE_VERSION, {})
     assert cache.get("s4", UNKNOWN_WORLD_STATE_VERSION) is None
+    cache.put("s5", "v1", {"a": "x" * (2 * one)})  # larger than the whole bound: not kept
+    assert cache.get("s5", "v1") is None
+    assert cache.get("s1", "v1") == {"a": "1"}

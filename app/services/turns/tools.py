@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from functools import lru_cache
 from typing import Any, Literal
 
 from jsonschema import SchemaError
@@ -31,6 +30,7 @@ from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInva
 from app.core.plan import parse_update_plan_arguments as parse_plan
 from app.core.prepared import ToolDefinition
 from app.services.events import EventEmitter
+from app.services.lru import BytesLRU
 from app.services.turns.calls import CallEntry, error_result, finished_payload
 from app.storage.base import utc_now
 
@@ -94,10 +94,23 @@ def _validator_class(schema: Any) -> type[Validator]:
     return Draft202012Validator
 
 
-@lru_cache(maxsize=512)
+# Checked validators by schema JSON, at most this many bytes of it (the validators' objects take
+# a small multiple of their schema's size).
+VALIDATOR_CACHE_BYTES = 16 * 1024 * 1024
+_validators: BytesLRU[str, tuple[Validator | None]] = BytesLRU(VALIDATOR_CACHE_BYTES)
+
+
 def _validator(schema_json: str) -> Validator | None:
     """The checked validator of a tool's input schema (``None``: the schema is broken), built
     once per process and schema: checking a schema costs far more than validating a value."""
+    known = _validators.get(schema_json)
+    if known is None:
+        known = (_checked_validator(schema_json),)
+        _validators.put(schema_json, known, len(schema_json))
+    return known[0]
+
+
+def _checked_validator(schema_json: str) -> Validator | None:
     try:
         schema = json.loads(schema_json)
         validator_class = _validator_class(schema)

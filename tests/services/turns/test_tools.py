@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from app.core.prepared import ToolDefinition
 from app.services.conversation import SERVER_TOOLS
-from app.services.turns.tools import DoomRecord, _validator, check_call
+from app.services.lru import BytesLRU
+from app.services.turns import tools as tools_module
+from app.services.turns.tools import DoomRecord, check_call
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 TOOLS: dict[str, ToolDefinition] = {
@@ -62,8 +66,16 @@ def test_doom_record_counts_only_identical_consecutive_calls() -> None:
     assert DoomRecord.from_json(None) is None
 
 
-def test_schema_validators_are_built_once_per_schema() -> None:
-    _validator.cache_clear()
+def test_schema_validators_are_built_once_per_schema(monkeypatch: pytest.MonkeyPatch) -> None:
+    built: list[str] = []
+    real = tools_module._checked_validator
+
+    def building(schema_json: str) -> Any:
+        built.append(schema_json)
+        return real(schema_json)
+
+    monkeypatch.setattr(tools_module, "_checked_validator", building)
+    monkeypatch.setattr(tools_module, "_validators", BytesLRU(tools_module.VALIDATOR_CACHE_BYTES))
     for raw in ('{"n": 1}', '{"n": "x"}', '{"n": 2}'):
         check_call("count", raw, TOOLS)
     # The same schema spelled with its keys in another order shares the validator.
@@ -75,9 +87,14 @@ def test_schema_validators_are_built_once_per_schema() -> None:
         }
     }
     assert check_call("count", '{"n": "x"}', reordered)[1] is not None
-    info = _validator.cache_info()
-    assert (info.misses, info.hits) == (1, 3)
+    assert len(built) == 1
     # A broken schema is remembered as such (never checked against).
     assert check_call("broken", '{"x": 1}', TOOLS)[1] is None
     assert check_call("broken", '{"x": 1}', TOOLS)[1] is None
-    assert _validator.cache_info().misses == 2
+    assert len(built) == 2
+    # Bounded by the bytes of schema JSON it holds: the oldest goes first.
+    monkeypatch.setattr(tools_module, "_validators", BytesLRU(len(built[0])))
+    check_call("count", '{"n": 1}', TOOLS)
+    check_call("broken", '{"x": 1}', TOOLS)
+    check_call("count", '{"n": 1}', TOOLS)
+    assert len(built) == 5

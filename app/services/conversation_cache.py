@@ -36,18 +36,32 @@ def shared(counter: TokenCounter) -> bool:
     return base_counter(counter) is counter
 
 
-def _size(conversation: CountedConversation) -> int:
+def _size(
+    conversation: CountedConversation, earlier: tuple[CountedConversation, int] | None
+) -> int:
+    """The bytes ``conversation`` holds; from ``earlier``'s when it extends that read (a turn
+    puts its Conversation after every step: only what the step stored is added up)."""
     active = conversation.active
-    held = sum(row.content_bytes for row in active.stored)
+    stored = active.stored
+    if earlier is not None:
+        before, size = earlier
+        held = before.active.stored
+        if (
+            before.active.checkpoint is active.checkpoint
+            and 0 < len(held) <= len(stored)
+            and held[-1] is stored[len(held) - 1]
+        ):
+            return size + sum(row.content_bytes for row in stored[len(held) :])
+    total = sum(row.content_bytes for row in stored)
     checkpoint = active.checkpoint
     if checkpoint is not None:  # its summary and reminder are items too
-        held += len(checkpoint.summary) + len(checkpoint.runtime_reminder)
-    return held
+        total += len(checkpoint.summary) + len(checkpoint.runtime_reminder)
+    return total
 
 
 class ConversationCache:
     def __init__(self, max_bytes: int) -> None:
-        self._entries: BytesLRU[str, tuple[_Key, CountedConversation]] = BytesLRU(max_bytes)
+        self._entries: BytesLRU[str, tuple[_Key, CountedConversation, int]] = BytesLRU(max_bytes)
 
     @property
     def held_bytes(self) -> int:
@@ -62,7 +76,10 @@ class ConversationCache:
     def put(self, session: AgentSession, counter: str, conversation: CountedConversation) -> None:
         """Keep ``conversation``, read in a transaction that committed (or read nothing)."""
         key = (session.id, session.created_at, counter)
-        self._entries.put(session.id, (key, conversation), _size(conversation))
+        entry = self._entries.get(session.id)
+        earlier = (entry[1], entry[2]) if entry is not None and entry[0] == key else None
+        size = _size(conversation, earlier)
+        self._entries.put(session.id, (key, conversation, size), size)
 
     def discard(self, session_id: str) -> None:
         self._entries.discard(session_id)

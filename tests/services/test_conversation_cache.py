@@ -65,3 +65,16 @@ def test_a_zero_budget_keeps_nothing() -> None:
     cache = ConversationCache(max_bytes=0)
     cache.put(_session("s1"), "estimate", _read(1))
     assert cache.get(_session("s1"), "estimate") is None
+
+
+def test_a_read_that_extends_the_kept_one_is_sized_by_what_it_adds() -> None:
+    cache = ConversationCache(max_bytes=100)
+    first = _read(40)
+    cache.put(_session("s1"), "estimate", first)
+    more = cast(list[StoredMessage], [cast(Any, SimpleNamespace(content_bytes=30))])
+    extended = CountedConversation(ActiveConversation([], None, [*first.active.stored, *more]))
+    cache.put(_session("s1"), "estimate", extended)
+    assert cache.held_bytes == 70
+    cache.put(_session("s2"), "estimate", _read(31))  # 101: the older session goes
+    assert cache.get(_session("s1"), "estimate") is None
+    assert cache.held_bytes == 31

@@ -1,12 +1,20 @@
 """Benchmark of the prepare pipeline (run: ``.venv/bin/python bench/prepare.py``).
 
 Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run:
-  (a) core ``prepare`` time (median of several runs), without and with cached per-message measures,
-      and a first call with cached measures (nothing remembered: ``app/core/resume.py``), also
-      with the salient-line memo empty (``app/core/salient.py``: a process's first prepare);
-  (b) its ratio to one compact ``json.dumps`` of the prepared request (target ≤ 3 at 1 000);
+  (a) core ``prepare`` time (median of several runs) with the service's estimate counter
+      (orjson, ``app.fastjson.ESTIMATE``) and with the core's stdlib one, with cached
+      per-message measures, and a first call with cached measures (nothing remembered:
+      ``app/core/resume.py``), also with the salient-line memo empty (``app/core/salient.py``:
+      a process's first prepare);
+  (b) its ratio to one compact ``json.dumps`` of the prepared request, and to LangChain's
+      ``trim_messages`` (approximate counter, strategy ``last``, to the model's input budget) on
+      the same conversation in this process — target ≤ 0.5× LangChain at 1 000 messages
+      (``pip install -e '.[bench]'`` brings langchain-core);
   (c) the growth factor 1 000 → 10 000 (target ≤ 12: the pipeline is linear);
-  (d) end-to-end ``POST /v1/prepare`` through the ASGI app (skipped if the app cannot be built);
+  (d) end-to-end ``POST /v1/prepare`` through uvicorn (a real server process on loopback)
+      against a bare FastAPI endpoint that parses the same body with the same pydantic model
+      and echoes it (``bench/echo_app.py``, its own uvicorn process), the same body alternating
+      between them — targets ≤ 1.3× the echo and ≤ 2× LangChain's in-process trim at 1 000;
   (e) a turn loop: one prepare per model call of a conversation growing by 2 messages a call;
   (f) what the salient lines cost (SPEC §9): the 10 000-message first call on freshly decoded
       strings (as a service reads them) with the salient-line memo warm, empty, and with no
@@ -15,10 +23,10 @@ Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run
 
 from __future__ import annotations
 
-import asyncio
 import json
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -27,8 +35,13 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+import httpx
+
+from app import fastjson
+from app.core.content import Item
+from app.core.counting import ESTIMATE as STDLIB_ESTIMATE
 from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
+from app.core.prepared import PruningWatermark, SystemPart
 from app.core.resume import forget
 from app.core.salient import forget as forget_salient_lines
 from bench.fixtures import (
@@ -39,8 +52,12 @@ from bench.fixtures import (
     tool_definitions,
     with_cached_measures,
 )
+from tests.servers import PYTHON, REPO_ROOT, clean_env, free_port, running, uvicorn_command
 
 SIZES = (100, 1_000, 10_000)
+CORE_TARGET = 0.5  # × LangChain's trim_messages, at 1 000 messages
+HTTP_ECHO_TARGET = 1.3  # × the bare parse-and-echo endpoint
+HTTP_LANGCHAIN_TARGET = 2.0  # × LangChain's trim_messages in-process
 
 
 def median_seconds(fn: Callable[[], object], runs: int) -> float:
@@ -57,6 +74,57 @@ def dumps(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
 
 
+def langchain_trim(system: list[SystemPart], items: list[Item]) -> Callable[[], object] | None:
+    """LangChain's ``trim_messages`` of the same conversation (converted before timing) to the
+    model's effective input tokens, with its approximate counter; ``None`` without it."""
+    try:
+        from langchain_core.messages import (
+            AIMessage,
+            BaseMessage,
+            HumanMessage,
+            SystemMessage,
+            ToolMessage,
+            trim_messages,
+        )
+        from langchain_core.messages.utils import count_tokens_approximately
+    except ImportError:
+        return None
+
+    def texts(blocks: list[Any]) -> str:
+        return "\n".join(b["text"] for b in blocks if b["type"] == "text")
+
+    first = system[0].content[0]
+    assert first["type"] == "text"
+    messages: list[BaseMessage] = [SystemMessage(first["text"])]
+    for item in items:
+        if item.role == "user":
+            messages.append(HumanMessage(texts(item.content)))
+        elif item.role == "assistant":
+            calls = [
+                {"name": b["name"], "args": json.loads(b["input"]), "id": b["id"]}
+                for b in item.content
+                if b["type"] == "tool_call"
+            ]
+            messages.append(AIMessage(texts(item.content), tool_calls=calls))
+        else:
+            result = item.content[0]
+            assert result["type"] == "tool_result"
+            messages.append(ToolMessage(texts(result["output"]), tool_call_id=result["id"]))
+    limit = BENCH_CAPABILITIES.limits().effective_input_tokens
+
+    def trim() -> object:
+        return trim_messages(
+            messages,
+            max_tokens=limit,
+            token_counter=count_tokens_approximately,
+            strategy="last",
+            include_system=True,
+            start_on="human",
+        )
+
+    return trim
+
+
 def core_figures() -> dict[int, dict[str, float]]:
     system, tools = system_context(), tool_definitions()
     figures: dict[int, dict[str, float]] = {}
@@ -67,66 +135,95 @@ def core_figures() -> dict[int, dict[str, float]]:
         watermark = PruningWatermark(through_sequence=n // 2)
         runs = 21 if n <= 1_000 else 7
 
-        def run(conversation: list[Any] = items, watermark: PruningWatermark = watermark) -> Any:
-            return prepare(system, conversation, tools, BENCH_CAPABILITIES, watermark)
+        def run(
+            conversation: list[Any] = items,
+            watermark: PruningWatermark = watermark,
+            counter: Any = fastjson.ESTIMATE,
+        ) -> Any:
+            return prepare(system, conversation, tools, BENCH_CAPABILITIES, watermark, counter)
 
         prepared = run()
+        trim = langchain_trim(system, items)
         t_core = median_seconds(run, runs)
+        t_stdlib = median_seconds(lambda: run(counter=STDLIB_ESTIMATE), runs)
         t_cached = median_seconds(lambda c=cached: run(c), runs)
         t_first = median_seconds(lambda c=cached: (forget(), run(c)), runs)
         t_cold = median_seconds(lambda c=cached: (forget(), forget_salient_lines(), run(c)), runs)
         t_json = median_seconds(lambda p=prepared: dumps(p.request), runs)
-        figures[n] = {"core": t_core, "cached": t_cached, "json": t_json}
+        t_lc = median_seconds(trim, runs) if trim is not None else float("nan")
+        figures[n] = {"core": t_core, "stdlib": t_stdlib, "json": t_json, "langchain": t_lc}
         p = prepared.projection
         print(
-            f"{n:>6} msgs: prepare {t_core * 1e3:8.2f} ms"
-            f" | cached measures {t_cached * 1e3:8.2f} ms (first call {t_first * 1e3:8.2f} ms,"
-            f" salient memo empty {t_cold * 1e3:8.2f} ms)"
-            f" | json.dumps {t_json * 1e3:8.2f} ms | ratio {t_core / t_json:5.2f}"
-            f" (cached {t_cached / t_json:5.2f})"
-            f" | {len(dumps(prepared.request).encode()) / 1e6:6.2f} MB,"
+            f"{n:>6} msgs: prepare {t_core * 1e3:8.2f} ms (stdlib counter {t_stdlib * 1e3:8.2f})"
+            f" | cached measures {t_cached * 1e3:7.2f} ms (first call {t_first * 1e3:7.2f},"
+            f" salient memo empty {t_cold * 1e3:7.2f})"
+            f" | json.dumps {t_json * 1e3:7.2f} ms (ratio {t_core / t_json:4.2f})"
+            f" | LangChain trim {t_lc * 1e3:7.2f} ms (ratio {t_core / t_lc:4.2f};"
+            f" stdlib counter {t_stdlib / t_lc:4.2f})"
+            f" | {len(dumps(prepared.request).encode()) / 1e6:5.2f} MB,"
             f" {prepared.budget.estimated_input_tokens} tokens, pruned {p.pruned_tool_results},"
             f" truncated {p.truncated_tool_results}"
         )
     return figures
 
 
-async def end_to_end() -> None:
-    try:
-        import httpx
-
-        from app.main import create_app
-        from app.settings import Settings
-
-        app = create_app(Settings(max_body_bytes=256 * 1024 * 1024))
-    except Exception as error:  # the endpoint is optional for this script
-        print(f"(d) skipped: the ASGI app could not be built ({error!r})")
-        return
+def end_to_end(sizes: tuple[int, ...] = SIZES) -> dict[int, float]:
+    """Median ``POST /v1/prepare`` time through uvicorn, next to the echo endpoint's and to
+    LangChain's in-process trim of the same conversation, the three alternating."""
     system, tools = system_context(), tool_definitions()
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://bench") as client:
-        for n in SIZES:
-            items = agent_conversation(n)
-            body = dumps(
-                prepare_body(
-                    system, items, tools, pruning=PruningWatermark(through_sequence=n // 2)
+    ratios: dict[int, float] = {}
+    with tempfile.TemporaryDirectory(prefix="ctxsvc-bench-") as tmp:
+        env = clean_env(
+            CTXSVC_DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}",
+            CTXSVC_MAX_BODY_BYTES=str(256 * 1024 * 1024),
+            CTXSVC_JSON_LOGS="false",
+            CTXSVC_LOG_LEVEL="WARNING",
+            PYTHONPATH=str(REPO_ROOT),
+        )
+        port = free_port()
+        echo = [str(PYTHON), "-m", "uvicorn", "bench.echo_app:app", "--log-level", "warning"]
+        echo += ["--host", "127.0.0.1", "--port", str(port)]
+        commands = [uvicorn_command(free_port()), echo]
+        with (
+            running(commands, env=env, cwd=Path(tmp)) as (service, bare),
+            httpx.Client(timeout=600) as client,
+        ):
+            for n in sizes:
+                items = agent_conversation(n)
+                pruning = PruningWatermark(through_sequence=n // 2)
+                body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
+                headers = {"content-type": "application/json"}
+                targets = {"service": service.url + "/v1/prepare", "echo": bare.url + "/echo"}
+                samples: dict[str, list[float]] = {name: [] for name in [*targets, "langchain"]}
+                trim = langchain_trim(system, items)
+                runs = 15 if n <= 1_000 else 3
+                for i in range(runs + 1):
+                    for name, url in targets.items():
+                        start = time.perf_counter()
+                        response = client.post(url, content=body, headers=headers)
+                        elapsed = time.perf_counter() - start
+                        if response.status_code != 200:
+                            raise SystemExit(
+                                f"{name}: {response.status_code} {response.text[:300]}"
+                            )
+                        if i:  # the first round warms both up
+                            samples[name].append(elapsed)
+                    if trim is not None:
+                        start = time.perf_counter()
+                        trim()
+                        samples["langchain"].append(time.perf_counter() - start)
+                t_service = statistics.median(samples["service"])
+                t_echo = statistics.median(samples["echo"])
+                ratios[n] = t_service / t_echo
+                t_lc = statistics.median(samples["langchain"] or [float("nan")])
+                print(
+                    f"(d) {n:>6} msgs ({len(body) / 1e6:.2f} MB): POST /v1/prepare"
+                    f" {t_service * 1e3:8.2f} ms | echo {t_echo * 1e3:8.2f} ms"
+                    f" (ratio {t_service / t_echo:4.2f}) | LangChain in-process"
+                    f" {t_lc * 1e3:7.2f} ms (ratio {t_service / t_lc:5.2f})"
                 )
-            ).encode()
-            headers = {"content-type": "application/json"}
-            response = await client.post("/v1/prepare", content=body, headers=headers)
-            if response.status_code != 200:
-                print(f"(d) {n:>6} msgs: HTTP {response.status_code}: {response.text[:200]}")
-                continue
-            runs = 9 if n <= 1_000 else 3
-            samples = []
-            for _ in range(runs):
-                start = time.perf_counter()
-                response = await client.post("/v1/prepare", content=body, headers=headers)
-                samples.append(time.perf_counter() - start)
-            print(
-                f"(d) {n:>6} msgs: POST /v1/prepare {statistics.median(samples) * 1e3:9.2f} ms"
-                f" (body {len(body) / 1e6:.2f} MB)"
-            )
+                ratios[-n] = t_service / t_lc
+    return ratios
 
 
 def turn_loop(start: int = 150, calls: int = 20, runs: int = 50) -> None:
@@ -183,16 +280,29 @@ def salient_cost(n: int = 10_000, runs: int = 7) -> None:
     )
 
 
+def verdict(ok: bool) -> str:
+    return "OK" if ok else "MISS"
+
+
 def main() -> None:
-    print("(a)/(b) core prepare vs one compact json.dumps of the prepared request")
+    print("(a)/(b) core prepare vs one compact json.dumps and LangChain's trim_messages")
     figures = core_figures()
-    ratio = figures[1_000]["core"] / figures[1_000]["json"]
-    growth = figures[10_000]["core"] / figures[1_000]["core"]
-    print(f"(b) ratio at 1 000 messages: {ratio:.2f} (target ≤ 3) {'OK' if ratio <= 3 else 'MISS'}")
+    at = figures[1_000]
+    growth = figures[10_000]["core"] / at["core"]
+    core_ratio = at["core"] / at["langchain"]
+    print(f"(b) ratio to json.dumps at 1 000 messages: {at['core'] / at['json']:.2f} (target ≤ 3)")
     print(
-        f"(c) growth 1 000 → 10 000: {growth:.2f} (target ≤ 12) {'OK' if growth <= 12 else 'MISS'}"
+        f"(b) ratio to LangChain trim at 1 000 messages: {core_ratio:.2f} "
+        f"(target ≤ {CORE_TARGET}) {verdict(core_ratio <= CORE_TARGET)}"
     )
-    asyncio.run(end_to_end())
+    print(f"(c) growth 1 000 → 10 000: {growth:.2f} (target ≤ 12) {verdict(growth <= 12)}")
+    ratios = end_to_end()
+    echo, lc = ratios[1_000], ratios[-1_000]
+    print(
+        f"(d) at 1 000 messages: {echo:.2f}× the echo endpoint (target ≤ {HTTP_ECHO_TARGET})"
+        f" {verdict(echo <= HTTP_ECHO_TARGET)}; {lc:.2f}× LangChain in-process"
+        f" (target ≤ {HTTP_LANGCHAIN_TARGET}) {verdict(lc <= HTTP_LANGCHAIN_TARGET)}"
+    )
     turn_loop()
     salient_cost()
 

@@ -411,9 +411,7 @@ async def run_backend(name: str, url: str, args: argparse.Namespace, postgres: b
         figures = await append_throughput(client, args.batch, url if postgres else None)
         for label, rate in figures.items():
             print(f"    {label:<32} {rate:8.1f} {'' if 'connections' in label else 'messages/s'}")
-        print(
-            "(b) GET /context and session prepare vs POST /v1/prepare (stateless), same messages"
-        )
+        print("(b) GET /context and session prepare vs POST /v1/prepare (stateless), same messages")
         ratios: dict[str, float] = {}
         for n in args.sizes:
             ratios = await stored_vs_stateless(

@@ -7,14 +7,15 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``) and on a throw-away PostgreSQL data
 (``--backend``; ``CTXSVC_TEST_POSTGRES_URL`` names the server).
 
 1. Overhead per model call: one turn of 5 model calls (4 ``update_plan`` rounds, then text) on
-   sessions of 100 and 1 000 stored messages (``--sizes``). Overhead = turn wall time − the provider's own
-   time (measured by the fake server: from a request's first line to its reply's last byte),
-   divided by the calls; so the provider adapter's work (encoding the request, sending it,
-   reading the stream) counts as the service's. That part is also printed on its own (time
-   inside ``ModelClient.complete`` − the provider's time). Targets: ≤ 5 % of a 50 ms call on
-   SQLite, ≤ 10 % on PostgreSQL, at both sizes. Also the statements and transactions of one
-   model call, counted on the engine (the database round trips). The first turn of each session is a warm-up and is not counted (pool
-   connections, statement caches); the median of 9 turns is reported.
+   sessions of 100 and 1 000 stored messages (``--sizes``). Overhead = turn wall time − the
+   provider's own time (measured by the fake server: from a request's first line to its reply's
+   last byte), divided by the calls; so the provider adapter's work (encoding the request,
+   sending it, reading the stream) counts as the service's. That part is also printed on its
+   own (time inside ``ModelClient.complete`` − the provider's time). Targets: ≤ 5 % of a 50 ms
+   call on SQLite, ≤ 10 % on PostgreSQL, at both sizes. Also the statements and transactions of
+   one model call, counted on the engine (the database round trips). The first turn of each
+   session is a warm-up and is not counted (pool connections, statement caches); the median of
+   9 turns is reported.
 2. Observability: the same overhead with traces off (the default) and info lines off, with the
    info lines on (JSON to a null stream, as ``ctxsvc serve`` writes them), and with traces on
    to an in-memory exporter (batch processor, as in production; FastAPI, httpx and SQLAlchemy

@@ -318,12 +318,12 @@ async def round_trips(
     )
 
 
-async def run_database(url: str, sizes: list[int]) -> None:
+async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> None:
     backend = url.split(":")[0].split("+")[0]
     if backend == "sqlite":
         await upgrade_to_head(url)
     settings = Settings(database_url=url, migrate_on_start=False, json_logs=False)
-    runs = setups(settings)
+    runs = setups(settings)[:1] if quick else setups(settings)
     counter = RoundTrips(runs[0].app)
     for run in runs:
         container = run.app.state.container
@@ -383,6 +383,8 @@ async def run_database(url: str, sizes: list[int]) -> None:
                     f" in {transactions:.1f} transactions (a turn of 5 calls: its start and"
                     " finish included)"
                 )
+            if quick:
+                return
             hooks = await hooks_alone()
             assert first is not None
             print(
@@ -404,6 +406,9 @@ async def main() -> None:
         default="both",
         help="PostgreSQL: a throw-away database on CTXSVC_TEST_POSTGRES_URL's server",
     )
+    parser.add_argument(
+        "--quick", action="store_true", help="traces off only; no hooks or throughput figures"
+    )
     args = parser.parse_args()
     os.environ[KEY_ENV] = "sk-bench"
     if args.backend in ("sqlite", "both"):
@@ -411,12 +416,12 @@ async def main() -> None:
             url = os.environ.get("CTXSVC_BENCH_DATABASE_URL") or (
                 f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
             )
-            await run_database(url, args.sizes)
+            await run_database(url, args.sizes, quick=args.quick)
     if args.backend in ("postgresql", "both"):
         base = os.environ.get("CTXSVC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
         try:
             async with postgres_database(base) as url:
-                await run_database(url, args.sizes)
+                await run_database(url, args.sizes, quick=args.quick)
         except psycopg.OperationalError as exc:
             print(f"\n== PostgreSQL skipped: {exc}")
 

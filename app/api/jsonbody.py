@@ -5,7 +5,8 @@ string of a 20 MB prepare body is built twice and walked twice. A route of ``Jso
 hands FastAPI the model pydantic validated from the bytes instead (FastAPI's own validation of
 an instance of the very model is a type check). A body that fails this validation is read the
 usual way, so a malformed or invalid body gets exactly the error it always got (the problem
-handlers see FastAPI's errors, not pydantic's JSON-mode wording of them).
+handlers see FastAPI's errors, not pydantic's JSON-mode wording of them, and a validator that
+raises the service's own error raises it where it always did).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any
 
 from fastapi.routing import APIRoute
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 
@@ -31,8 +32,11 @@ class _ValidatedBody(Request):
             body = await self.body()
             try:
                 self._json = self.model.model_validate_json(body)
-            except ValidationError:
-                return await super().json()  # FastAPI's reading, and its errors
+            except Exception:  # any failure is FastAPI's to report
+                # FastAPI's reading, and its errors: a ``ValidationError`` becomes its 422, a
+                # validator's own ``ServiceError`` is raised from its validation as before
+                # (raised here, FastAPI would call it a body it could not parse).
+                return await super().json()
         return self._json
 
 

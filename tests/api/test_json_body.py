@@ -78,6 +78,15 @@ INVALID: list[bytes] = [
     json.dumps({"model": MODEL, "conversation": [{"role": "user", "content": [{}]}]}).encode(),
     b'{"model": {"context_window_tokens": NaN, "max_output_tokens": 1}}',
     b"\xff\xfe",
+    # A validator's own error (the store's rule for tool results: invalid_block, 422).
+    json.dumps(
+        {
+            "model": MODEL,
+            "conversation": [
+                {"role": "user", "content": [{"type": "tool_result", "id": "c", "output": []}]}
+            ],
+        }
+    ).encode(),
 ]
 
 

@@ -110,7 +110,16 @@ class FastEstimateCounter(EstimateCounter):
     """``app.core.counting.ESTIMATE`` with the bytes made by orjson: the same figures."""
 
     def measure_content(self, content: Sequence[Block]) -> int:
-        return len(_content_bytes(content_without_artifacts(content)))
+        # One look at the blocks and one orjson call for the usual message (this runs once per
+        # message without a stored figure); anything else takes the general way.
+        for block in content:
+            kind = block.get("type") if type(block) is dict else None
+            if kind not in _STRING_BLOCKS or (kind == "tool_result" and "artifacts" in block):
+                return len(_content_bytes(content_without_artifacts(content)))
+        try:
+            return len(_orjson_dumps(content, option=_OPTIONS))
+        except _EncodeError:
+            return len(_reference(content))
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return len(spec_bytes(list(tools))) if tools else 0

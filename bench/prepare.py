@@ -1,8 +1,10 @@
 """Benchmark of the prepare pipeline (run: ``.venv/bin/python bench/prepare.py``).
 
 Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run:
-  (a) core ``prepare`` time (median of several runs) with the service's estimate counter
-      (orjson, ``app.fastjson.ESTIMATE``) and with the core's stdlib one, with cached
+  (a) core ``prepare`` time (median of several runs) from scratch (nothing remembered, no
+      cached measures: as the stateless endpoint runs it) with the service's estimate counter
+      (orjson, ``app.fastjson.ESTIMATE``) and with the core's stdlib one; of the same objects
+      again (their walk remembered, measures not cached), with cached
       per-message measures, and a first call with cached measures (nothing remembered:
       ``app/core/resume.py``), also with the salient-line memo empty (``app/core/salient.py``:
       a process's first prepare);
@@ -68,6 +70,21 @@ def median_seconds(fn: Callable[[], object], runs: int) -> float:
         fn()
         samples.append(time.perf_counter() - start)
     return statistics.median(samples)
+
+
+def alternating_medians(fns: list[Callable[[], object] | None], runs: int) -> list[float]:
+    """The median time of each of ``fns`` over ``runs`` rounds of one call each (after a
+    warm-up round); NaN for a missing one."""
+    samples: list[list[float]] = [[] for _ in fns]
+    for round_ in range(runs + 1):
+        for fn, times in zip(fns, samples, strict=True):
+            if fn is None:
+                continue
+            start = time.perf_counter()
+            fn()
+            if round_:
+                times.append(time.perf_counter() - start)
+    return [statistics.median(t) if t else float("nan") for t in samples]
 
 
 def dumps(value: Any) -> str:
@@ -139,22 +156,34 @@ def core_figures() -> dict[int, dict[str, float]]:
             conversation: list[Any] = items,
             watermark: PruningWatermark = watermark,
             counter: Any = fastjson.ESTIMATE,
+            remember: bool = True,
         ) -> Any:
-            return prepare(system, conversation, tools, BENCH_CAPABILITIES, watermark, counter)
+            return prepare(
+                system,
+                conversation,
+                tools,
+                BENCH_CAPABILITIES,
+                watermark,
+                counter,
+                remember=remember,
+            )
 
         prepared = run()
         trim = langchain_trim(system, items)
-        t_core = median_seconds(run, runs)
-        t_stdlib = median_seconds(lambda: run(counter=STDLIB_ESTIMATE), runs)
+        # From scratch, as the stateless endpoint runs it: nothing remembered, nothing cached.
+        # Alternating with LangChain's trim, the two medians of one series of rounds.
+        t_core, t_lc = alternating_medians([lambda: run(remember=False), trim], runs)
+        t_again = median_seconds(run, runs)  # the same objects again: the walk is remembered
+        t_stdlib = median_seconds(lambda: run(counter=STDLIB_ESTIMATE, remember=False), runs)
         t_cached = median_seconds(lambda c=cached: run(c), runs)
         t_first = median_seconds(lambda c=cached: (forget(), run(c)), runs)
         t_cold = median_seconds(lambda c=cached: (forget(), forget_salient_lines(), run(c)), runs)
         t_json = median_seconds(lambda p=prepared: dumps(p.request), runs)
-        t_lc = median_seconds(trim, runs) if trim is not None else float("nan")
         figures[n] = {"core": t_core, "stdlib": t_stdlib, "json": t_json, "langchain": t_lc}
         p = prepared.projection
         print(
-            f"{n:>6} msgs: prepare {t_core * 1e3:8.2f} ms (stdlib counter {t_stdlib * 1e3:8.2f})"
+            f"{n:>6} msgs: prepare {t_core * 1e3:8.2f} ms (stdlib counter {t_stdlib * 1e3:8.2f},"
+            f" same objects again {t_again * 1e3:7.2f})"
             f" | cached measures {t_cached * 1e3:7.2f} ms (first call {t_first * 1e3:7.2f},"
             f" salient memo empty {t_cold * 1e3:7.2f})"
             f" | json.dumps {t_json * 1e3:7.2f} ms (ratio {t_core / t_json:4.2f})"

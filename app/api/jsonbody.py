@@ -43,13 +43,21 @@ class _ValidatedBody(Request):
 class JsonBodyRoute(APIRoute):
     """An ``APIRoute`` whose one (not embedded) model body is validated from its raw bytes."""
 
-    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
-        handler = super().get_route_handler()
+    @property
+    def body_model(self) -> type[BaseModel] | None:
+        """The model its body is validated as from the bytes (``None``: read the usual way)."""
         field = self.body_field
         model = field.field_info.annotation if field is not None else None
         if self._embed_body_fields or not (
             isinstance(model, type) and issubclass(model, BaseModel)
         ):
+            return None
+        return model
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+        model = self.body_model
+        if model is None:
             return handler
         request_class = type("ValidatedBody", (_ValidatedBody,), {"model": model})
 

@@ -17,6 +17,8 @@ from app.api.jsonbody import JsonBodyRoute
 from app.api.problems import install_error_handlers
 from app.api.routes import prepare, sessions, tokens
 from app.api.schemas.prepare import PrepareBody
+from app.api.schemas.sessions import AppendBody
+from app.api.schemas.tokens import TokenCountBody
 
 pytestmark = pytest.mark.anyio
 
@@ -118,14 +120,16 @@ async def test_an_invalid_body_gets_the_error_it_always_got(both: FastAPI, raw: 
 def test_the_service_reads_its_large_bodies_once() -> None:
     # The routes of the large bodies: the stateless prepare, token counts, appends.
     routes = {
-        (route.path, method): type(route)
+        (route.path, method): route
         for router in (prepare.router, tokens.router, sessions.router)
         for route in router.routes
         for method in getattr(route, "methods", ())
     }
-    for key in [
-        ("/v1/prepare", "POST"),
-        ("/v1/tokens/count", "POST"),
-        ("/v1/sessions/{session_id}/messages", "POST"),
+    for key, model in [
+        (("/v1/prepare", "POST"), PrepareBody),
+        (("/v1/tokens/count", "POST"), TokenCountBody),
+        (("/v1/sessions/{session_id}/messages", "POST"), AppendBody),
     ]:
-        assert routes[key] is JsonBodyRoute, key
+        route = routes[key]
+        assert isinstance(route, JsonBodyRoute), key
+        assert route.body_model is model, key

@@ -15,8 +15,8 @@ from sqlalchemy import select
 
 from app.main import create_app
 from app.settings import Settings
-from app.storage.database import create_engine, unit_of_work
-from app.storage.models import SessionEvent
+from app.storage.database import create_engine, create_session_factory, unit_of_work
+from app.storage.models import AgentSession, SessionEvent
 from app.storage.repositories.turns import TurnRepository
 from tests.api.helpers import (
     append,
@@ -346,10 +346,19 @@ DATA_BLOCK = {
 }
 
 
-async def refused_session(api: httpx.AsyncClient, code: str) -> str:
+async def refused_session(api: httpx.AsyncClient, code: str, database_url: str = "") -> str:
     """A session with a workspace whose prepare is refused with ``code`` (valid when stored)."""
     if code == "system_context_part_too_large":
-        sid = await new_session(api, workspace=PROVIDED, agent={"system_prompt": "x" * 40_000})
+        # Creation refuses such a prompt now; a session stored before that check still has one.
+        sid = await new_session(api, workspace=PROVIDED)
+        engine = create_engine(database_url)
+        try:
+            async with unit_of_work(create_session_factory(engine)) as db:
+                row = await db.get(AgentSession, sid)
+                assert row is not None
+                row.agent = {**row.agent, "system_prompt": "x" * 40_000}
+        finally:
+            await engine.dispose()
         await append(api, sid, user("hi"))
         return sid
     model_id = f"no-data-{uuid.uuid4().hex[:8]}"
@@ -361,8 +370,10 @@ async def refused_session(api: httpx.AsyncClient, code: str) -> str:
 
 
 @pytest.mark.parametrize("code", ["system_context_part_too_large", "data_blocks_not_accepted"])
-async def test_a_refused_prepare_stores_no_world_state(api: httpx.AsyncClient, code: str) -> None:
-    sid = await refused_session(api, code)
+async def test_a_refused_prepare_stores_no_world_state(
+    api: httpx.AsyncClient, database_url: str, code: str
+) -> None:
+    sid = await refused_session(api, code, database_url)
     response = await prepare_session(api, sid)
     assert response.status_code == 422, response.text
     assert response.json()["code"] == code

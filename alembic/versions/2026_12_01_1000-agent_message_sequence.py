@@ -10,7 +10,7 @@ need it). That is safe, unlike for ``sessions`` (see ``2026_11_30_1300``): no ta
 ``agent_messages``, so dropping the old copy cascades to nothing.
 
 Revision ID: 2026_12_01_1000
-Revises: 2026_12_01_1600
+Revises: 2026_12_01_0900
 Create Date: 2026-12-01 10:00:00+00:00
 """
 
@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "2026_12_01_1000"
-down_revision: str | None = "2026_12_01_1600"
+down_revision: str | None = "2026_12_01_0900"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

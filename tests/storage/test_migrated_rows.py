@@ -23,7 +23,7 @@ from tests.storage.test_migrations import _downgrade_to, _engine_at_head, _initi
 
 pytestmark = pytest.mark.anyio
 
-BEFORE_MAILBOX_SEQUENCE = "2026_12_01_1600"
+BEFORE_MAILBOX_SEQUENCE = "2026_12_01_0900"
 
 _old_agent_messages = sa.table(
     "agent_messages",

@@ -6,9 +6,9 @@ trace as a child of the stored context, on whichever replica it runs. ``NULL`` w
 started with traces off. Plain ``add_column``/``drop_column`` for the reason given in
 ``2026_11_30_1300``.
 
-Revision ID: 2026_12_01_1600
+Revision ID: 2026_12_01_0900
 Revises: 2026_11_30_1500
-Create Date: 2026-12-01 16:00:00+00:00
+Create Date: 2026-12-01 09:00:00+00:00
 """
 
 from collections.abc import Sequence
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "2026_12_01_1600"
+revision: str = "2026_12_01_0900"
 down_revision: str | None = "2026_11_30_1500"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

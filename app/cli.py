@@ -21,7 +21,7 @@ from pathlib import Path
 from alembic.util.exc import CommandError
 from sqlalchemy.exc import SQLAlchemyError
 
-from app.settings import Settings, settings_or_exit
+from app.settings import Settings, default_settings, settings_or_exit
 from app.storage.migrate import MigrationReport, upgrade_to_head
 from app.storage.urls import redacted_url
 
@@ -39,7 +39,7 @@ def openapi_document() -> str:
     """The OpenAPI document of the app built from default settings, as committed."""
     from app.main import create_app
 
-    spec = create_app(Settings(migrate_on_start=False)).openapi()
+    spec = create_app(default_settings(migrate_on_start=False)).openapi()
     return json.dumps(spec, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 

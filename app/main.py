@@ -35,7 +35,7 @@ from app.signals import on_stop_signal
 from app.storage.migrate import upgrade_to_head
 from app.web import install_web
 
-__all__ = ["GC_THRESHOLDS", "app", "create_app"]
+__all__ = ["GC_THRESHOLDS", "create_app"]  # and ``app``, built on first access (below)
 
 # The collector's thresholds for a server process (Python's default: 700, 10, 10). With a long
 # Conversation in memory (thousands of messages, each a few objects), collections at the default
@@ -120,5 +120,16 @@ def create_app(
     return app
 
 
-# The ASGI entry (``uvicorn app.main:app``): a misconfiguration ends the process in one line.
-app = create_app(settings_or_exit())
+_entry: FastAPI | None = None
+
+
+def __getattr__(name: str) -> FastAPI:
+    """The ASGI entry, ``uvicorn app.main:app``, built from the environment when first asked
+    for (a misconfiguration ends the process in one line). Not at import: importing
+    ``create_app`` (tests, ``ctxsvc openapi``) must not read the environment or build an app."""
+    global _entry
+    if name != "app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    if _entry is None:
+        _entry = create_app(settings_or_exit())
+    return _entry

@@ -7,8 +7,11 @@ Each field's ``description`` says what the variable must be, in words that finis
 
 from __future__ import annotations
 
+import difflib
 import json
+import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -17,7 +20,14 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict, Settin
 
 from app.storage.urls import DATABASE_URL_FORMS, async_database_url, redacted_url
 
-__all__ = ["ConfigError", "Settings", "load_settings", "settings_or_exit"]
+__all__ = [
+    "ConfigError",
+    "Settings",
+    "default_settings",
+    "load_settings",
+    "misspelt_variables",
+    "settings_or_exit",
+]
 
 ENV_PREFIX = "CTXSVC_"
 
@@ -189,13 +199,42 @@ def load_settings() -> Settings:
 
 def settings_or_exit() -> Settings:
     """``load_settings`` for a process's entry point (``ctxsvc``, ``app.main:app``): a
-    misconfiguration prints its lines on stderr and exits with status 2, with no traceback."""
+    misconfiguration prints its lines on stderr and exits with status 2, with no traceback.
+    A variable that looks like a misspelt setting is named on stderr too (a warning)."""
+    for line in misspelt_variables(os.environ):
+        print(f"ctxsvc: warning: {line}", file=sys.stderr)
     try:
         return load_settings()
     except ConfigError as exc:
         for line in exc.lines:
             print(f"ctxsvc: {line}", file=sys.stderr)
         raise SystemExit(2) from None
+
+
+def default_settings(**values: Any) -> Settings:
+    """Settings from the defaults and ``values`` alone: no environment, no ``.env``. What the
+    committed OpenAPI document is built from, so a bad variable cannot break ``ctxsvc
+    openapi`` and the document never depends on who generated it."""
+    return Settings.model_construct(**values)
+
+
+def misspelt_variables(environ: Mapping[str, str]) -> list[str]:
+    """One sentence per ``CTXSVC_*`` variable that is no setting but close to one.
+
+    A misspelt name is otherwise ignored without a word, and the service runs on a default
+    (SQLite instead of the PostgreSQL the operator meant). Only near misses are named: other
+    ``CTXSVC_*`` names are legitimate (a model's ``api_key_env``, test and bench variables).
+    """
+    known = {ENV_PREFIX + name.upper() for name in Settings.model_fields}
+    lines = []
+    for name in sorted(environ):
+        upper = name.upper()
+        if not upper.startswith(ENV_PREFIX) or upper in known:
+            continue
+        close = difflib.get_close_matches(upper, known, n=1, cutoff=0.85)
+        if close:
+            lines.append(f"{name} is not a setting and is ignored; did you mean {close[0]}?")
+    return lines
 
 
 # Never echoed: keys, and the password of a database URL (redacted instead).

@@ -166,6 +166,38 @@ def test_migrate_says_what_it_did_then_that_there_is_nothing_to_do(tmp_path: Pat
     ]
 
 
+def test_a_misspelt_setting_is_named_before_the_service_runs_on_the_default(
+    tmp_path: Path,
+) -> None:
+    # An operator meant PostgreSQL; the typo would otherwise leave the embedded SQLite running.
+    done = run(
+        [str(CTXSVC_BIN), "migrate"],
+        tmp_path,
+        CTXSVC_DATABSE_URL="postgresql://db/ctxsvc",
+        CTXSVC_OPENAI_KEY="sk-not-a-setting",  # a model's api_key_env: no warning
+    )
+    assert done.returncode == 0, done.stderr
+    first, *_ = output_lines(done)
+    assert first == (
+        "ctxsvc: warning: CTXSVC_DATABSE_URL is not a setting and is ignored; "
+        "did you mean CTXSVC_DATABASE_URL?"
+    )
+    assert "CTXSVC_OPENAI_KEY" not in done.stdout + done.stderr
+
+
+def test_the_openapi_document_does_not_depend_on_the_environment(tmp_path: Path) -> None:
+    committed = (Path(__file__).parents[2] / "openapi" / "openapi.json").read_text("utf-8")
+    done = run(
+        [str(CTXSVC_BIN), "openapi", "--output", "spec.json"],
+        tmp_path,
+        CTXSVC_MAX_BODY_BYTES="lots",
+        CTXSVC_API_KEYS='["k-7f3a9c1e5b2d4f60a8c1"]',
+    )
+    assert done.returncode == 0, done.stderr
+    assert output_lines(done) == []
+    assert (tmp_path / "spec.json").read_text("utf-8") == committed
+
+
 def test_migrate_on_an_unreachable_database_is_one_line(tmp_path: Path) -> None:
     url = f"postgres://ctxsvc@127.0.0.1:{free_port()}/ctxsvc"
     done = run([str(CTXSVC_BIN), "migrate"], tmp_path, CTXSVC_DATABASE_URL=url)

@@ -7,6 +7,7 @@ window are refused here, so no request can ever be built with them ("fail before
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final, Literal, TypeAlias
 
 from app.core.errors import InvalidInput
 
@@ -14,11 +15,13 @@ __all__ = [
     "AGENT_MESSAGE_CAP",
     "AUTO_COMPACT_PERCENT",
     "MAX_TOOL_RESULT_TOKENS",
+    "PROMPT_CACHING_MODES",
     "SKILL_BODY_CAP",
     "SUMMARY_MAX_OUTPUT_TOKENS",
     "SYSTEM_PART_CAP",
     "ModelCapabilities",
     "ModelLimits",
+    "PromptCaching",
 ]
 
 AUTO_COMPACT_PERCENT = 85
@@ -27,6 +30,11 @@ SKILL_BODY_CAP = 8_000
 AGENT_MESSAGE_CAP = 4_000
 MAX_TOOL_RESULT_TOKENS = 8_000
 SUMMARY_MAX_OUTPUT_TOKENS = 16_384
+
+# Whether requests to the model carry cache breakpoints (``app.core.caching``): ``auto`` places
+# them by the documented rule, ``off`` sends today's bytes. The offline kinds ignore it.
+PromptCaching: TypeAlias = Literal["off", "auto"]
+PROMPT_CACHING_MODES: Final[tuple[PromptCaching, ...]] = ("off", "auto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +46,7 @@ class ModelCapabilities:
     fixed_reserve_tokens: int = 0
     safety_margin_tokens: int = 0
     token_counter: str = "estimate"
+    prompt_caching: PromptCaching = "auto"
 
     def limits(self) -> ModelLimits:
         """Validate and derive the limits; raises ``InvalidInput`` (``invalid_capabilities``)."""

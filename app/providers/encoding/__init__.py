@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
+from app.core.caching import CachePlan
 from app.providers.encoding.anthropic_messages import ANTHROPIC_DRIVER, encode_anthropic_messages
 from app.providers.encoding.openai_chat import encode_openai_chat
 
@@ -31,10 +32,12 @@ def encode(
     *,
     model: str | None = None,
     stream: bool = False,
+    caching: CachePlan | None = None,
 ) -> dict[str, Any]:
-    """Encode ``request`` for ``protocol``; an unknown protocol is a ``ValueError``."""
+    """Encode ``request`` for ``protocol`` with the breakpoints of ``caching`` (``None``: none);
+    an unknown protocol is a ``ValueError``."""
     if protocol == "openai_chat":
-        return encode_openai_chat(request, model=model, stream=stream)
+        return encode_openai_chat(request, model=model, stream=stream, caching=caching)
     if protocol == "anthropic_messages":
-        return encode_anthropic_messages(request, model=model, stream=stream)
+        return encode_anthropic_messages(request, model=model, stream=stream, caching=caching)
     raise ValueError(f"unknown provider protocol {protocol!r}")

@@ -25,6 +25,13 @@ dropped. Tool results whose state is ``error``, ``denied`` or ``interrupted`` ge
 call from a failed one, and the same added text in both encodings is what the exact counters
 count. Attachments other than images and PDFs (and ``file_id`` sources, which name
 provider-specific files) become a text note. Messages left empty after that are omitted.
+
+Cache breakpoints (``caching``, a ``CachePlan`` of ``app.core.caching``): ``cache_control:
+{"type": "ephemeral"}`` is added, as the block's last key, to the last tool definition, the last
+system block and, for each planned request message, the last block that came from that message
+(consecutive messages of a role merge into one turn, so that block may sit mid-turn). Thinking
+blocks cannot carry ``cache_control``: a message whose blocks are all thinking, or that encodes
+to none, is not marked. Without a plan the body is exactly what it was before caching existed.
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.core.caching import CachePlan
 from app.core.content import Block, DataBlock, OutputBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, state_line
 from app.providers.encoding._common import (
@@ -41,20 +49,37 @@ from app.providers.encoding._common import (
     parse_tool_input,
 )
 
-__all__ = ["ANTHROPIC_DRIVER", "encode_anthropic_messages", "message_blocks"]
+__all__ = [
+    "ANTHROPIC_DRIVER",
+    "CACHE_CONTROL",
+    "encode_anthropic_messages",
+    "marked_blocks",
+    "message_blocks",
+]
 
 # The ``driver`` of the provider_opaque blocks this encoding echoes back.
 ANTHROPIC_DRIVER = "anthropic"
+# The one marker this encoding places (the default five-minute lifetime).
+CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
+_UNMARKABLE = frozenset({"thinking", "redacted_thinking"})
 
 
 def encode_anthropic_messages(
-    request: Mapping[str, Any], *, model: str | None = None, stream: bool = False
+    request: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    stream: bool = False,
+    caching: CachePlan | None = None,
 ) -> dict[str, Any]:
-    """The Messages body for ``request`` (``{"messages", "tools", "max_output_tokens"}``)."""
+    """The Messages body for ``request`` (``{"messages", "tools", "max_output_tokens"}``), with
+    the breakpoints of ``caching`` (``None``: no marker)."""
     system: list[dict[str, Any]] = []
     turns: list[dict[str, Any]] = []
-    for message in request["messages"]:
+    marked = frozenset(caching.message_breakpoints) if caching is not None else frozenset()
+    for index, message in enumerate(request["messages"]):
         role_out, blocks = message_blocks(message)
+        if index in marked and role_out != "system":  # the system's end is ``mark_system``
+            blocks = marked_blocks(blocks)
         if role_out == "system":
             system.extend(blocks)
         elif not blocks:
@@ -70,6 +95,8 @@ def encode_anthropic_messages(
     if request.get("max_output_tokens") is not None:
         body["max_tokens"] = request["max_output_tokens"]
     if system:
+        if caching is not None and caching.mark_system:
+            system[-1] = {**system[-1], "cache_control": dict(CACHE_CONTROL)}
         body["system"] = system
     body["messages"] = turns
     tools = request.get("tools") or []
@@ -78,9 +105,22 @@ def encode_anthropic_messages(
             {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
             for t in tools
         ]
+        if caching is not None and caching.mark_tools:
+            body["tools"][-1]["cache_control"] = dict(CACHE_CONTROL)
     if stream:
         body["stream"] = True
     return body
+
+
+def marked_blocks(blocks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``blocks`` with ``cache_control`` on the last one that may carry it (not thinking), or
+    unchanged when none may; the blocks themselves are copied, never changed."""
+    for position in range(len(blocks) - 1, -1, -1):
+        if blocks[position]["type"] not in _UNMARKABLE:
+            marked = list(blocks)
+            marked[position] = {**blocks[position], "cache_control": dict(CACHE_CONTROL)}
+            return marked
+    return blocks
 
 
 def message_blocks(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]]]:

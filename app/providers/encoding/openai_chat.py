@@ -22,6 +22,11 @@ non-success result's content starts with its state line and an empty one says so
 (``app.core.tool_state``, SPEC §9): the model always sees that a call failed, was denied or was
 interrupted, and no tool message is sent empty. The same request always yields the same body
 (dict order is fixed here).
+
+Caching (``caching``, a ``CachePlan`` of ``app.core.caching``): OpenAI caches prompt prefixes by
+itself; the plan's ``cache_key`` is sent as the top-level ``prompt_cache_key`` (after
+``max_completion_tokens``) so a session's calls are routed to the same cache. Without a plan
+the body is exactly what it was before caching existed.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from app.core.caching import CachePlan
 from app.core.content import Block, DataBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, has_output, state_line
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image
@@ -37,9 +43,14 @@ __all__ = ["chat_message", "encode_openai_chat"]
 
 
 def encode_openai_chat(
-    request: Mapping[str, Any], *, model: str | None = None, stream: bool = False
+    request: Mapping[str, Any],
+    *,
+    model: str | None = None,
+    stream: bool = False,
+    caching: CachePlan | None = None,
 ) -> dict[str, Any]:
-    """The Chat Completions body for a prepared ``request`` (messages, tools, max_output_tokens)."""
+    """The Chat Completions body for a prepared ``request`` (messages, tools, max_output_tokens),
+    with the ``prompt_cache_key`` of ``caching`` when it has one."""
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
@@ -59,6 +70,8 @@ def encode_openai_chat(
         ]
     if request.get("max_output_tokens") is not None:
         body["max_completion_tokens"] = request["max_output_tokens"]
+    if caching is not None and caching.cache_key is not None:
+        body["prompt_cache_key"] = caching.cache_key
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}

@@ -8,7 +8,9 @@ identity of the content object (kept alive by the entry, so the identity cannot 
 the body is joined from the pieces. The bytes are exactly ``json.dumps`` of the protocol's
 (made by orjson, ``app.fastjson.spec_bytes``)
 ``encode`` (tests compare them); only the messages go through the memo, the rest of the body is
-serialized each time.
+serialized each time. A cache plan changes the rest (the last tool, the last system block, the
+OpenAI key) and the few messages it marks, which are encoded afresh: the memo keeps unmarked
+blocks only, so a message marked in one call and not in the next is exact in both.
 
 Bounded: at most ``MEMO_BYTES`` of JSON; the oldest entries are dropped first.
 """
@@ -17,10 +19,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from typing import Any, TypeVar
 
+from app.core.caching import CachePlan
 from app.fastjson import spec_bytes
-from app.providers.encoding.anthropic_messages import encode_anthropic_messages, message_blocks
+from app.providers.encoding.anthropic_messages import (
+    encode_anthropic_messages,
+    marked_blocks,
+    message_blocks,
+)
 from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
 
 __all__ = ["MEMO_BYTES", "anthropic_messages_body", "dumps", "forget", "openai_chat_body"]
@@ -100,26 +108,42 @@ def forget() -> None:
     _anthropic_memo.clear()
 
 
-def openai_chat_body(request: Mapping[str, Any], *, model: str | None, stream: bool) -> bytes:
+def openai_chat_body(
+    request: Mapping[str, Any],
+    *,
+    model: str | None,
+    stream: bool,
+    caching: CachePlan | None = None,
+) -> bytes:
     """``dumps(encode_openai_chat(request, ...))``."""
     get = _openai_memo.get
     pieces = [get(m, _chat_json, len) for m in request["messages"]]
-    rest = encode_openai_chat({**request, "messages": []}, model=model, stream=stream)
+    rest = encode_openai_chat(
+        {**request, "messages": []}, model=model, stream=stream, caching=caching
+    )
     return _joined(rest, b"[" + b",".join(pieces) + b"]") or dumps(
-        encode_openai_chat(request, model=model, stream=stream)
+        encode_openai_chat(request, model=model, stream=stream, caching=caching)
     )
 
 
 def anthropic_messages_body(
-    request: Mapping[str, Any], *, model: str | None, stream: bool
+    request: Mapping[str, Any],
+    *,
+    model: str | None,
+    stream: bool,
+    caching: CachePlan | None = None,
 ) -> bytes:
     """``dumps(encode_anthropic_messages(request, ...))``."""
     messages: Sequence[Mapping[str, Any]] = request["messages"]
+    marked = frozenset(caching.message_breakpoints) if caching is not None else frozenset()
     turns: list[tuple[str, list[bytes]]] = []
-    for message in messages:
+    for index, message in enumerate(messages):
         if message["role"] == "system":  # part of the rest: the top-level ``system``
             continue
-        role, blocks = _anthropic_memo.get(message, _anthropic_turn, _turn_size)
+        if index in marked:
+            role, blocks = _marked_turn(message)
+        else:
+            role, blocks = _anthropic_memo.get(message, _anthropic_turn, _turn_size)
         if not blocks:
             continue
         if turns and turns[-1][0] == role:
@@ -127,10 +151,14 @@ def anthropic_messages_body(
         else:
             turns.append((role, list(blocks)))
     system = [m for m in messages if m["role"] == "system"]
-    rest = encode_anthropic_messages({**request, "messages": system}, model=model, stream=stream)
+    # The rest holds the system messages only: the plan's message indexes do not apply there.
+    rest_caching = None if caching is None else replace(caching, message_breakpoints=())
+    rest = encode_anthropic_messages(
+        {**request, "messages": system}, model=model, stream=stream, caching=rest_caching
+    )
     encoded = b",".join(_TURN_OPEN[role] + b",".join(blocks) + b"]}" for role, blocks in turns)
     return _joined(rest, b"[" + encoded + b"]") or dumps(
-        encode_anthropic_messages(request, model=model, stream=stream)
+        encode_anthropic_messages(request, model=model, stream=stream, caching=caching)
     )
 
 
@@ -145,6 +173,11 @@ _TURN_OPEN = {role: b'{"role":' + dumps(role) + b',"content":[' for role in ("us
 def _anthropic_turn(message: Mapping[str, Any]) -> Turn:
     role, blocks = message_blocks(message)
     return role, tuple(dumps(block) for block in blocks)
+
+
+def _marked_turn(message: Mapping[str, Any]) -> Turn:
+    role, blocks = message_blocks(message)
+    return role, tuple(dumps(block) for block in marked_blocks(blocks))
 
 
 def _turn_size(turn: Turn) -> int:

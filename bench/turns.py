@@ -59,6 +59,7 @@ from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from sqlalchemy import event
 
+from app.core.caching import CachePlan
 from app.core.prepared import Budget
 from app.main import create_app
 from app.observability import CallTarget, JsonFormatter, Observability
@@ -82,11 +83,15 @@ class TimedClient:
         self._totals = totals
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
         started = time.perf_counter()
         try:
-            return await self._inner.complete(request, sink=sink)
+            return await self._inner.complete(request, sink=sink, caching=caching)
         finally:
             self._totals.append(time.perf_counter() - started)
 
@@ -243,7 +248,11 @@ async def compare(
 
 class _Answer:
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
         return ModelResponse(text="ok", usage=Usage(input_tokens=100, output_tokens=5))
 

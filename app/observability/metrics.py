@@ -131,6 +131,12 @@ class Metrics:
             ["model"],
             registry=r,
         )
+        self.cache_creation_tokens = Counter(
+            "ctxsvc_model_cache_creation_tokens",
+            "Input tokens the providers reported as written to their prompt cache, by model.",
+            ["model"],
+            registry=r,
+        )
         self.reasoning_tokens = Counter(
             "ctxsvc_model_reasoning_tokens",
             "Output tokens the providers reported as reasoning, by model.",

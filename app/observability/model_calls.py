@@ -20,6 +20,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
+from app.core.caching import CachePlan
 from app.observability.context import current_work
 from app.observability.logs import event_line
 from app.observability.metrics import Metrics
@@ -77,13 +78,18 @@ class ObservedModelClient:
         self._input = metrics.input_tokens.labels(model)
         self._output = metrics.output_tokens.labels(model)
         self._cached = metrics.cached_tokens.labels(model)
+        self._cache_creation = metrics.cache_creation_tokens.labels(model)
         self._reasoning = metrics.reasoning_tokens.labels(model)
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
         if self._tracer is None:
-            return await self._observed(request, sink, None)
+            return await self._observed(request, sink, caching, None)
         target = self._target
         with self._tracer.start_as_current_span(
             f"chat {target.request_model}",
@@ -92,15 +98,19 @@ class ObservedModelClient:
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            return await self._observed(request, sink, span)
+            return await self._observed(request, sink, caching, span)
 
     async def _observed(
-        self, request: dict[str, Any], sink: StreamSink | None, span: trace.Span | None
+        self,
+        request: dict[str, Any],
+        sink: StreamSink | None,
+        caching: CachePlan | None,
+        span: trace.Span | None,
     ) -> ModelResponse:
         started = time.perf_counter()
         stats, token = collecting()
         try:
-            response = await self.inner.complete(request, sink=sink)
+            response = await self.inner.complete(request, sink=sink, caching=caching)
         except ProviderError as exc:
             self._failed(exc.code, stats, started, span, exc)
             raise
@@ -139,6 +149,7 @@ class ObservedModelClient:
             (self._input, usage.input_tokens),
             (self._output, usage.output_tokens),
             (self._cached, usage.cached_tokens),
+            (self._cache_creation, usage.cache_creation_tokens),
             (self._reasoning, usage.reasoning_tokens),
         ):
             if value:
@@ -151,6 +162,7 @@ class ObservedModelClient:
                 input_tokens=usage.input_tokens,
                 output_tokens=usage.output_tokens,
                 cached_tokens=usage.cached_tokens,
+                cache_creation_tokens=usage.cache_creation_tokens,
                 reasoning_tokens=usage.reasoning_tokens,
                 finish_reason=response.finish_reason,
                 tool_calls=len(response.tool_calls),
@@ -240,6 +252,7 @@ def _response_attributes(response: ModelResponse, stats: CallStats) -> dict[str,
         ("gen_ai.usage.input_tokens", usage.input_tokens),
         ("gen_ai.usage.output_tokens", usage.output_tokens),
         ("gen_ai.usage.cache_read.input_tokens", usage.cached_tokens),
+        ("gen_ai.usage.cache_creation.input_tokens", usage.cache_creation_tokens),
         ("ctxsvc.usage.reasoning_tokens", usage.reasoning_tokens),
     ):
         if value is not None:

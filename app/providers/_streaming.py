@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 import httpx
 
+from app.core.caching import CachePlan
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
 from app.providers.base import (
     ModelResponse,
@@ -130,8 +131,9 @@ class StreamingClient(abc.ABC):
     # -- what a protocol supplies -------------------------------------------------------------
 
     @abc.abstractmethod
-    def body(self, request: Mapping[str, Any]) -> bytes:
-        """The exact body sent for ``request`` (streaming on): the protocol's encoding."""
+    def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
+        """The exact body sent for ``request`` (streaming on): the protocol's encoding, with
+        the breakpoints of ``caching``."""
 
     @abc.abstractmethod
     def _url(self) -> str: ...
@@ -155,10 +157,14 @@ class StreamingClient(abc.ABC):
     # -- the call -------------------------------------------------------------------------------
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
         api_key = self._api_key()
-        content = self.body(request)
+        content = self.body(request, caching)
         loop = asyncio.get_running_loop()
         deadline = loop.time() + self._timeouts.total
         attempt = 0

@@ -28,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from app.core.caching import CachePlan
 from app.core.content import ProviderOpaqueBlock, ToolCallBlock, compact_json
 from app.providers._errors import ErrorBody, parse_error_body
 from app.providers._streaming import (
@@ -60,8 +61,10 @@ _OVERFLOW_MARK = "prompt is too long"
 class AnthropicMessagesClient(StreamingClient):
     """``ModelClient`` for ``kind = anthropic_messages``."""
 
-    def body(self, request: Mapping[str, Any]) -> bytes:
-        return anthropic_messages_body(request, model=self._config.model_name, stream=True)
+    def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
+        return anthropic_messages_body(
+            request, model=self._config.model_name, stream=True, caching=caching
+        )
 
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/v1/messages"
@@ -317,6 +320,7 @@ class _MessagesAssembler:
             output_tokens=usage.get("output_tokens"),
             cached_tokens=usage.get("cache_read_input_tokens"),
             reasoning_tokens=None,
+            cache_creation_tokens=usage.get("cache_creation_input_tokens"),
         )
 
 

@@ -25,6 +25,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
+from app.core.caching import CachePlan
 from app.core.content import Block, ProviderOpaqueBlock, ToolCallBlock
 from app.core.errors import ErrorKind, UpstreamError
 
@@ -118,7 +119,9 @@ never fails a turn."""
 class Usage:
     """Token figures as the provider reported them; ``None`` where it reported nothing.
 
-    ``input_tokens`` is the whole prompt, cached part included (comparable with our estimate).
+    ``input_tokens`` is the whole prompt, cached part included (comparable with our estimate):
+    ``cached_tokens`` of it were read from the provider's prompt cache and
+    ``cache_creation_tokens`` written to it (Anthropic bills writes apart; OpenAI reports none).
     Every figure is an ``int`` within ``0..MAX_REPORTED_TOKENS`` once built: anything else a
     provider (or a stored script) reports is clamped or, when it is no integer, dropped.
     """
@@ -127,9 +130,16 @@ class Usage:
     output_tokens: int | None = None
     cached_tokens: int | None = None
     reasoning_tokens: int | None = None
+    cache_creation_tokens: int | None = None
 
     def __post_init__(self) -> None:
-        for name in ("input_tokens", "output_tokens", "cached_tokens", "reasoning_tokens"):
+        for name in (
+            "input_tokens",
+            "output_tokens",
+            "cached_tokens",
+            "reasoning_tokens",
+            "cache_creation_tokens",
+        ):
             value = getattr(self, name)
             if value is None:
                 continue
@@ -185,9 +195,14 @@ class StreamSink(Protocol):
 
 class ModelClient(Protocol):
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
-        """Run one model call for a prepared request; raises ``ProviderError``."""
+        """Run one model call for a prepared request, with the cache breakpoints of
+        ``caching`` (``None``: none; the offline kinds ignore it); raises ``ProviderError``."""
         ...
 
 

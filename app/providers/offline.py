@@ -15,6 +15,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from app.core.caching import CachePlan
 from app.core.compaction import is_summary_request, local_reply, local_summary
 from app.core.content import ToolCallBlock, compact_json
 from app.providers.base import (
@@ -44,7 +45,11 @@ class LocalClient:
     """The deterministic offline model."""
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,  # no prompt cache offline
     ) -> ModelResponse:
         messages = [m for m in request["messages"] if m["role"] != "system"]
         text = local_summary(messages) if is_summary_request(messages) else local_reply(messages)
@@ -72,7 +77,11 @@ class ScriptedClient:
         self._take = take
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,  # no prompt cache offline
     ) -> ModelResponse:
         taken = await self._take()
         if taken is None or taken.entry is None:
@@ -114,5 +123,6 @@ class ScriptedClient:
                 output_tokens=usage.get("output_tokens"),
                 cached_tokens=usage.get("cached_tokens"),
                 reasoning_tokens=usage.get("reasoning_tokens"),
+                cache_creation_tokens=usage.get("cache_creation_tokens"),
             ),
         )

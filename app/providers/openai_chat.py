@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 
+from app.core.caching import CachePlan
 from app.core.content import ToolCallBlock
 from app.providers._errors import ErrorBody, parse_error_body
 from app.providers._streaming import (
@@ -48,8 +49,10 @@ _FINISH: dict[str, FinishReason] = {
 class OpenAIChatClient(StreamingClient):
     """``ModelClient`` for ``kind = openai_chat``."""
 
-    def body(self, request: Mapping[str, Any]) -> bytes:
-        return openai_chat_body(request, model=self._config.model_name, stream=True)
+    def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
+        return openai_chat_body(
+            request, model=self._config.model_name, stream=True, caching=caching
+        )
 
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/chat/completions"

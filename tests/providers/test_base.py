@@ -46,6 +46,15 @@ def test_reported_usage_is_kept_within_what_the_store_holds(
     assert "cached_tokens=True: not an integer, ignored" in caplog.text
 
 
+def test_cache_creation_tokens_are_kept_within_range_too(caplog: pytest.LogCaptureFixture) -> None:
+    assert Usage(cache_creation_tokens=MAX_REPORTED_TOKENS + 5).cache_creation_tokens == (
+        MAX_REPORTED_TOKENS
+    )
+    assert Usage(cache_creation_tokens=-3).cache_creation_tokens == 0
+    assert Usage(cache_creation_tokens="9").cache_creation_tokens is None  # type: ignore[arg-type]
+    assert "cache_creation_tokens=-3: out of range, clamped to 0" in caplog.text
+
+
 def test_backoff_grows_and_is_capped() -> None:
     policy = RetryPolicy(initial_delay=0.5, multiplier=2, max_delay=3)
     assert [policy.delay(n) for n in (1, 2, 3, 4)] == [0.5, 1.0, 2.0, 3.0]

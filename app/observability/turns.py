@@ -50,6 +50,8 @@ class TurnRow(Protocol):
     @property
     def cached_tokens(self) -> int: ...
     @property
+    def cache_creation_tokens(self) -> int: ...
+    @property
     def reasoning_tokens(self) -> int: ...
     @property
     def created_at(self) -> datetime: ...
@@ -124,6 +126,7 @@ class TurnObserver:
                 "input_tokens": turn.input_tokens,
                 "output_tokens": turn.output_tokens,
                 "cached_tokens": turn.cached_tokens,
+                "cache_creation_tokens": turn.cache_creation_tokens,
                 "reasoning_tokens": turn.reasoning_tokens,
                 "duration_ms": None if seconds is None else round(seconds * 1000, 2),
             }

@@ -44,6 +44,8 @@ UPDATE_TYPES = frozenset(
         "draft_cleared",
         "tool_call_started",
         "tool_call_finished",
+        # One per model call of a turn: its usage and budget (``app.services.turns.usage``).
+        "model_call_finished",
         "plan_updated",
         "compaction_started",
         "compaction_finished",

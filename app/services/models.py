@@ -13,6 +13,7 @@ from app.services.catalogue import CATALOGUE
 from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
+from app.storage.models.registry import prompt_caching_of
 from app.storage.repositories.registry import ModelRepository
 from app.storage.repositories.sessions import SessionRepository
 
@@ -30,6 +31,7 @@ def _entry(row: RegisteredModel) -> ModelEntry:
             fixed_reserve_tokens=row.fixed_reserve_tokens,
             safety_margin_tokens=row.safety_margin_tokens,
             token_counter=row.token_counter,
+            prompt_caching=prompt_caching_of(row.prompt_caching),
         ),
         provider=ProviderSpec(
             kind=row.provider_kind,  # type: ignore[arg-type]
@@ -85,6 +87,7 @@ def entry_to_json(
         "fixed_reserve_tokens": caps.fixed_reserve_tokens,
         "safety_margin_tokens": caps.safety_margin_tokens,
         "token_counter": caps.token_counter,
+        "prompt_caching": caps.prompt_caching,
         "effective_input_tokens": limits.effective_input_tokens,
         "auto_compact_token_limit": limits.auto_compact_token_limit,
         "provider": provider,
@@ -121,6 +124,7 @@ class ModelService:
             fixed_reserve_tokens=capabilities.fixed_reserve_tokens,
             safety_margin_tokens=capabilities.safety_margin_tokens,
             token_counter=capabilities.token_counter,
+            prompt_caching=capabilities.prompt_caching,
             provider_kind=provider.kind,
             provider_base_url=provider.base_url,
             provider_model_name=provider.model_name,

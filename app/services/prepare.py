@@ -5,27 +5,60 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from app.core.capabilities import ModelCapabilities
+from app.core.caching import plan_for
+from app.core.capabilities import ModelCapabilities, PromptCaching
 from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall, PruningWatermark, SystemPart, ToolDefinition
+from app.core.prepared import (
+    Budget,
+    PreparedModelCall,
+    PruningWatermark,
+    SystemPart,
+    ToolDefinition,
+)
 from app.core.prune import spills
 from app.providers.encoding import encode
 
-__all__ = ["prepared_to_json", "run_prepare"]
+__all__ = ["budget_to_json", "prepared_to_json", "run_prepare"]
+
+
+def budget_to_json(budget: Budget) -> dict[str, Any]:
+    """The ``budget`` object of every prepare answer (and of a turn's ``model_call_finished``)."""
+    return asdict(budget)
 
 
 def prepared_to_json(
-    prepared: PreparedModelCall, *, encode_as: str | None, model_name: str | None = None
+    prepared: PreparedModelCall,
+    *,
+    encode_as: str | None,
+    model_name: str | None = None,
+    prompt_caching: PromptCaching = "off",
+    cache_seed: str | None = None,
+    previous_length: int | None = None,
 ) -> dict[str, Any]:
-    """The response shape shared by ``/v1/prepare``, session prepare and context inspection."""
+    """The response shape shared by ``/v1/prepare``, session prepare and context inspection.
+
+    An encoded ``provider_payload`` carries the cache breakpoints a model call would send
+    (``app.core.caching``: ``prompt_caching`` of the model, ``cache_seed`` the session id or
+    ``None`` for the stateless prepare, ``previous_length`` as ``plan_cache`` takes it)."""
     payload = None
     if encode_as is not None:
-        payload = encode(prepared.request, encode_as, model=model_name)  # type: ignore[arg-type]
+        caching = plan_for(
+            prepared,
+            prompt_caching=prompt_caching,
+            seed=cache_seed,
+            previous_length=previous_length,
+        )
+        payload = encode(
+            prepared.request,
+            encode_as,  # type: ignore[arg-type]
+            model=model_name,
+            caching=caching,
+        )
     return {
         "request": prepared.request,
-        "budget": asdict(prepared.budget),
+        "budget": budget_to_json(prepared.budget),
         "projection": asdict(prepared.projection),
         "provenance": prepared.provenance,
         "provider_payload": payload,
@@ -53,7 +86,14 @@ def run_prepare(
     prepared = prepare(
         system_context, conversation, tools, capabilities, pruning, counter, remember=False
     )
-    result = prepared_to_json(prepared, encode_as=encode_as, model_name=model_name)
+    result = prepared_to_json(
+        prepared,
+        encode_as=encode_as,
+        model_name=model_name,
+        prompt_caching=capabilities.prompt_caching,
+        cache_seed=None,  # no session: the key follows the tools and the system
+        previous_length=None,  # the prefix record (app.core.prefix) gives it
+    )
     result["spills"] = [
         {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}
         for s in spills(conversation, pruning, prepared.items)

@@ -57,6 +57,7 @@ def session_to_json(
             "input_tokens": usage.input_tokens,
             "output_tokens": usage.output_tokens,
             "cached_tokens": usage.cached_tokens,
+            "cache_creation_tokens": usage.cache_creation_tokens,
             "reasoning_tokens": usage.reasoning_tokens,
         },
         "created_at": row.created_at.isoformat().replace("+00:00", "Z"),

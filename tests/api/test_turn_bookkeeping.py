@@ -60,6 +60,7 @@ async def test_out_of_range_usage_is_clamped_and_the_turn_completes(
         "input_tokens": MAX_REPORTED_TOKENS,
         "output_tokens": MAX_REPORTED_TOKENS,
         "cached_tokens": 0,
+        "cache_creation_tokens": 0,
         "reasoning_tokens": 0,
     }
     calibration = (await api.get(f"/v1/models/{openai}")).json()["calibration"]

@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field
 
 from app.api.schemas.fields import Flag, JsonValue, PositiveTokenCount, RequestModel, TokenCount
-from app.core.capabilities import ModelCapabilities
+from app.core.capabilities import ModelCapabilities, PromptCaching
 
 __all__ = [
     "MODEL_NAME_MAX_LENGTH",
@@ -38,6 +38,15 @@ class CapabilitiesIn(RequestModel):
     fixed_reserve_tokens: TokenCount = 0
     safety_margin_tokens: TokenCount = 0
     token_counter: TokenCounterName = "estimate"
+    prompt_caching: PromptCaching = Field(
+        default="auto",
+        description="`auto`: requests carry cache breakpoints by the documented rule "
+        "(docs/caching.md) — Anthropic `cache_control` on at most 4 blocks, OpenAI a "
+        "`prompt_cache_key` per session; `off`: no marker and no key. The budget is the same "
+        "either way (markers change no content). No effect on the offline kinds (`scripted`, "
+        "`local`), which keep no prompt cache.",
+        examples=["auto"],
+    )
 
     def to_core(self) -> ModelCapabilities:
         caps = ModelCapabilities(**self.model_dump(include=set(CapabilitiesIn.model_fields)))
@@ -74,6 +83,7 @@ class ScriptUsageIn(RequestModel):
     output_tokens: TokenCount | None = None
     cached_tokens: TokenCount | None = None
     reasoning_tokens: TokenCount | None = None
+    cache_creation_tokens: TokenCount | None = None
 
 
 class ScriptReplyIn(RequestModel):
@@ -168,6 +178,7 @@ class ModelOut(BaseModel):
     fixed_reserve_tokens: int
     safety_margin_tokens: int
     token_counter: str
+    prompt_caching: PromptCaching
     effective_input_tokens: int
     auto_compact_token_limit: int
     provider: dict[str, Any]

@@ -192,6 +192,7 @@ class SessionUsageOut(BaseModel):
     input_tokens: int
     output_tokens: int
     cached_tokens: int
+    cache_creation_tokens: int
     reasoning_tokens: int
 
 

@@ -71,9 +71,15 @@ class PendingToolCall(BaseModel):
 
 
 class Usage(BaseModel):
-    input_tokens: int
+    """Σ over the turn's model calls of what the providers reported."""
+
+    input_tokens: int = Field(description="The whole prompts, cached parts included.")
     output_tokens: int
-    cached_tokens: int
+    cached_tokens: int = Field(description="Input tokens read from the provider's prompt cache.")
+    cache_creation_tokens: int = Field(
+        description="Input tokens written to the provider's prompt cache (Anthropic reports "
+        "them; 0 for providers that do not)."
+    )
     reasoning_tokens: int
 
 

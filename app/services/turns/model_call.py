@@ -6,6 +6,7 @@ import asyncio
 import contextlib
 from typing import Any
 
+from app.core.caching import CachePlan
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.turns.deps import TurnDeps
 from app.storage.database import unit_of_work
@@ -51,11 +52,16 @@ class LiveSink:
 
 
 async def call_model(
-    client: ModelClient, request: dict[str, Any], sink: LiveSink, cancel: asyncio.Event
+    client: ModelClient,
+    request: dict[str, Any],
+    sink: LiveSink,
+    cancel: asyncio.Event,
+    caching: CachePlan | None = None,
 ) -> ModelResponse:
-    """Run the call; raises ``CallAbandoned`` as soon as ``cancel`` is set (the provider request
-    is closed, its answer never used), or the ``ProviderError`` of the call."""
-    call = asyncio.ensure_future(client.complete(request, sink=sink))
+    """Run the call (with the cache breakpoints of ``caching``); raises ``CallAbandoned`` as
+    soon as ``cancel`` is set (the provider request is closed, its answer never used), or the
+    ``ProviderError`` of the call."""
+    call = asyncio.ensure_future(client.complete(request, sink=sink, caching=caching))
     cancelled = asyncio.ensure_future(cancel.wait())
     try:
         done, _ = await asyncio.wait({call, cancelled}, return_when=asyncio.FIRST_COMPLETED)

@@ -18,6 +18,7 @@ from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.caching import plan_for
 from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
@@ -40,6 +41,7 @@ from app.services.turns.model_call import CallAbandoned, LiveSink, call_model, p
 from app.services.turns.sampling import Captured, capture
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord, handle_calls
+from app.services.turns.usage import model_call_finished, usage_columns
 from app.services.turns.waiting import start_waiting
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
@@ -78,8 +80,8 @@ class TurnEnded(Exception):
 
 # The next model call's request, and the session row it was prepared from.
 Ready = tuple[PreparedModelCall, AgentSession]
-# A model response and the request it answered, to be stored.
-Stored = tuple[ModelResponse, PreparedModelCall]
+# A model response, the request it answered (as sent) and that call's index, to be stored.
+Stored = tuple[ModelResponse, PreparedModelCall, int]
 
 
 def _internal_failure(turn_id: str) -> str:
@@ -161,7 +163,7 @@ class TurnRunner:
                 await self._draft_stored(db, events)
                 # The response and the results of its calls: one batch, as in a tool step.
                 results = await self._results(db, events, end.entries)
-                usage = await self._store_response(db, *end.response, results)
+                usage = await self._store_response(db, events, *end.response, results)
             elif end.entries:
                 results = await self._results(db, events, end.entries)
                 await MessageRepository(db).append(self.session_id, results)
@@ -238,9 +240,9 @@ class TurnRunner:
             prepared, session = ready
             # A cancel posted while the step ran: no model call is started for it.
             self._check_cancel()
-            response = await self._sample_model(client, index, prepared, session)
+            response, sent = await self._sample_model(client, index, prepared, session)
             entries = entries_of(response.tool_calls)
-            stored = (response, prepared)
+            stored = (response, sent, index)
             # The response is stored in the step that handles it (its tool round, or the end of
             # the turn): the assistant message comes first in that transaction, and no tool
             # runs unless it is stored — a refused message rolls the whole step back.
@@ -436,13 +438,15 @@ class TurnRunner:
         index: int,
         prepared: PreparedModelCall,
         session: AgentSession,
-    ) -> ModelResponse:
+    ) -> tuple[ModelResponse, PreparedModelCall]:
+        """The response and the request it answered (pruned or compacted when that was
+        needed to fit)."""
         compacted = False
         if prepared.budget.reaches_auto_compact_limit:
             prepared, compacted = await self._fit(index, prepared, session, "threshold")
         self._check_fits(prepared)
         try:
-            return await self._call(client, prepared)
+            return await self._call(client, prepared), prepared
         except ProviderError as exc:
             safe_overflow = exc.code == "context_overflow" and not exc.semantic_output_received
             if not safe_overflow or compacted or compactor_of(self.deps) is None:
@@ -452,7 +456,7 @@ class TurnRunner:
         prepared, _ = await self._fit(index, prepared, session, "overflow")
         self._check_fits(prepared)
         try:
-            return await self._call(client, prepared)
+            return await self._call(client, prepared), prepared
         except ProviderError as exc:
             raise _failed(*provider_failure(exc)) from exc
 
@@ -467,8 +471,15 @@ class TurnRunner:
             )
 
     async def _call(self, client: ModelClient, prepared: PreparedModelCall) -> ModelResponse:
+        assert self.entry is not None
+        caching = plan_for(
+            prepared,
+            prompt_caching=self.entry.capabilities.prompt_caching,
+            seed=self.session_id,
+            previous_length=None,  # the prefix record (app.core.prefix) gives it
+        )
         try:
-            return await call_model(client, prepared.request, self.sink, self.cancel)
+            return await call_model(client, prepared.request, self.sink, self.cancel, caching)
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
 
@@ -498,13 +509,18 @@ class TurnRunner:
     async def _store_response(
         self,
         db: AsyncSession,
+        events: EventBatch,
         response: ModelResponse,
         prepared: PreparedModelCall,
+        index: int,
         results: Sequence[NewMessage] = (),
     ) -> dict[str, int]:
         """Inside a step: the assistant message, then ``results`` (its round's tool messages)
-        in the same batch, and a calibration sample (best effort); returns the usage to add to
-        the turn (with the step's turn update). A failure to store the messages is
+        in the same batch, the ``model_call_finished`` update and a calibration sample (best
+        effort); returns the usage to add to the turn (with the step's turn update). The
+        sample compares like with like: the provider's whole input (cache reads and writes
+        included, ``Usage.input_tokens``) against the estimate of the whole request sent.
+        A failure to store the messages is
         ``persistence_error``, and as the step rolls back, nothing of the round is stored."""
         assert self.entry is not None
         content = response.assistant_content()
@@ -535,12 +551,14 @@ class TurnRunner:
         )
         if sample is not None:
             self.deps.observability.calibration_sample(self.entry.id, *sample)
-        return {
-            "input_tokens": usage.input_tokens or 0,
-            "output_tokens": usage.output_tokens or 0,
-            "cached_tokens": usage.cached_tokens or 0,
-            "reasoning_tokens": usage.reasoning_tokens or 0,
-        }
+        added = usage_columns(usage)
+        finished = model_call_finished(
+            index=index, model_id=self.entry.id, usage=added, budget=prepared.budget
+        )
+        await events.emit(
+            db, self.session_id, "model_call_finished", finished, turn_id=self.turn_id
+        )
+        return added
 
     async def _run_tools(
         self,
@@ -611,7 +629,7 @@ class TurnRunner:
             # The response and its results are one batch, stored before anything else of the
             # round takes effect: all of it is in this transaction, which a refused message
             # rolls back (tools never take effect without their assistant message).
-            usage = await self._store_response(db, *stored, results)
+            usage = await self._store_response(db, events, *stored, results)
             # The turn row is written once, by the UPDATE that ends the step (with the phase the
             # round leads to, the usage and the plan); that UPDATE also checks that the turn is
             # still ours — a lost turn rolls the whole step back.

@@ -48,6 +48,7 @@ def turn_to_json(turn: Turn) -> dict[str, Any]:
             "input_tokens": turn.input_tokens,
             "output_tokens": turn.output_tokens,
             "cached_tokens": turn.cached_tokens,
+            "cache_creation_tokens": turn.cache_creation_tokens,
             "reasoning_tokens": turn.reasoning_tokens,
         },
         "cancel_requested": turn.cancel_requested,

@@ -8,10 +8,18 @@ from typing import Any
 from sqlalchemy import BigInteger, Boolean, CheckConstraint, Index, Integer, String, Text
 from sqlalchemy.orm import Mapped, mapped_column
 
-from app.core.capabilities import ModelCapabilities
+from app.core.capabilities import PROMPT_CACHING_MODES, ModelCapabilities, PromptCaching
 from app.storage.base import Base, JSONValue, utc_now
 
-__all__ = ["CalibrationSample", "RegisteredModel"]
+__all__ = ["CalibrationSample", "RegisteredModel", "prompt_caching_of"]
+
+
+def prompt_caching_of(stored: str | None) -> PromptCaching:
+    """A stored ``prompt_caching`` as a mode: what the API can store, else the default."""
+    for mode in PROMPT_CACHING_MODES:
+        if stored == mode:
+            return mode
+    return "auto"
 
 
 class RegisteredModel(Base):
@@ -35,6 +43,8 @@ class RegisteredModel(Base):
     fixed_reserve_tokens: Mapped[int] = mapped_column(Integer, default=0)
     safety_margin_tokens: Mapped[int] = mapped_column(Integer, default=0)
     token_counter: Mapped[str] = mapped_column(String(64), default="estimate")
+    # ``off`` | ``auto`` (``app.core.caching``); any other stored value is read as ``auto``.
+    prompt_caching: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
     provider_kind: Mapped[str] = mapped_column(String(32))
     provider_base_url: Mapped[str | None] = mapped_column(Text)
     provider_model_name: Mapped[str | None] = mapped_column(Text)
@@ -55,6 +65,7 @@ class RegisteredModel(Base):
             fixed_reserve_tokens=self.fixed_reserve_tokens,
             safety_margin_tokens=self.safety_margin_tokens,
             token_counter=self.token_counter,
+            prompt_caching=prompt_caching_of(self.prompt_caching),
         )
 
 

@@ -78,6 +78,8 @@ class Turn(Base):
     input_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     output_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
+    # Input tokens the provider wrote to its prompt cache (part of ``input_tokens``).
+    cache_creation_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0)
     cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
     # W3C traceparent of the request that started the turn (traces on): its later legs, on any

@@ -52,9 +52,10 @@ class TurnUsage:
     output_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    cache_creation_tokens: int
 
 
-NO_USAGE = TurnUsage(0, 0, 0, 0, 0)
+NO_USAGE = TurnUsage(0, 0, 0, 0, 0, 0)
 
 
 class TurnRepository(Repository):
@@ -183,6 +184,7 @@ class TurnRepository(Repository):
                 func.sum(Turn.output_tokens),
                 func.sum(Turn.cached_tokens),
                 func.sum(Turn.reasoning_tokens),
+                func.sum(Turn.cache_creation_tokens),
             )
             .where(Turn.session_id.in_(session_ids))
             .group_by(Turn.session_id)
@@ -241,6 +243,7 @@ class TurnRepository(Repository):
         output_tokens: int = 0,
         cached_tokens: int = 0,
         reasoning_tokens: int = 0,
+        cache_creation_tokens: int = 0,
     ) -> bool:
         """Add one model call's reported usage (atomic increments, no read-modify-write; a
         Core UPDATE: a ``Turn`` already loaded in this session is not refreshed)."""
@@ -254,6 +257,7 @@ class TurnRepository(Repository):
                     c.output_tokens: c.output_tokens + output_tokens,
                     c.cached_tokens: c.cached_tokens + cached_tokens,
                     c.reasoning_tokens: c.reasoning_tokens + reasoning_tokens,
+                    c.cache_creation_tokens: c.cache_creation_tokens + cache_creation_tokens,
                     c.updated_at: utc_now(),
                 }
             )

@@ -44,7 +44,12 @@ class ModelRepository(Repository):
             return row, True
         for column in RegisteredModel.__table__.columns:
             if column.key not in ("id", "created_at", "updated_at", "script_position"):
-                setattr(existing, column.key, getattr(row, column.key))
+                value = getattr(row, column.key)
+                default = column.default
+                if value is None and default is not None and default.is_scalar:
+                    # Left unset on the new row: what an INSERT would have stored.
+                    value = default.arg
+                setattr(existing, column.key, value)
         existing.script_position = 0
         existing.updated_at = utc_now()
         await self.session.flush()

@@ -5,8 +5,9 @@ force, our ``estimated_input_tokens`` and the provider's reported input tokens
 (``CalibrationService.record``). Like is compared with like: the reported figure is the whole
 prompt, cache reads and writes included (``Usage.input_tokens``), and the estimate is of the
 whole request sent, so prompt caching moves neither side. A model's calibration, per counter,
-is the mean of ``reported / estimated`` over the newest ``WINDOW`` samples with its spread (min, max, population
-standard deviation); it is shown in ``GET /v1/models/{id}`` and in the context inspection.
+is the mean of ``reported / estimated`` over the newest ``WINDOW`` samples with its spread (min,
+max, population standard deviation); it is shown in ``GET /v1/models/{id}`` and in the context
+inspection.
 
 Applying it (setting ``apply_calibration``, default off) is limited to ``estimate`` models with
 at least ``MIN_SAMPLES_TO_APPLY`` samples. Then the model's counter becomes ``CalibratedCounter``,

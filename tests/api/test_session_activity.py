@@ -68,6 +68,7 @@ async def test_a_sessions_usage_adds_up_its_turns(api: httpx.AsyncClient) -> Non
         "input_tokens": 0,
         "output_tokens": 0,
         "cached_tokens": 0,
+        "cache_creation_tokens": 0,
         "reasoning_tokens": 0,
     }
     await run_turn(api, sid, "one")

@@ -82,4 +82,8 @@ def budget_of(
         dynamic_budget=dynamic,
         dynamic_budget_exhausted=dynamic < 0,
         counter=counter.name,
+        # Nothing compared yet: a service that knows the previous request sets these
+        # (``app.core.prefix.with_prefix``).
+        stable_prefix_tokens=0,
+        prefix_break=None,
     )

@@ -22,8 +22,10 @@ from app.core.provenance import (
 )
 
 __all__ = [
+    "BreakReason",
     "Budget",
     "PersistedProvenance",
+    "PrefixBreak",
     "PreparedModelCall",
     "ProjectionReport",
     "Provenance",
@@ -61,6 +63,20 @@ class RequestMessage(TypedDict):
     content: list[Block]
 
 
+BreakReason = Literal[
+    "pruning", "compaction", "world_state", "system_changed", "tools_changed", "history_changed"
+]
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixBreak:
+    """Where this request first differs from the previous one, and why (``app.core.prefix``):
+    ``index`` into ``request["messages"]`` (system messages included; 0 for the tools)."""
+
+    index: int
+    reason: BreakReason
+
+
 @dataclass(frozen=True, slots=True)
 class Budget:
     system_context_tokens: int
@@ -76,6 +92,9 @@ class Budget:
     dynamic_budget: int  # may be negative: ``dynamic_budget_exhausted`` says so
     dynamic_budget_exhausted: bool
     counter: str
+    # Against the previous request (``app.core.prefix``); 0 / ``None`` when nothing is compared.
+    stable_prefix_tokens: int = 0
+    prefix_break: PrefixBreak | None = None
 
 
 @dataclass(slots=True)
@@ -101,6 +120,10 @@ class PreparedModelCall:
     # Each item's measure by ``counter`` (Σ = the Conversation region's measure).
     measures: list[int]
     counter: TokenCounter
+    # The request's prefix record (``app.core.prefix``), once a service compared it; and the
+    # number of messages of the previous request when all of it is a prefix of this one.
+    prefix_record: bytes | None = None
+    previous_length: int | None = None
 
     @property
     def provenance(self) -> list[Provenance]:

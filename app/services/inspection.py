@@ -1,7 +1,8 @@
 """Context inspection (``GET /v1/sessions/{id}/context``): the next request, read-only.
 
 The same loader and the same ``prepare()`` as a real model call, so what a client sees is what the
-model would get; no World State sampling, nothing written.
+model would get; no World State sampling, nothing written (the stable prefix is measured against
+the session's previous request, whose record stays as it is).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from app.services.conversation_cache import ConversationCache, shared
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.prepare import prepared_to_json
+from app.services.request_prefix import prefixed, rewind_of, stored_previous
 from app.services.tokens import load_counted, persist_counts
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
@@ -101,6 +103,8 @@ class InspectionService:
             keep = shared(counter)
             previous = self._conversations.get(session, counter.name) if keep else None
             counted = await load_counted(db, session, counter, previous)
+            # Read, never written: an inspection is not a request anyone sends.
+            previous_request = await stored_previous(db, session_id)
         # Figures of messages written without them (World State, turns): stored once, after the
         # read-only block, so the next prepare reuses them.
         await persist_counts(self._db, session_id, counted)
@@ -114,5 +118,12 @@ class InspectionService:
             model.capabilities,
             watermark,
             counter,
+        )
+        prepared = prefixed(
+            prepared,
+            counted.items,
+            previous_request,
+            identify_stored=True,
+            rewind_compaction_id=rewind_of(counted.active),
         )
         return Inspection(session_id, model, prepared, counted.items, watermark, calibration)

@@ -19,12 +19,14 @@ from app.core.prepared import (
 )
 from app.core.prune import spills
 from app.providers.encoding import encode
+from app.services.request_prefix import decode_digest, prefixed, request_digest
 
 __all__ = ["budget_to_json", "prepared_to_json", "run_prepare"]
 
 
 def budget_to_json(budget: Budget) -> dict[str, Any]:
-    """The ``budget`` object of every prepare answer (and of a turn's ``model_call_finished``)."""
+    """The ``budget`` object of every answer that carries one (prepare answers, a model call's
+    live update): one serialization, so every field appears in each of them."""
     return asdict(budget)
 
 
@@ -41,7 +43,12 @@ def prepared_to_json(
 
     An encoded ``provider_payload`` carries the cache breakpoints a model call would send
     (``app.core.caching``: ``prompt_caching`` of the model, ``cache_seed`` the session id or
-    ``None`` for the stateless prepare, ``previous_length`` as ``plan_cache`` takes it)."""
+    ``None`` for the stateless prepare, ``previous_length`` as ``plan_cache`` takes it). A
+    request no service compared (the summary model's) gets the record of its own content.
+    """
+    if prepared.prefix_record is None:
+        prepared = prefixed(prepared, prepared.items, None, identify_stored=False)
+    assert prepared.prefix_record is not None
     payload = None
     if encode_as is not None:
         caching = plan_for(
@@ -62,6 +69,7 @@ def prepared_to_json(
         "projection": asdict(prepared.projection),
         "provenance": prepared.provenance,
         "provider_payload": payload,
+        "request_digest": request_digest(prepared.prefix_record),
     }
 
 
@@ -75,24 +83,30 @@ def run_prepare(
     *,
     encode_as: str | None,
     model_name: str | None = None,
+    previous_request_digest: str | None = None,
 ) -> dict[str, Any]:
-    """The stateless prepare: the shared shape plus ``spills``.
+    """The stateless prepare: the shared shape plus ``spills``; its stable prefix is measured
+    against ``previous_request_digest`` (a ``request_digest`` an earlier answer returned).
 
     Nothing is stored, so nothing is written to a spill directory either: each full text a spill
     marker of the request names comes back with that path, for the caller to write there
     (SPEC §2.1; ``docs/decisions.md``). Without a spill directory the list is empty.
     """
+    # A malformed digest is refused before anything else is done (422).
+    previous = None if previous_request_digest is None else decode_digest(previous_request_digest)
     # The items were built from this request's body: no later call passes them again.
     prepared = prepare(
         system_context, conversation, tools, capabilities, pruning, counter, remember=False
     )
+    # The caller's ids are not stored rows here: every message is digested from its JSON.
+    prepared = prefixed(prepared, conversation, previous, identify_stored=False)
     result = prepared_to_json(
         prepared,
         encode_as=encode_as,
         model_name=model_name,
         prompt_caching=capabilities.prompt_caching,
         cache_seed=None,  # no session: the key follows the tools and the system
-        previous_length=None,  # the prefix record (app.core.prefix) gives it
+        previous_length=prepared.previous_length,
     )
     result["spills"] = [
         {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}

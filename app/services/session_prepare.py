@@ -37,6 +37,7 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
 from app.services.prepare import prepared_to_json
+from app.services.request_prefix import prefixed, remember, rewind_of, stored_previous
 from app.services.tokens import load_counted, store_counts
 from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, unit_of_work
@@ -49,6 +50,9 @@ __all__ = ["SessionPrepareService"]
 class _Sampled:
     prepared: PreparedModelCall
     message_ids: list[str]
+    # The record of the session's previous request, as the first step of this one read it:
+    # every re-preparation (after a pruning or a compaction) is measured against it.
+    previous: bytes | None
 
 
 class SessionPrepareService:
@@ -79,7 +83,7 @@ class SessionPrepareService:
             model = await resolve_model(
                 db, (await SessionRepository(db).require(session_id)).model_id
             )
-        sampled = await self._sample_and_prepare(session_id, model, request_id, sample_index=1)
+        sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         written = list(sampled.message_ids)
 
         # ----- compaction at the trigger line (SPEC §6 loop, for a caller's own model) --------
@@ -89,7 +93,9 @@ class SessionPrepareService:
         compactor = self._compactor()
         if sampled.prepared.budget.reaches_auto_compact_limit and compactor is not None:
             if await compactor.prune(session_id):
-                sampled = await self._sample_and_prepare(session_id, model, request_id, None)
+                sampled = await self._sample_and_prepare(
+                    session_id, model, request_id, None, sampled
+                )
             if sampled.prepared.budget.reaches_auto_compact_limit:
                 budget = sampled.prepared.budget
                 try:
@@ -111,7 +117,9 @@ class SessionPrepareService:
                             **refused.extra,
                         ) from refused
                 else:
-                    sampled = await self._sample_and_prepare(session_id, model, request_id, 2)
+                    sampled = await self._sample_and_prepare(
+                        session_id, model, request_id, 2, sampled
+                    )
                     written.extend(sampled.message_ids)
         # ---------------------------------------------------------------------------------------
 
@@ -128,9 +136,18 @@ class SessionPrepareService:
         return result
 
     async def _sample_and_prepare(
-        self, session_id: str, model: ModelEntry, request_id: str, sample_index: int | None
+        self,
+        session_id: str,
+        model: ModelEntry,
+        request_id: str,
+        sample_index: int | None,
+        earlier: _Sampled | None,
     ) -> _Sampled:
-        """Sample (unless ``sample_index`` is ``None``) and prepare the active Conversation.
+        """Sample (unless ``sample_index`` is ``None``) and prepare the active Conversation
+        (``earlier``: this request's previous preparation, when it prepares again).
+
+        Its prefix record replaces the session's in the same transaction: the last preparation
+        of the request is the one handed to the caller, so its record is the one that stays.
 
         The filesystem is read before the write transaction opens, so no lock is held while it
         is; a capture failure raises before anything is written. The prepare runs before the
@@ -173,15 +190,28 @@ class SessionPrepareService:
                     await self._events.emit(
                         db, session_id, "messages_appended", messages_appended(sequences)
                     )
+            conversation = [*counted.items, *written]
             prepared = prepare(
                 system_context_of(session),
-                [*counted.items, *written],
+                conversation,
                 tool_surface_of(session),
                 model.capabilities,
                 watermark_of(session),
                 counter,
             )
+            if earlier is None:
+                previous_request = await stored_previous(db, session_id)
+            else:
+                previous_request = earlier.previous
+            prepared = prefixed(
+                prepared,
+                conversation,
+                previous_request,
+                identify_stored=True,
+                rewind_compaction_id=rewind_of(counted.active),
+            )
+            await remember(db, session_id, prepared)
         if keep:  # committed: the next prepare decodes only what was stored since
             self._conversations.put(session, counter.name, counted)
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
-        return _Sampled(prepared, [i for i in ids if i is not None])
+        return _Sampled(prepared, [i for i in ids if i is not None], previous_request)

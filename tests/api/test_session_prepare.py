@@ -127,8 +127,14 @@ async def test_without_workspace_only_the_sandbox_section_is_sampled_and_inspect
     assert re.fullmatch(r"world-state:prepare-[0-9a-f]{32}:1:1:runtime/sandbox-policy", message_id)
     # What was returned is exactly what inspection (which never samples) now shows.
     inspected = (await api.get(f"/v1/sessions/{sid}/context")).json()
-    for key in ("request", "budget", "projection", "provenance", "auto_compact_percent"):
+    for key in ("request", "projection", "provenance", "auto_compact_percent", "request_digest"):
         assert inspected[key] == result[key]
+    # Its budget too, except that it is measured against the request just prepared: all of it.
+    first, again = dict(result["budget"]), dict(inspected["budget"])
+    assert (first.pop("stable_prefix_tokens"), first.pop("prefix_break")) == (0, None)
+    assert again.pop("stable_prefix_tokens") == first["estimated_input_tokens"]
+    assert again.pop("prefix_break") is None
+    assert again == first
     assert len(await stored(api, sid)) == 2
 
 

@@ -24,7 +24,10 @@ router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
     "/prepare",
     response_model=StatelessPrepareResponse,
     responses=problems(
-        MODEL, PIPELINE, {422: ("invalid_block", "invalid_tool_message")}, body=True
+        MODEL,
+        PIPELINE,
+        {422: ("invalid_block", "invalid_tool_message", "invalid_request_digest")},
+        body=True,
     ),
 )
 async def prepare_stateless(
@@ -51,5 +54,6 @@ async def prepare_stateless(
             container.counter(capabilities.token_counter),
             encode_as=encode or body.encode,
             model_name=model_name,
+            previous_request_digest=body.previous_request_digest,
         )
     return json_response(result)

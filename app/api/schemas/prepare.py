@@ -10,10 +10,13 @@ from app.api.schemas.content import BlockIn, ConversationIn
 from app.api.schemas.fields import JsonObject, RequestModel, SequenceNumber
 from app.api.schemas.models import InlineModelIn
 from app.api.schemas.shapes import NOT_BLANK, VISIBLE_BLOCK, ConversationMessageShape, DocumentedAs
+from app.core.prefix import MAX_DIGEST_CHARS
+from app.core.prepared import BreakReason
 
 __all__ = [
     "BudgetOut",
     "EncodeName",
+    "PrefixBreakOut",
     "PrepareBody",
     "PrepareResponse",
     "ProjectionOut",
@@ -87,12 +90,32 @@ class PrepareBody(RequestModel):
     model_id: str | None = Field(default=None, description="A registered or built-in model id.")
     tool_result_pruning: ToolResultPruningIn = Field(default_factory=ToolResultPruningIn)
     encode: EncodeName | None = None
+    previous_request_digest: str | None = Field(
+        default=None,
+        max_length=MAX_DIGEST_CHARS,
+        description="The `request_digest` of the previous answer, unchanged: the budget's "
+        "`stable_prefix_tokens` and `prefix_break` are measured against that request, as a "
+        f"session's are against its previous one. At most {MAX_DIGEST_CHARS:,} characters; "
+        "anything a prepare answer did not return is refused (422 `invalid_request_digest`).",
+    )
 
     @model_validator(mode="after")
     def _one_model(self) -> PrepareBody:
         if (self.model is None) == (self.model_id is None):
             raise ValueError("give exactly one of `model` (capabilities) or `model_id`")
         return self
+
+
+class PrefixBreakOut(BaseModel):
+    """Where this request first differs from the previous one, and why."""
+
+    index: int = Field(
+        ge=0,
+        description="Index in `request.messages` (system messages included) of the first "
+        "message that differs; 0 for `tools_changed`; the number of messages when this "
+        "request is a strict prefix of the previous one.",
+    )
+    reason: BreakReason
 
 
 class BudgetOut(BaseModel):
@@ -109,6 +132,15 @@ class BudgetOut(BaseModel):
     dynamic_budget: int
     dynamic_budget_exhausted: bool
     counter: str
+    stable_prefix_tokens: int = Field(
+        ge=0,
+        description="Tokens of the longest prefix (tools, system, messages: the order the "
+        "provider reads them) byte-identical to the previous request; 0 without one.",
+    )
+    prefix_break: PrefixBreakOut | None = Field(
+        description="`null` when the previous request (if any) is entirely a prefix of this "
+        "one; else the first message that differs and why."
+    )
 
 
 class ProjectionOut(BaseModel):
@@ -180,6 +212,10 @@ class PrepareResponse(BaseModel):
         "`request.messages[len(system_context) + i]`."
     )
     provider_payload: dict[str, Any] | None = None
+    request_digest: str = Field(
+        description="Opaque: this request's prefix record. Pass it as the stateless "
+        "`previous_request_digest` of the next request to measure its stable prefix."
+    )
 
 
 class SpillOut(BaseModel):

@@ -19,6 +19,7 @@ from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
 from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
+from app.services.request_prefix import stored_previous
 from app.services.turns.deps import TurnDeps, world_state_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
 from app.services.turns.sampling import TwoPhaseSampling, capture
@@ -33,6 +34,9 @@ class FirstCall:
 
     counter: TokenCounter
     loaded: Loaded
+    # The prefix record of the session's previous request (what the first call is measured
+    # against), read in the same transaction.
+    previous_request: bytes | None
 
 
 class FirstCallFailed(Exception):
@@ -70,6 +74,7 @@ class FirstCallPreparer:
                 captured=await capture(self._deps, session),  # reads no file (``applies``)
                 previous=previous,
             )
+            previous_request = await stored_previous(db, session.id)
         except ServiceError as exc:
             raise FirstCallFailed from exc
-        return FirstCall(counter, loaded)
+        return FirstCall(counter, loaded, previous_request)

@@ -32,6 +32,7 @@ from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.request_prefix import prefixed, rewind_of, stored_previous
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, entries_of, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
@@ -46,6 +47,7 @@ from app.services.turns.waiting import start_waiting
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.prefixes import RequestPrefixRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
@@ -126,6 +128,12 @@ class TurnRunner:
         self.entry: ModelEntry | None = None
         # The active Conversation as of the last committed step (extended, not re-read).
         self.conversation: CountedConversation | None = None
+        # The prefix record of the session's last request sent (read once, by the first step
+        # that loads a call, then kept: no other request of the session is sent meanwhile), and
+        # whether it was read yet. Every sent request's record is written by the step that
+        # stores its response (or ends the turn): no transaction of its own.
+        self.sent_record: bytes | None = None
+        self.sent_record_known = False
 
     # ----- entry point -----------------------------------------------------------------------
 
@@ -164,9 +172,11 @@ class TurnRunner:
                 # The response and the results of its calls: one batch, as in a tool step.
                 results = await self._results(db, events, end.entries)
                 usage = await self._store_response(db, events, *end.response, results)
-            elif end.entries:
-                results = await self._results(db, events, end.entries)
-                await MessageRepository(db).append(self.session_id, results)
+            else:
+                await self._remember_sent(db)  # a request sent and not answered (or none)
+                if end.entries:
+                    results = await self._results(db, events, end.entries)
+                    await MessageRepository(db).append(self.session_id, results)
             finished = await TurnRepository(db).finish(
                 self.session_id,
                 self.turn_id,
@@ -202,6 +212,7 @@ class TurnRunner:
             self.phase = started.turn.phase
             if first is not None:
                 self.counter = first.counter
+                self.sent_record, self.sent_record_known = first.previous_request, True
                 return session, 1, self._ready(first.loaded, session)
             self.counter = self._base(entry)
             if self.deps.settings.apply_calibration:
@@ -336,6 +347,9 @@ class TurnRunner:
         previous = self.conversation
         if previous is None and shared(self.counter):
             previous = self.conversations.get(session, self.counter.name)
+        if not self.sent_record_known:
+            self.sent_record = await stored_previous(db, self.session_id)
+            self.sent_record_known = True
         return await load_call(
             self.deps,
             db,
@@ -354,9 +368,11 @@ class TurnRunner:
         self.conversation = counted
         if shared(self.counter):
             self.conversations.put(session, self.counter.name, counted)
-        return self._prepared(session, items), session
+        return self._prepared(session, items, counted), session
 
-    def _prepared(self, session: AgentSession, items: list[Any]) -> PreparedModelCall:
+    def _prepared(
+        self, session: AgentSession, items: list[Any], counted: CountedConversation
+    ) -> PreparedModelCall:
         assert self.entry is not None
         try:
             with self.deps.observability.prepare("turn") as timed:
@@ -367,6 +383,15 @@ class TurnRunner:
                     self.entry.capabilities,
                     watermark_of(session),
                     self.counter,
+                )
+                # Against the last request sent (a re-preparation too: it replaces one that
+                # was never sent).
+                prepared = prefixed(
+                    prepared,
+                    items,
+                    self.sent_record,
+                    identify_stored=True,
+                    rewind_compaction_id=rewind_of(counted.active),
                 )
                 timed.budget(prepared.budget)
             return prepared
@@ -476,12 +501,20 @@ class TurnRunner:
             prepared,
             prompt_caching=self.entry.capabilities.prompt_caching,
             seed=self.session_id,
-            previous_length=None,  # the prefix record (app.core.prefix) gives it
+            previous_length=prepared.previous_length,
         )
+        # Sent from here on: the next request is measured against it, and the step that
+        # stores this call's response (or ends the turn) writes its record.
+        self.sent_record = prepared.prefix_record
         try:
             return await call_model(client, prepared.request, self.sink, self.cancel, caching)
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
+
+    async def _remember_sent(self, db: AsyncSession) -> None:
+        """Inside a step: the last sent request's record as the session's previous request."""
+        if self.sent_record is not None:
+            await RequestPrefixRepository(db).put(self.session_id, self.sent_record)
 
     async def _results(
         self, db: AsyncSession, events: EventBatch, entries: list[CallEntry]
@@ -523,6 +556,7 @@ class TurnRunner:
         A failure to store the messages is
         ``persistence_error``, and as the step rolls back, nothing of the round is stored."""
         assert self.entry is not None
+        await self._remember_sent(db)
         content = response.assistant_content()
         usage = response.usage
         assistant = NewMessage(

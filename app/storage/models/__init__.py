@@ -4,7 +4,12 @@ from app.storage.base import Base
 from app.storage.models.conversation import COMPACTION_KINDS, Compaction, Message, ToolCall
 from app.storage.models.registry import CalibrationSample, RegisteredModel
 from app.storage.models.session import AgentSession
-from app.storage.models.state import AgentMessage, SessionEvent, WorldStateBaseline
+from app.storage.models.state import (
+    AgentMessage,
+    SessionEvent,
+    SessionRequestPrefix,
+    WorldStateBaseline,
+)
 from app.storage.models.turn import TURN_STATUSES, Turn
 
 __all__ = [
@@ -18,6 +23,7 @@ __all__ = [
     "Message",
     "RegisteredModel",
     "SessionEvent",
+    "SessionRequestPrefix",
     "ToolCall",
     "Turn",
     "WorldStateBaseline",

@@ -1,17 +1,26 @@
 """Per-session state that must survive restarts and be shared by replicas: World State
-baselines, the agent-message mailbox and the live-update log."""
+baselines, the agent-message mailbox, the live-update log and the previous request's prefix
+record."""
 
 from __future__ import annotations
 
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, CheckConstraint, ForeignKey, String, Text, UniqueConstraint
+from sqlalchemy import (
+    BigInteger,
+    CheckConstraint,
+    ForeignKey,
+    LargeBinary,
+    String,
+    Text,
+    UniqueConstraint,
+)
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.storage.base import Base, JSONValue, utc_now
 
-__all__ = ["AgentMessage", "SessionEvent", "WorldStateBaseline"]
+__all__ = ["AgentMessage", "SessionEvent", "SessionRequestPrefix", "WorldStateBaseline"]
 
 
 def _session_fk() -> ForeignKey:
@@ -67,3 +76,15 @@ class SessionEvent(Base):
     turn_id: Mapped[str | None] = mapped_column(Text)
     payload: Mapped[dict[str, Any]] = mapped_column(JSONValue)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
+
+
+class SessionRequestPrefix(Base):
+    """The prefix record (``app.core.prefix``) of the session's previous prepared request: what
+    the next one's ``stable_prefix_tokens`` is measured against, on every replica. No row: no
+    previous request (a row that does not decode counts the same)."""
+
+    __tablename__ = "session_request_prefixes"
+
+    session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
+    record: Mapped[bytes] = mapped_column(LargeBinary)
+    updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

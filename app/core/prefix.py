@@ -1,0 +1,304 @@
+"""The stable prefix of a request: how much of it is byte-identical to the previous one (SPEC §10).
+
+A request is read by the provider as a sequence of *units*: the tool surface (one unit, none when
+there are no tools), each system part, each Conversation message. A *record* keeps, per unit, a
+short digest and a kind; comparing the record of this request with the previous request's gives
+the longest common prefix of units, its tokens (``stable_prefix_tokens``) and, when the previous
+request is not entirely a prefix of this one, where and why they part (``prefix_break``).
+
+History is not serialized again: a stored message the request carries unchanged (the very object
+the caller passed in, with a ``message_id``) is identified by its id, because stored content never
+changes and its bytes on the wire follow from its content alone. Only what a stage rewrote
+(pruned, truncated, filtered), what the service synthesized (a compaction's items, an interrupted
+result) and a caller's item without an id are digested from their JSON as sent; so are the tool
+surface and the system parts (small). A stateless caller's ids are its own, not stored rows: that
+request digests every message (``identify_stored=False``), which gives the same comparison.
+
+The digests are per unit, not chained: records are fixed-width, so "the first *k* units agree"
+is one comparison of two byte slices, and a chain would only add a second hash per unit.
+
+Layout (version 1): ``>BBHI`` header (version, tool units 0/1, system parts, units), then
+``units`` digests of ``DIGEST_BYTES`` each, then one kind byte per unit. A record that does not
+decode (another version, a truncated or corrupt one) is no previous request (``decode``).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from hashlib import blake2b
+from typing import Any
+
+from app.core.content import Item, RealOrigin, compact_json
+from app.core.prepared import BreakReason, PrefixBreak, PreparedModelCall
+
+__all__ = [
+    "DIGEST_BYTES",
+    "DIGEST_PREFIX",
+    "MAX_DIGEST_CHARS",
+    "VERSION",
+    "PrefixComparison",
+    "RequestRecord",
+    "compare",
+    "decode",
+    "digest_record",
+    "record_digest",
+    "record_request",
+    "with_prefix",
+]
+
+VERSION = 1
+DIGEST_BYTES = 8  # 64 bits: a false match needs a collision at the very unit that changed
+_HEADER = struct.Struct(">BBHI")
+# The text form a prepare answer carries (``request_digest``): this prefix, then base64url.
+DIGEST_PREFIX = f"pc{VERSION}."
+# The digest of the largest request a 16 MiB body can hold (a message takes ≥ 40 bytes of JSON;
+# its unit 12 characters of digest) fits with room to spare.
+MAX_DIGEST_CHARS = 4_000_000
+
+# Unit kinds: they name the reason of a break, never decide equality (the digests do).
+TOOLS = 1
+SYSTEM = 2
+STORED = 3  # a message with an id, passed through unchanged
+PROVIDED = 4  # a caller's item without an id, unchanged
+REWRITTEN = 5  # a real message a stage rewrote (pruned, truncated, filtered)
+WORLD_STATE = 6  # a World State message
+COMPACTION = 7  # an item of a compaction's projection
+REWIND = 8  # an item of the projection of a rewind checkpoint
+SYNTHESIZED = 9  # any other item the service made (an interrupted result)
+_KINDS = frozenset(range(TOOLS, SYNTHESIZED + 1))
+
+_COMPACTION_REASONS = frozenset(
+    {"compaction_summary", "last_user_request_replay", "system_reminder"}
+)
+
+
+def _reference_bytes(value: Any) -> bytes:
+    return compact_json(value).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class RequestRecord:
+    tool_units: int  # 0 or 1
+    system_parts: int
+    digests: bytes  # ``units × DIGEST_BYTES``
+    kinds: bytes  # one per unit
+
+    @property
+    def units(self) -> int:
+        return len(self.kinds)
+
+    def to_bytes(self) -> bytes:
+        header = _HEADER.pack(VERSION, self.tool_units, self.system_parts, self.units)
+        return header + self.digests + self.kinds
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixComparison:
+    stable_prefix_tokens: int
+    prefix_break: PrefixBreak | None
+    # Messages of the previous request when all of it is a prefix of this one (else ``None``).
+    previous_length: int | None
+
+
+def decode(data: bytes | None) -> RequestRecord | None:
+    """The record ``data`` holds, or ``None`` for anything that is not a version-1 record."""
+    if data is None or len(data) < _HEADER.size:
+        return None
+    version, tool_units, system_parts, units = _HEADER.unpack_from(data)
+    if (
+        version != VERSION
+        or tool_units > 1
+        or tool_units + system_parts > units
+        or len(data) != _HEADER.size + units * (DIGEST_BYTES + 1)
+    ):
+        return None
+    start = _HEADER.size + units * DIGEST_BYTES
+    kinds = bytes(data[start:])
+    if not set(kinds) <= _KINDS:
+        return None
+    return RequestRecord(tool_units, system_parts, bytes(data[_HEADER.size : start]), kinds)
+
+
+def record_digest(record: bytes) -> str:
+    """The opaque ``request_digest`` of a record: ``pc1.`` and the record in base64url."""
+    return DIGEST_PREFIX + base64.urlsafe_b64encode(record).rstrip(b"=").decode("ascii")
+
+
+def digest_record(digest: str) -> bytes | None:
+    """The record a ``request_digest`` holds, or ``None`` when ``record_digest`` never wrote it
+    (another prefix or version, not canonical base64url, too long, not a record)."""
+    if not digest.startswith(DIGEST_PREFIX) or len(digest) > MAX_DIGEST_CHARS:
+        return None
+    body = digest[len(DIGEST_PREFIX) :]
+    try:
+        data = base64.urlsafe_b64decode(body + "=" * (-len(body) % 4))
+    except (binascii.Error, ValueError):
+        return None
+    if base64.urlsafe_b64encode(data).rstrip(b"=").decode("ascii") != body:
+        return None  # a spelling no answer has (stray characters, non-zero padding bits)
+    return data if decode(data) is not None else None
+
+
+def record_request(
+    prepared: PreparedModelCall,
+    conversation: Sequence[Item],
+    *,
+    identify_stored: bool,
+    rewind_compaction_id: str | None = None,
+    dumps: Callable[[Any], bytes] = _reference_bytes,
+) -> RequestRecord:
+    """The record of ``prepared``, the request built from ``conversation`` (the caller's items).
+
+    ``identify_stored``: a message with an id that no stage changed is its id (stored rows);
+    else every message is digested from its JSON. ``rewind_compaction_id``: the active
+    checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as SPEC §3.1
+    writes them (the service passes a faster encoder of the very same bytes).
+    """
+    request = prepared.request
+    messages = request["messages"]
+    tools = request["tools"]
+    system_count = len(messages) - len(prepared.items)
+    digests = bytearray()
+    kinds = bytearray()
+    if tools:
+        digests += blake2b(b"t" + dumps(tools), digest_size=DIGEST_BYTES).digest()
+        kinds.append(TOOLS)
+    for message in messages[:system_count]:
+        digests += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
+        kinds.append(SYSTEM)
+    unchanged = {id(item) for item in conversation}
+    for item, message in zip(prepared.items, messages[system_count:], strict=True):
+        origin = item.origin
+        same = id(item) in unchanged
+        if isinstance(origin, RealOrigin):
+            if item.kind == "world_state":
+                kind = WORLD_STATE
+            elif not same:
+                kind = REWRITTEN
+            else:
+                kind = PROVIDED if origin.message_id is None else STORED
+            if same and identify_stored and origin.message_id is not None:
+                unit = b"i" + origin.message_id.encode()
+                digests += blake2b(unit, digest_size=DIGEST_BYTES).digest()
+                kinds.append(kind)
+                continue
+        elif origin.reason in _COMPACTION_REASONS:
+            rewound = rewind_compaction_id is not None and (
+                origin.compaction_id == rewind_compaction_id
+            )
+            kind = REWIND if rewound else COMPACTION
+        else:
+            kind = SYNTHESIZED
+        unit = b"c" + message["role"].encode() + b"\n" + dumps(message["content"])
+        digests += blake2b(unit, digest_size=DIGEST_BYTES).digest()
+        kinds.append(kind)
+    return RequestRecord(1 if tools else 0, system_count, bytes(digests), bytes(kinds))
+
+
+def _common_units(a: bytes, b: bytes) -> int:
+    """The number of leading digests ``a`` and ``b`` share (a bisection on slice equality)."""
+    width = DIGEST_BYTES
+    n = min(len(a), len(b)) // width
+    if a[: n * width] == b[: n * width]:
+        return n
+    low, high = 0, n  # the first ``low`` agree, the first ``high`` do not
+    while high - low > 1:
+        middle = (low + high) // 2
+        if a[: middle * width] == b[: middle * width]:
+            low = middle
+        else:
+            high = middle
+    return low
+
+
+def _region(record: RequestRecord, unit: int) -> str | None:
+    if unit >= record.units:
+        return None
+    if unit < record.tool_units:
+        return "tools"
+    return "system" if unit < record.tool_units + record.system_parts else "conversation"
+
+
+def _reason(previous: RequestRecord, current: RequestRecord, unit: int) -> BreakReason:
+    """Why the two records part at ``unit`` (the first unit that differs or is missing)."""
+    regions = (_region(previous, unit), _region(current, unit))
+    if "tools" in regions:
+        return "tools_changed"
+    if "system" in regions:
+        return "system_changed"
+    if None in regions:  # one request ends there: messages were removed (or never sent)
+        return "history_changed"
+    before, now = previous.kinds[unit], current.kinds[unit]
+    if now == REWIND:  # a rewind reinstalls old history; it summarizes nothing new
+        return "history_changed"
+    kinds = (before, now)
+    if COMPACTION in kinds or REWIND in kinds:
+        return "compaction"
+    if WORLD_STATE in kinds:
+        return "world_state"
+    if REWRITTEN in kinds:
+        return "pruning"
+    return "history_changed"
+
+
+def compare(
+    prepared: PreparedModelCall, current: RequestRecord, previous: RequestRecord | None
+) -> PrefixComparison:
+    """``current`` (the record of ``prepared``) against the previous request's record.
+
+    The tokens are the current request's own figures, region by region as the budget sums them
+    (the Conversation's as ``provenance.token_shares`` shares them), so a prefix that covers the
+    whole request is ``estimated_input_tokens`` and one that covers a previous request it
+    extends is that request's estimate. No previous request: 0 and no break.
+    """
+    if previous is None:
+        return PrefixComparison(0, None, None)
+    matched = _common_units(previous.digests, current.digests)
+    tokens = _prefix_tokens(prepared, current, matched)
+    if matched == previous.units:
+        return PrefixComparison(tokens, None, previous.units - previous.tool_units)
+    index = max(matched - current.tool_units, 0)
+    return PrefixComparison(tokens, PrefixBreak(index, _reason(previous, current, matched)), None)
+
+
+def _prefix_tokens(prepared: PreparedModelCall, record: RequestRecord, matched: int) -> int:
+    budget = prepared.budget
+    if matched == record.units:
+        return budget.estimated_input_tokens
+    counter = prepared.counter
+    tokens = budget.tool_surface_tokens if record.tool_units and matched else 0
+    systems = min(max(matched - record.tool_units, 0), record.system_parts)
+    if systems == record.system_parts:
+        tokens += budget.system_context_tokens
+    elif systems:
+        parts = prepared.request["messages"][:systems]
+        measure = sum(
+            counter.frame_message("system", counter.measure_content(p["content"])) for p in parts
+        )
+        tokens += counter.tokens(measure)
+    items = matched - record.tool_units - record.system_parts
+    if items > 0:
+        # Σ of the first ``items`` shares of ``token_shares`` (the overhead is in the first).
+        tokens += counter.tokens(sum(prepared.measures[:items])) + counter.request_overhead_tokens
+    return tokens
+
+
+def with_prefix(
+    prepared: PreparedModelCall, record: RequestRecord, comparison: PrefixComparison
+) -> PreparedModelCall:
+    """``prepared`` carrying its record and the comparison's figures in its budget."""
+    budget = replace(
+        prepared.budget,
+        stable_prefix_tokens=comparison.stable_prefix_tokens,
+        prefix_break=comparison.prefix_break,
+    )
+    return replace(
+        prepared,
+        budget=budget,
+        prefix_record=record.to_bytes(),
+        previous_length=comparison.previous_length,
+    )

@@ -1,0 +1,95 @@
+"""The stable prefix of a prepared request against the previous one (``app.core.prefix``), the
+``request_digest`` a prepare answer carries, and the per-session record of the previous request.
+
+Who compares and who writes (``docs/caching.md``, "Stable prefix and prefix_break"):
+- every model call of a turn compares against the session's previous request and writes its own
+  record in a step that writes anyway (``TurnRunner``);
+- session prepare compares and writes (its request is handed to the caller to send);
+- inspection (``GET .../context``) compares and writes nothing;
+- the stateless prepare compares against the caller's ``previous_request_digest``;
+- the summary model's requests (``GET .../compactions/request``, a compaction's own calls) are
+  not the session's agent requests: they neither read nor write the record.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from app.core import prefix
+from app.core.content import Item
+from app.core.errors import InvalidInput
+from app.core.prepared import PreparedModelCall
+from app.fastjson import spec_bytes
+from app.services.conversation import ActiveConversation
+from app.storage.repositories.prefixes import RequestPrefixRepository
+
+__all__ = [
+    "decode_digest",
+    "prefixed",
+    "remember",
+    "request_digest",
+    "rewind_of",
+    "stored_previous",
+]
+
+
+def request_digest(record: bytes) -> str:
+    """The ``request_digest`` of a prepare answer (``app.core.prefix.record_digest``)."""
+    return prefix.record_digest(record)
+
+
+def decode_digest(digest: str) -> bytes:
+    """The record a caller's ``previous_request_digest`` carries; ``invalid_request_digest``
+    (422) for anything a prepare answer did not return."""
+    data = prefix.digest_record(digest)
+    if data is None:
+        raise InvalidInput(
+            "invalid_request_digest",
+            "previous_request_digest is not a request_digest this service returned (those "
+            f"start with {prefix.DIGEST_PREFIX!r}); pass the previous answer's request_digest "
+            "unchanged",
+            field="previous_request_digest",
+        )
+    return data
+
+
+def rewind_of(active: ActiveConversation) -> str | None:
+    """The active checkpoint's id when it is a rewind (its items break as ``history_changed``)."""
+    checkpoint = active.checkpoint
+    if checkpoint is None or checkpoint.kind != "rewind":
+        return None
+    return checkpoint.compaction_id
+
+
+def prefixed(
+    prepared: PreparedModelCall,
+    conversation: Sequence[Item],
+    previous: bytes | None,
+    *,
+    identify_stored: bool,
+    rewind_compaction_id: str | None = None,
+) -> PreparedModelCall:
+    """``prepared`` with its record and its stable prefix against ``previous`` (a record; one
+    that does not decode counts as no previous request)."""
+    record = prefix.record_request(
+        prepared,
+        conversation,
+        identify_stored=identify_stored,
+        rewind_compaction_id=rewind_compaction_id,
+        dumps=spec_bytes,
+    )
+    comparison = prefix.compare(prepared, record, prefix.decode(previous))
+    return prefix.with_prefix(prepared, record, comparison)
+
+
+async def stored_previous(db: AsyncSession, session_id: str) -> bytes | None:
+    """The record of the session's previous request, in ``db``'s transaction."""
+    return await RequestPrefixRepository(db).get(session_id)
+
+
+async def remember(db: AsyncSession, session_id: str, prepared: PreparedModelCall) -> None:
+    """Store ``prepared``'s record as the session's previous request (in ``db``'s transaction)."""
+    if prepared.prefix_record is not None:
+        await RequestPrefixRepository(db).put(session_id, prepared.prefix_record)

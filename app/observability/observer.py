@@ -37,6 +37,15 @@ __all__ = ["BudgetFigures", "Observability", "Timed"]
 T = TypeVar("T")
 
 
+class BreakFigures(Protocol):
+    """A budget's ``prefix_break`` (``app.core.prepared.PrefixBreak``)."""
+
+    @property
+    def index(self) -> int: ...
+    @property
+    def reason(self) -> str: ...
+
+
 class BudgetFigures(Protocol):
     """What a prepare span shows of the budget (``app.core.prepared.Budget``)."""
 
@@ -54,6 +63,10 @@ class BudgetFigures(Protocol):
     def conversation_tokens(self) -> int: ...
     @property
     def counter(self) -> str: ...
+    @property
+    def stable_prefix_tokens(self) -> int: ...
+    @property
+    def prefix_break(self) -> BreakFigures | None: ...
 
 
 class Timed:
@@ -99,8 +112,17 @@ class Timed:
                     "ctxsvc.budget.reaches_auto_compact_limit": budget.reaches_auto_compact_limit,
                     "ctxsvc.budget.conversation_tokens": budget.conversation_tokens,
                     "ctxsvc.budget.counter": budget.counter,
+                    "ctxsvc.budget.stable_prefix_tokens": budget.stable_prefix_tokens,
                 }
             )
+            broken = budget.prefix_break
+            if broken is not None:  # an attribute is never null: absent when nothing broke
+                self.span.set_attributes(
+                    {
+                        "ctxsvc.budget.prefix_break.index": broken.index,
+                        "ctxsvc.budget.prefix_break.reason": broken.reason,
+                    }
+                )
 
 
 class Observability:

@@ -21,6 +21,7 @@ from tests.core.factories import assistant, call, part, tool, tool_def, user
 CAPS = ModelCapabilities(200_000, 8_000)
 SYSTEM = [part("core/agent-system", "You are careful."), part("project", "Repo notes.")]
 TOOLS = [tool_def("read"), tool_def("grep")]
+NO_PRUNING = PruningWatermark()
 BIG = "z" * 9_000  # over the pruning threshold (8 192 characters)
 
 
@@ -42,7 +43,7 @@ def prepared_with(
     *,
     system: Sequence[SystemPart] = SYSTEM,
     tools: Sequence[Tool] = TOOLS,
-    pruning: PruningWatermark = PruningWatermark(),
+    pruning: PruningWatermark = NO_PRUNING,
     identify_stored: bool = True,
     rewind: str | None = None,
 ) -> PreparedModelCall:
@@ -128,9 +129,7 @@ def test_a_changed_tool_surface_breaks_at_zero() -> None:
         assert after.previous_length is None
     # From no tools to some: the same.
     bare = prepared_with(items, None, tools=[])
-    assert prepared_with(items, record(bare)).budget.prefix_break == PrefixBreak(
-        0, "tools_changed"
-    )
+    assert prepared_with(items, record(bare)).budget.prefix_break == PrefixBreak(0, "tools_changed")
 
 
 def test_a_changed_system_part_breaks_at_its_message() -> None:

@@ -7,12 +7,14 @@ the longest common prefix of units, its tokens (``stable_prefix_tokens``) and, w
 request is not entirely a prefix of this one, where and why they part (``prefix_break``).
 
 History is not serialized again: a stored message the request carries unchanged (the very object
-the caller passed in, with a ``message_id``) is identified by its id, because stored content never
-changes and its bytes on the wire follow from its content alone. Only what a stage rewrote
-(pruned, truncated, filtered), what the service synthesized (a compaction's items, an interrupted
-result) and a caller's item without an id are digested from their JSON as sent; so are the tool
-surface and the system parts (small). A stateless caller's ids are its own, not stored rows: that
-request digests every message (``identify_stored=False``), which gives the same comparison.
+the caller passed in, with a ``message_id``) is identified by its row (its sequence: unique in
+its session and never reused), because stored content never changes and its bytes on the wire
+follow from its content alone; a record is only ever compared with its own session's. Only what
+a stage rewrote (pruned, truncated, filtered), what the service synthesized (a compaction's
+items, an interrupted result) and a caller's item without an id are digested from their JSON as
+sent; so are the tool surface and the system parts (small). A stateless caller's ids are its
+own, not stored rows: that request digests every message (``identify_stored=False``), which
+gives the same comparison for the same two requests.
 
 The digests are per unit, not chained: records are fixed-width, so "the first *k* units agree"
 is one comparison of two byte slices, and a chain would only add a second hash per unit.
@@ -153,7 +155,7 @@ def record_request(
 ) -> RequestRecord:
     """The record of ``prepared``, the request built from ``conversation`` (the caller's items).
 
-    ``identify_stored``: a message with an id that no stage changed is its id (stored rows);
+    ``identify_stored``: a stored row that no stage changed is its sequence (or its id);
     else every message is digested from its JSON. ``rewind_compaction_id``: the active
     checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as SPEC §3.1
     writes them (the service passes a faster encoder of the very same bytes).
@@ -171,10 +173,23 @@ def record_request(
         digests += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
         kinds.append(SYSTEM)
     unchanged = {id(item) for item in conversation}
+    append_kind = kinds.append
     for item, message in zip(prepared.items, messages[system_count:], strict=True):
         origin = item.origin
-        same = id(item) in unchanged
+        # The usual message first, in as few steps as it takes: a stored row no stage changed.
+        # A stored row is its sequence (unique in its session, never reused, content
+        # immutable): 8 bytes, no hash.
+        if (
+            identify_stored
+            and origin.__class__ is RealOrigin
+            and origin.sequence is not None
+            and id(item) in unchanged
+        ):
+            digests += origin.sequence.to_bytes(DIGEST_BYTES, "big", signed=True)
+            append_kind(WORLD_STATE if item.kind == "world_state" else STORED)
+            continue
         if isinstance(origin, RealOrigin):
+            same = id(item) in unchanged
             if item.kind == "world_state":
                 kind = WORLD_STATE
             elif not same:
@@ -182,6 +197,7 @@ def record_request(
             else:
                 kind = PROVIDED if origin.message_id is None else STORED
             if same and identify_stored and origin.message_id is not None:
+                # An id without a sequence (not a row: a caller's) is hashed.
                 unit = b"i" + origin.message_id.encode()
                 digests += blake2b(unit, digest_size=DIGEST_BYTES).digest()
                 kinds.append(kind)

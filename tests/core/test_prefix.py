@@ -206,9 +206,9 @@ def test_a_rewind_is_a_changed_history_not_a_compaction() -> None:
 def test_a_world_state_message_that_differs_names_world_state() -> None:
     items = history(2)
     notice = user("<sandbox_policy>a</sandbox_policy>", kind="world_state", mid="w1", seq=7)
-    other = user("<sandbox_policy>b</sandbox_policy>", kind="world_state", mid="w2", seq=7)
+    other = user("<sandbox_policy>b</sandbox_policy>", kind="world_state", mid="w2", seq=8)
     before = prepared_with([*items, notice], None)
-    after = prepared_with([*items, other, user("next", mid="u9", seq=8)], record(before))
+    after = prepared_with([*items, other, user("next", mid="u9", seq=9)], record(before))
     assert after.budget.prefix_break == PrefixBreak(2 + 6, "world_state")
     assert after.budget.stable_prefix_tokens == tokens_through(after, 2 + 6)
     # Appended after the previous request, a World State message breaks nothing.
@@ -226,7 +226,7 @@ def test_a_synthesized_interrupted_result_replaced_by_the_real_one_is_a_changed_
 def test_a_rewritten_or_removed_message_is_a_changed_history() -> None:
     items = history()
     before = prepared_with(items, None)
-    rewritten = [*items[:4], user("request 1, reworded", mid="x", seq=5), *items[5:]]
+    rewritten = [*items[:4], user("request 1, reworded", mid="x", seq=50), *items[5:]]
     after = prepared_with(rewritten, record(before))
     assert after.budget.prefix_break == PrefixBreak(2 + 4, "history_changed")
     # Shorter than the previous request: the break is where this one ends.

@@ -1,8 +1,9 @@
-"""Table ``session_request_prefixes``: the prefix record of each session's previous prepared
-request (issue 19; ``app.core.prefix``), what the next request's ``stable_prefix_tokens`` and
-``prefix_break`` are measured against on every replica. One row per session, replaced by each
-model call of a turn and each session prepare; deleted with its session. A fresh table: nothing
-to backfill (no row is no previous request).
+"""Table ``session_request_prefixes``: the prefix record of each session's previous request.
+
+What the next request's ``stable_prefix_tokens`` and ``prefix_break`` are measured against on
+every replica (issue 19; ``app.core.prefix``). One row per session, replaced by each model call
+of a turn and each session prepare; deleted with its session. A fresh table: nothing to backfill
+(no row is no previous request).
 
 Revision ID: 2026_12_02_1100
 Revises: 2026_12_01_1300

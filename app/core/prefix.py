@@ -39,6 +39,7 @@ from app.core.prepared import BreakReason, PrefixBreak, PreparedModelCall
 
 __all__ = [
     "DIGEST_BYTES",
+    "DIGEST_PATTERN",
     "DIGEST_PREFIX",
     "MAX_DIGEST_CHARS",
     "VERSION",
@@ -57,6 +58,7 @@ DIGEST_BYTES = 8  # 64 bits: a false match needs a collision at the very unit th
 _HEADER = struct.Struct(">BBHI")
 # The text form a prepare answer carries (``request_digest``): this prefix, then base64url.
 DIGEST_PREFIX = f"pc{VERSION}."
+DIGEST_PATTERN = rf"^pc{VERSION}\.[A-Za-z0-9_-]+$"
 # The digest of the largest request a 16 MiB body can hold (a message takes ≥ 40 bytes of JSON;
 # its unit 12 characters of digest) fits with room to spare.
 MAX_DIGEST_CHARS = 4_000_000

@@ -10,7 +10,7 @@ from app.api.schemas.content import BlockIn, ConversationIn
 from app.api.schemas.fields import JsonObject, RequestModel, SequenceNumber
 from app.api.schemas.models import InlineModelIn
 from app.api.schemas.shapes import NOT_BLANK, VISIBLE_BLOCK, ConversationMessageShape, DocumentedAs
-from app.core.prefix import MAX_DIGEST_CHARS
+from app.core.prefix import DIGEST_PATTERN, MAX_DIGEST_CHARS
 from app.core.prepared import BreakReason
 
 __all__ = [
@@ -93,6 +93,9 @@ class PrepareBody(RequestModel):
     previous_request_digest: str | None = Field(
         default=None,
         max_length=MAX_DIGEST_CHARS,
+        # Stated for clients; checked (with the record inside) by the service, so that every
+        # malformed digest is the one code ``invalid_request_digest``.
+        json_schema_extra={"pattern": DIGEST_PATTERN},
         description="The `request_digest` of the previous answer, unchanged: the budget's "
         "`stable_prefix_tokens` and `prefix_break` are measured against that request, as a "
         f"session's are against its previous one. At most {MAX_DIGEST_CHARS:,} characters; "

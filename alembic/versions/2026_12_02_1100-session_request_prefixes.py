@@ -6,7 +6,7 @@ of a turn and each session prepare; deleted with its session. A fresh table: not
 (no row is no previous request).
 
 Revision ID: 2026_12_02_1100
-Revises: 2026_12_01_1300
+Revises: 2026_12_02_1000
 Create Date: 2026-12-02 11:00:00+00:00
 """
 
@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "2026_12_02_1100"
-down_revision: str | None = "2026_12_01_1300"
+down_revision: str | None = "2026_12_02_1000"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -66,7 +66,6 @@ class Inspection:
             model_name=self.model.provider.model_name,
             prompt_caching=self.model.capabilities.prompt_caching,
             cache_seed=self.session_id,
-            previous_length=None,  # the prefix record (app.core.prefix) gives it
         )
         result["auto_compact_percent"] = auto_compact_percent(result["budget"])
         result["calibration"] = None if self.calibration is None else self.calibration.to_json()

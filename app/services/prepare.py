@@ -37,13 +37,13 @@ def prepared_to_json(
     model_name: str | None = None,
     prompt_caching: PromptCaching = "off",
     cache_seed: str | None = None,
-    previous_length: int | None = None,
 ) -> dict[str, Any]:
     """The response shape shared by ``/v1/prepare``, session prepare and context inspection.
 
     An encoded ``provider_payload`` carries the cache breakpoints a model call would send
     (``app.core.caching``: ``prompt_caching`` of the model, ``cache_seed`` the session id or
-    ``None`` for the stateless prepare, ``previous_length`` as ``plan_cache`` takes it). A
+    ``None`` for the stateless prepare; the previous call's breakpoint from the prefix record's
+    ``previous_length``). A
     request no service compared (the summary model's) gets the record of its own content.
     """
     if prepared.prefix_record is None:
@@ -55,7 +55,7 @@ def prepared_to_json(
             prepared,
             prompt_caching=prompt_caching,
             seed=cache_seed,
-            previous_length=previous_length,
+            previous_length=prepared.previous_length,
         )
         payload = encode(
             prepared.request,
@@ -106,7 +106,6 @@ def run_prepare(
         model_name=model_name,
         prompt_caching=capabilities.prompt_caching,
         cache_seed=None,  # no session: the key follows the tools and the system
-        previous_length=prepared.previous_length,
     )
     result["spills"] = [
         {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}

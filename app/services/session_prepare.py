@@ -129,7 +129,6 @@ class SessionPrepareService:
             model_name=model.provider.model_name,
             prompt_caching=model.capabilities.prompt_caching,
             cache_seed=session_id,
-            previous_length=None,  # the prefix record (app.core.prefix) gives it
         )
         result["auto_compact_percent"] = auto_compact_percent(result["budget"])
         result["world_state_message_ids"] = written

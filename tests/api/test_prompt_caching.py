@@ -212,10 +212,11 @@ async def test_each_model_call_reports_its_usage_and_budget_and_the_turn_sums_th
     assert session["usage"]["cache_creation_tokens"] == 1530
     assert session["usage"]["cached_tokens"] == 1500
 
-    # Both calls carried the breakpoints: the System Context and the moving last block.
+    # Both calls carried the breakpoints: the System Context and the moving last block; the
+    # second also the first call's last block, which its stable prefix still holds.
     first, second = (r.json() for r in provider.requests)
     assert marked(first) == ["system", "message:0"]
-    assert marked(second) == ["system", f"message:{len(second['messages']) - 1}"]
+    assert marked(second) == ["system", "message:0", f"message:{len(second['messages']) - 1}"]
     assert_anthropic_body(second)
 
     async with unit_of_work(app.state.container.db, read_only=True) as db:

@@ -102,6 +102,28 @@ def test_service_stateless_tokens_and_models(client: Client, server: ServerProce
     assert prepared.provenance[0].tokens == prepared.budget.conversation_tokens
     assert prepared.conversation[0].content == [text("List the files.")]
     assert prepared.provider_payload is not None
+    assert prepared.budget.prefix_break is None
+    # The digest of this request makes the next prepare report what it keeps of it.
+    longer = client.prepare(
+        system_context=[{"key": "core/agent-system", "content": [text("Be brief.")]}],
+        conversation=[
+            {"role": "user", "content": [text("List the files.")]},
+            {"role": "assistant", "content": [text("README.md")]},
+            {"role": "user", "content": [text("Thanks.")]},
+        ],
+        model={"context_window_tokens": 1000, "max_output_tokens": 400},
+        previous_request_digest=prepared.request_digest,
+    )
+    assert longer.budget.stable_prefix_tokens == prepared.budget.estimated_input_tokens
+    assert longer.budget.prefix_break is None
+    reworded = client.prepare(
+        system_context=[{"key": "core/agent-system", "content": [text("Be thorough.")]}],
+        conversation=[{"role": "user", "content": [text("List the files.")]}],
+        model={"context_window_tokens": 1000, "max_output_tokens": 400},
+        previous_request_digest=longer.request_digest,
+    )
+    assert reworded.budget.prefix_break is not None
+    assert reworded.budget.prefix_break.reason == "system_changed"
     assert client.count_tokens(text="abcdefgh").tokens == 2
 
     catalogue = {m.id for m in client.list_models()}
@@ -112,9 +134,11 @@ def test_service_stateless_tokens_and_models(client: Client, server: ServerProce
         context_window_tokens=8000,
         max_output_tokens=1000,
         safety_margin_tokens=100,
+        prompt_caching="off",
         provider={"kind": "local"},
     )
     assert created.effective_input_tokens == 6900
+    assert created.prompt_caching == "off"
     assert client.get_model(model_id).safety_margin_tokens == 100
     client.delete_model(model_id)
     assert model_id not in {m.id for m in client.list_models()}

@@ -72,6 +72,15 @@ class PreparedRequest(_Result):
     max_output_tokens: int
 
 
+class PrefixBreak(_Result):
+    """Where this request stops matching the previous one: ``index`` into
+    ``request.messages`` and ``reason`` (``pruning``, ``compaction``, ``world_state``,
+    ``system_changed``, ``tools_changed``, ``history_changed``)."""
+
+    index: int
+    reason: str
+
+
 class Budget(_Result):
     system_context_tokens: int
     conversation_tokens: int
@@ -86,6 +95,9 @@ class Budget(_Result):
     dynamic_budget: int
     dynamic_budget_exhausted: bool
     counter: str
+    # How much of this request is byte-identical to the previous one (prompt caching).
+    stable_prefix_tokens: int = 0
+    prefix_break: PrefixBreak | None = None
 
 
 class Projection(_Result):
@@ -117,6 +129,8 @@ class Prepared(_Result):
     projection: Projection
     provenance: list[ProvenanceEntry]
     provider_payload: dict[str, Any] | None = None
+    # Pass it back as ``previous_request_digest`` of the next stateless prepare.
+    request_digest: str | None = None
 
     @property
     def conversation(self) -> list[RequestMessage]:
@@ -189,6 +203,7 @@ class Model(_Result):
     fixed_reserve_tokens: int
     safety_margin_tokens: int
     token_counter: str
+    prompt_caching: str = "auto"
     effective_input_tokens: int
     auto_compact_token_limit: int
     provider: dict[str, Any]
@@ -201,6 +216,7 @@ class SessionUsage(_Result):
     input_tokens: int = 0
     output_tokens: int = 0
     cached_tokens: int = 0
+    cache_creation_tokens: int = 0
     reasoning_tokens: int = 0
 
 
@@ -267,6 +283,7 @@ class Usage(_Result):
     output_tokens: int
     cached_tokens: int
     reasoning_tokens: int
+    cache_creation_tokens: int = 0
 
 
 class Turn(_Result):

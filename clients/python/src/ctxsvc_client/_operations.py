@@ -5,7 +5,7 @@ send, how to read the answer, whether it may be repeated); turns and compaction 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 from ctxsvc_client._callkit import (
     COMPACTION_TIMEOUT_SECONDS,
@@ -60,8 +60,11 @@ def prepare(
     model_id: str | None = None,
     tool_result_pruning: Mapping[str, Any] | None = None,
     encode: Encode | None = None,
+    previous_request_digest: str | None = None,
 ) -> Call[Prepared]:
-    """``POST /v1/prepare``: a request prepared from what you send; nothing is stored."""
+    """``POST /v1/prepare``: a request prepared from what you send; nothing is stored.
+    ``previous_request_digest`` (the ``request_digest`` of your previous prepare) makes the
+    budget report the stable prefix against that request."""
     body = body_of(
         system_context=list(system_context),
         conversation=list(conversation),
@@ -70,6 +73,7 @@ def prepare(
         model_id=model_id,
         tool_result_pruning=tool_result_pruning,
         encode=encode,
+        previous_request_digest=previous_request_digest,
     )
     return Call("POST", "/v1/prepare", model_of(Prepared), json=body, idempotent=True)
 
@@ -115,6 +119,7 @@ def put_model(
     fixed_reserve_tokens: int | None = None,
     safety_margin_tokens: int | None = None,
     token_counter: str | None = None,
+    prompt_caching: Literal["off", "auto"] | None = None,
 ) -> Call[Model]:
     """Register or replace a model; ``provider`` is ``{kind, base_url, model_name, ...}``."""
     body = body_of(
@@ -125,6 +130,7 @@ def put_model(
         fixed_reserve_tokens=fixed_reserve_tokens,
         safety_margin_tokens=safety_margin_tokens,
         token_counter=token_counter,
+        prompt_caching=prompt_caching,
         provider=dict(provider),
     )
     # PUT replaces: sending it twice leaves the same model.

@@ -8,10 +8,14 @@ encoders (``app.providers.encoding``) place what it decides. The rule, in the pr
 
 1. the end of the tool definitions (the last tool), when there are tools;
 2. the end of the System Context (the last block of the last system message), when there is one;
-3. the previous call's moving breakpoint: the last block of message ``previous_length - 1``, when
-   the whole previous request is a prefix of this one (``previous_length``, from
-   ``app.core.prefix``) and that message lies before this request's last message — so the cache
-   the previous call wrote is read even when this call's own breakpoint is new;
+3. the end of the stable prefix: the last block of message ``stable_messages - 1``, the last
+   message that is byte-identical to the session's previous request (``stable_messages``, from
+   ``app.core.prefix``), when it lies in the conversation before this request's last message.
+   When the whole previous request is a prefix of this one, that is the previous call's moving
+   breakpoint, so the cache it wrote is read even though this call's own breakpoint is new.
+   When the prefix broke (a pruning, say), it is the last block before the break: the provider
+   finds there, within its 20-block lookback, the boundary an earlier call wrote, and reads the
+   part of the history that is still cached instead of only the tools and the system;
 4. the moving breakpoint: the last block of the conversation's last message.
 
 A breakpoint whose prefix (cumulative tokens from the start of the request, by the service's
@@ -124,7 +128,7 @@ def plan_cache(
     request: Mapping[str, Any],
     figures: PrefixFigures,
     *,
-    previous_length: int | None,
+    stable_messages: int | None,
     prompt_caching: PromptCaching,
     seed: str | None,
 ) -> CachePlan | None:
@@ -137,8 +141,8 @@ def plan_cache(
     mark_system = system_count > 0 and figures.through_system >= MIN_CACHEABLE_TOKENS
     last = len(messages) - 1
     candidates: list[int] = []
-    if previous_length is not None and system_count <= previous_length - 1 < last:
-        candidates.append(previous_length - 1)
+    if stable_messages is not None and system_count <= stable_messages - 1 < last:
+        candidates.append(stable_messages - 1)
     if last >= system_count:
         candidates.append(last)
     breakpoints = tuple(i for i in candidates if figures.through_message(i) >= MIN_CACHEABLE_TOKENS)
@@ -156,7 +160,7 @@ def plan_for(
     *,
     prompt_caching: PromptCaching,
     seed: str | None,
-    previous_length: int | None,
+    stable_messages: int | None,
 ) -> CachePlan | None:
     """``plan_cache`` of a prepared call, with its own figures."""
     if prompt_caching == "off":
@@ -164,7 +168,7 @@ def plan_for(
     return plan_cache(
         prepared.request,
         prefix_figures(prepared),
-        previous_length=previous_length,
+        stable_messages=stable_messages,
         prompt_caching=prompt_caching,
         seed=seed,
     )

@@ -104,8 +104,10 @@ class RequestRecord:
 class PrefixComparison:
     stable_prefix_tokens: int
     prefix_break: PrefixBreak | None
-    # Messages of the previous request when all of it is a prefix of this one (else ``None``).
-    previous_length: int | None
+    # How many leading ``request["messages"]`` lie wholly in the stable prefix (the previous
+    # request's number when all of it is a prefix of this one, else the break's index);
+    # ``None`` with no previous request.
+    stable_messages: int | None
 
 
 def decode(data: bytes | None) -> RequestRecord | None:
@@ -280,7 +282,7 @@ def compare(
     if matched == previous.units:
         return PrefixComparison(tokens, None, previous.units - previous.tool_units)
     index = max(matched - current.tool_units, 0)
-    return PrefixComparison(tokens, PrefixBreak(index, _reason(previous, current, matched)), None)
+    return PrefixComparison(tokens, PrefixBreak(index, _reason(previous, current, matched)), index)
 
 
 def _prefix_tokens(prepared: PreparedModelCall, record: RequestRecord, matched: int) -> int:
@@ -318,5 +320,5 @@ def with_prefix(
         prepared,
         budget=budget,
         prefix_record=record.to_bytes(),
-        previous_length=comparison.previous_length,
+        stable_messages=comparison.stable_messages,
     )

@@ -120,10 +120,10 @@ class PreparedModelCall:
     # Each item's measure by ``counter`` (Σ = the Conversation region's measure).
     measures: list[int]
     counter: TokenCounter
-    # The request's prefix record (``app.core.prefix``), once a service compared it; and the
-    # number of messages of the previous request when all of it is a prefix of this one.
+    # The request's prefix record (``app.core.prefix``), once a service compared it; and how
+    # many leading request messages lie wholly in the stable prefix (``PrefixComparison``).
     prefix_record: bytes | None = None
-    previous_length: int | None = None
+    stable_messages: int | None = None
 
     @property
     def provenance(self) -> list[Provenance]:

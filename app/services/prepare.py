@@ -43,7 +43,7 @@ def prepared_to_json(
     An encoded ``provider_payload`` carries the cache breakpoints a model call would send
     (``app.core.caching``: ``prompt_caching`` of the model, ``cache_seed`` the session id or
     ``None`` for the stateless prepare; the previous call's breakpoint from the prefix record's
-    ``previous_length``). A
+    ``stable_messages``). A
     request no service compared (the summary model's) gets the record of its own content.
     """
     if prepared.prefix_record is None:
@@ -55,7 +55,7 @@ def prepared_to_json(
             prepared,
             prompt_caching=prompt_caching,
             seed=cache_seed,
-            previous_length=prepared.previous_length,
+            stable_messages=prepared.stable_messages,
         )
         payload = encode(
             prepared.request,

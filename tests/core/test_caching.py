@@ -43,9 +43,9 @@ def figures(tools: int, system: int, system_messages: int, tokens: list[int]) ->
     )
 
 
-def plan(req: dict[str, Any], figs: PrefixFigures, previous_length: int | None = None) -> CachePlan:
+def plan(req: dict[str, Any], figs: PrefixFigures, stable_messages: int | None = None) -> CachePlan:
     result = plan_cache(
-        req, figs, previous_length=previous_length, prompt_caching="auto", seed="s-1"
+        req, figs, stable_messages=stable_messages, prompt_caching="auto", seed="s-1"
     )
     assert result is not None
     return result
@@ -53,7 +53,7 @@ def plan(req: dict[str, Any], figs: PrefixFigures, previous_length: int | None =
 
 def test_all_four_breakpoints_when_every_prefix_is_long_enough() -> None:
     req = request(2, 6)
-    result = plan(req, figures(MIN, 10, 2, [100] * 6), previous_length=5)
+    result = plan(req, figures(MIN, 10, 2, [100] * 6), stable_messages=5)
     assert (result.mark_tools, result.mark_system) == (True, True)
     # The previous call's last message (index 4), then this call's last (index 7).
     assert result.message_breakpoints == (4, 7)
@@ -64,7 +64,7 @@ def test_all_four_breakpoints_when_every_prefix_is_long_enough() -> None:
 
 def test_a_prefix_under_the_minimum_is_not_marked() -> None:
     # Tools alone: 1023 tokens; with the system 1033; the first message reaches 1043.
-    result = plan(request(1, 3), figures(MIN - 1, 10, 1, [10, 10, 10]), previous_length=2)
+    result = plan(request(1, 3), figures(MIN - 1, 10, 1, [10, 10, 10]), stable_messages=2)
     assert result.mark_tools is False
     assert result.mark_system is True
     assert result.message_breakpoints == (1, 3)
@@ -89,25 +89,26 @@ def test_empty_tools_and_no_system_mark_neither() -> None:
 
 
 @pytest.mark.parametrize(
-    ("previous_length", "expected"),
+    ("stable_messages", "expected"),
     [
         (None, (3,)),
         (4, (3,)),  # the previous request ended at this one's last message: one breakpoint
         (5, (3,)),  # longer than this request: not a prefix, nothing more
-        (3, (2, 3)),
+        (3, (2, 3)),  # the previous request's end, or a break at message 3: 2 is still stable
+        (2, (1, 3)),  # a break at message 2 (a pruned result): 1 is the last stable message
         (1, (3,)),  # ends in the system messages: covered by the system breakpoint
         (0, (3,)),
     ],
 )
-def test_the_previous_breakpoint_only_when_it_lies_before_the_last_message(
-    previous_length: int | None, expected: tuple[int, ...]
+def test_the_stable_end_is_marked_only_when_it_lies_before_the_last_message(
+    stable_messages: int | None, expected: tuple[int, ...]
 ) -> None:
-    result = plan(request(1, 3), figures(MIN, 0, 1, [1, 1, 1]), previous_length=previous_length)
+    result = plan(request(1, 3), figures(MIN, 0, 1, [1, 1, 1]), stable_messages=stable_messages)
     assert result.message_breakpoints == expected
 
 
 def test_no_conversation_marks_no_message() -> None:
-    result = plan(request(2, 0), figures(MIN, MIN, 2, []), previous_length=1)
+    result = plan(request(2, 0), figures(MIN, MIN, 2, []), stable_messages=1)
     assert result.message_breakpoints == ()
     assert result.mark_system is True
 
@@ -117,7 +118,7 @@ def test_caching_off_is_no_plan() -> None:
         plan_cache(
             request(1, 1),
             figures(MIN, MIN, 1, [MIN]),
-            previous_length=None,
+            stable_messages=None,
             prompt_caching="off",
             seed="s-1",
         )
@@ -155,9 +156,9 @@ def test_figures_of_a_prepared_call_are_its_budget_in_provider_order() -> None:
     # The whole request is the budget's estimate (the estimate adds no request overhead).
     assert figs.through_message(3) == budget.estimated_input_tokens
     assert figs.through_message(0) == figs.through_system
-    result = plan_for(prepared, prompt_caching="auto", seed="s", previous_length=3)
+    result = plan_for(prepared, prompt_caching="auto", seed="s", stable_messages=3)
     assert result is not None
     # The first message alone does not reach the minimum; with the second it does.
     assert figs.through_message(1) < MIN <= figs.through_message(2)
     assert result.message_breakpoints == (2, 3)
-    assert plan_for(prepared, prompt_caching="off", seed="s", previous_length=None) is None
+    assert plan_for(prepared, prompt_caching="off", seed="s", stable_messages=None) is None

@@ -78,7 +78,7 @@ def test_without_a_previous_request_nothing_is_stable_and_nothing_breaks() -> No
     prepared = prepared_with(history(), None)
     assert prepared.budget.stable_prefix_tokens == 0
     assert prepared.budget.prefix_break is None
-    assert prepared.previous_length is None
+    assert prepared.stable_messages is None
 
 
 @pytest.mark.parametrize("identify_stored", [True, False])
@@ -89,7 +89,7 @@ def test_the_same_request_again_is_all_prefix(n: int, identify_stored: bool) -> 
     again = prepared_with(items, record(first), identify_stored=identify_stored)
     assert again.budget.stable_prefix_tokens == again.budget.estimated_input_tokens
     assert again.budget.prefix_break is None
-    assert again.previous_length == len(again.request["messages"])
+    assert again.stable_messages == len(again.request["messages"])
     assert record(again) == record(first)
 
 
@@ -100,7 +100,7 @@ def test_appending_keeps_the_previous_request_as_the_prefix(cut: int) -> None:
     before = prepared_with(items[:cut], None)
     after = prepared_with(items, record(before))
     assert after.budget.prefix_break is None
-    assert after.previous_length == len(before.request["messages"])
+    assert after.stable_messages == len(before.request["messages"])
     # Exactly the previous request's tokens: the shares of earlier messages never change.
     if cut:
         assert after.budget.stable_prefix_tokens == before.budget.estimated_input_tokens
@@ -126,7 +126,7 @@ def test_a_changed_tool_surface_breaks_at_zero() -> None:
         after = prepared_with(items, record(before), tools=tools)
         assert after.budget.prefix_break == PrefixBreak(0, "tools_changed")
         assert after.budget.stable_prefix_tokens == 0
-        assert after.previous_length is None
+        assert after.stable_messages == 0  # nothing of the request is stable
     # From no tools to some: the same.
     bare = prepared_with(items, None, tools=[])
     assert prepared_with(items, record(bare)).budget.prefix_break == PrefixBreak(0, "tools_changed")
@@ -155,6 +155,8 @@ def test_pruning_breaks_at_the_pruned_result_and_keeps_what_comes_before() -> No
     index = 2 + 5  # the second exchange's tool result, after the two system messages
     assert pruned.budget.prefix_break == PrefixBreak(index, "pruning")
     assert pruned.budget.stable_prefix_tokens == tokens_through(pruned, index)
+    # The cache plan marks the end of what is still stable: the message before the break.
+    assert pruned.stable_messages == index
     # Once pruned, it stays so: the next request extends this one.
     later = prepared_with(
         [*items, user("more", mid="u9", seq=99)],

@@ -283,7 +283,7 @@ class RunnerSteps:
             prepared,
             prompt_caching=self.entry.capabilities.prompt_caching,
             seed=self.session_id,
-            previous_length=prepared.previous_length,
+            stable_messages=prepared.stable_messages,
         )
         # Sent from here on: the next request is measured against it, and the step that
         # stores this call's response (or ends the turn) writes its record.

@@ -149,7 +149,7 @@ def test_caching_off_is_todays_bytes_in_both_protocols() -> None:
         context_window_tokens=100_000, max_output_tokens=100, prompt_caching="off"
     )
     call_ = _prepared_call(caps)
-    assert plan_for(call_, prompt_caching="off", seed="s", previous_length=None) is None
+    assert plan_for(call_, prompt_caching="off", seed="s", stable_messages=None) is None
     for protocol in ("openai_chat", "anthropic_messages"):
         assert encode(call_.request, protocol, caching=None) == encode(call_.request, protocol)
 
@@ -161,7 +161,7 @@ def test_a_system_part_under_the_minimum_is_not_marked_and_the_conversation_is()
         MIN_CACHEABLE_TOKENS
     )
     # The previous request ended at this one's last message: a single message breakpoint.
-    plan = plan_for(call_, prompt_caching="auto", seed="s", previous_length=4)
+    plan = plan_for(call_, prompt_caching="auto", seed="s", stable_messages=4)
     assert plan is not None
     body = encode(call_.request, "anthropic_messages", model="m", caching=plan)
     assert cc_paths(body) == [f"messages[{len(body['messages']) - 1}].content[0]"]

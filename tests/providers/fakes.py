@@ -15,7 +15,9 @@ Every request is recorded (method, path, headers, raw body) in ``server.requests
 time the server spent on it (from its first byte to the reply's last) adds to
 ``server.serving_seconds``: what a benchmark subtracts as the provider's time. A fixed
 ``latency`` delays every reply. When the queue is empty the server answers 500 with the error
-type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly.
+type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly — unless a
+``responder`` was given: it then decides the reply from the request (``bench/caching.py``'s
+fake with a prompt cache).
 
 The wire builders (``openai_stream``, ``anthropic_stream``, error bodies) live in
 ``tests.providers.fake_wire`` and are re-exported here.
@@ -29,7 +31,7 @@ import json
 import threading
 import time
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from http import HTTPStatus
 from types import TracebackType
@@ -90,8 +92,14 @@ class RecordedRequest:
 
 
 class FakeProviderServer:
-    def __init__(self, *, latency: float = 0.0) -> None:
+    def __init__(
+        self,
+        *,
+        latency: float = 0.0,
+        responder: Callable[[RecordedRequest], Reply] | None = None,
+    ) -> None:
         self.latency = latency
+        self._responder = responder
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
         self._lock = threading.Lock()
@@ -213,7 +221,7 @@ class FakeProviderServer:
                 with self._arrival:
                     self._requests.append(request)
                     self._arrival.notify_all()
-                    reply = self._replies.popleft() if self._replies else _EXHAUSTED
+                    reply = self._next_reply(request)
                 served = await self._serve(reply, writer)
                 with self._lock:
                     self._serving_seconds += time.perf_counter() - request.arrived_at
@@ -226,6 +234,14 @@ class FakeProviderServer:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+
+    def _next_reply(self, request: RecordedRequest) -> Reply:
+        """Under the lock: the next scripted reply, else the responder's, else exhausted."""
+        if self._replies:
+            return self._replies.popleft()
+        if self._responder is not None:
+            return self._responder(request)
+        return _EXHAUSTED
 
     async def _serve(self, reply: Reply, writer: asyncio.StreamWriter) -> bool:
         """Write ``reply``; ``False`` when the connection must not be reused."""

@@ -127,9 +127,7 @@ class CachingAnthropicServer:
         with self._lock:
             number = len(self._calls) + 1
             usage = self.cache.observe(body)
-            answer = (
-                number >= self.total_calls or _calls_in_task(body) + 1 >= self.calls_per_task
-            )
+            answer = number >= self.total_calls or _calls_in_task(body) + 1 >= self.calls_per_task
             tool = None if answer else tool_input(number)
             self._calls.append(ProviderCall(number, usage, tool[0] if tool else None))
         if body.get("stream"):

@@ -41,8 +41,8 @@ __all__ = [
     "LOOKBACK_BLOCKS",
     "MIN_CACHEABLE_TOKENS",
     "CacheUsage",
-    "PromptBlock",
     "PrefixCache",
+    "PromptBlock",
     "block_tokens",
     "prompt_blocks",
 ]

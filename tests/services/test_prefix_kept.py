@@ -70,6 +70,22 @@ def record_requests(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[dict[st
     return sent
 
 
+def record_prunes(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Whether each pruning the runner asks for moved the watermark, in order."""
+    prunes: list[bool] = []
+    compactor = h.container.compactor
+    assert compactor is not None
+    original = compactor.prune
+
+    async def prune(session_id: str) -> bool:
+        moved = await original(session_id)
+        prunes.append(moved)
+        return moved
+
+    monkeypatch.setattr(compactor, "prune", prune)
+    return prunes
+
+
 def wire(messages: list[dict[str, Any]]) -> list[bytes]:
     """Each message as bytes (key order kept): "byte for byte" means these are equal."""
     return [json.dumps(m, ensure_ascii=False).encode() for m in messages]
@@ -149,17 +165,7 @@ async def test_one_pruning_moves_the_watermark_once_and_later_calls_keep_the_pru
     calls_after = 4
     async for h in harness_for(make_settings(database_url, **FAST)):
         sent = record_requests(h, monkeypatch)
-        prunes: list[bool] = []
-        compactor = h.container.compactor
-        assert compactor is not None
-        original = compactor.prune
-
-        async def prune(session_id: str) -> bool:
-            moved = await original(session_id)
-            prunes.append(moved)
-            return moved
-
-        monkeypatch.setattr(compactor, "prune", prune)
+        prunes = record_prunes(h, monkeypatch)
         # Window 12000, output 1000: trigger line 9350 tokens; a big result is ~5000.
         script = [read_call(n) for n in range(1, 3 + calls_after)] + [{"text": "done"}]
         model_id = f"prune-{uuid.uuid4().hex[:8]}"

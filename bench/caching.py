@@ -40,6 +40,8 @@ import os
 import statistics
 import sys
 import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -51,9 +53,9 @@ import httpx
 from app.storage.migrate import upgrade_to_head
 from bench.caching_provider import CachingAnthropicServer, ProviderCall
 from bench.caching_session import AGENT_TOOLS, SYSTEM_PROMPT, Driven, drive_session
-from tests.servers import one_server
+from tests.servers import REPO_ROOT, ServerProcess, clean_env, free_port, uvicorn_command
 
-KEY_ENV = "BENCH_CACHE_FAKE_KEY"  # not CTXSVC_: one_server drops those
+KEY_ENV = "BENCH_CACHE_FAKE_KEY"  # not CTXSVC_: clean_env drops those
 READ_PRICE, WRITE_PRICE = 0.10, 1.25
 # Output 4000, so the trigger line is ⌈(window − 4000) × 0.85⌉ estimated tokens: at 100 000,
 # 200 calls of this session prune 7 times and compact once.
@@ -186,13 +188,32 @@ async def _register(api: httpx.AsyncClient, base_url: str, window: int) -> str:
     return "cache-bench"
 
 
+@contextmanager
+def _service(database_url: str, tmp: Path) -> Iterator[ServerProcess]:
+    """``uvicorn app.main:app`` of this tree (its working directory is the repository root, so
+    ``app`` is this checkout's), on an already migrated database; stopped afterwards."""
+    env = clean_env(
+        CTXSVC_DATABASE_URL=database_url,
+        CTXSVC_MIGRATE_ON_START="false",
+        CTXSVC_JSON_LOGS="false",
+    )
+    server = ServerProcess(
+        uvicorn_command(free_port()), env, cwd=REPO_ROOT, log_path=tmp / "server.log"
+    )
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 async def run(calls: int, calls_per_task: int, window: int) -> Figures:
     os.environ[KEY_ENV] = "bench-key"  # the server inherits it (not a CTXSVC_ variable)
     with tempfile.TemporaryDirectory(prefix="ctxsvc-cache-bench-") as tmp:
         url = f"sqlite+aiosqlite:///{tmp}/bench.db"
         await upgrade_to_head(url)
         fake = CachingAnthropicServer(calls_per_task=calls_per_task, total_calls=calls)
-        with fake, one_server(url, Path(tmp)) as server:
+        with fake, _service(url, Path(tmp)) as server:
             async with httpx.AsyncClient(base_url=server.url, timeout=120.0) as api:
                 model_id = await _register(api, fake.base_url, window)
                 response = await api.post(

@@ -102,7 +102,7 @@ def _service_point(call: ProviderCall, stable: int, estimate: int) -> float:
 
 def _messages_apart(ends: tuple[int, ...], a: float, b: float) -> int:
     low, high = min(a, b), max(a, b)
-    return bisect.bisect_left(ends, high) - bisect.bisect_right(ends, low)
+    return max(0, bisect.bisect_left(ends, high) - bisect.bisect_right(ends, low))
 
 
 def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:

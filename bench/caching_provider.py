@@ -24,6 +24,7 @@ from typing import Any
 
 from bench.prefix_cache import CacheUsage, PrefixCache
 from tests.providers.fakes import (
+    SSE,
     BodyReply,
     ErrorReply,
     FakeProviderServer,
@@ -53,14 +54,14 @@ def tool_input(number: int) -> tuple[str, dict[str, Any]]:
     """The tool call of model call ``number``: round robin over ``TOOLS``."""
     name = TOOLS[number % len(TOOLS)]
     module = f"src/pkg_{number % 17}/module_{number % 29}.py"
-    arguments: dict[str, Any] = {
+    choices: dict[str, dict[str, Any]] = {
         "read_file": {"path": module},
         "grep": {"pattern": f"def handler_{number % 13}", "path": "src"},
         "run_tests": {"selector": f"tests/test_module_{number % 29}.py", "verbose": True},
         "list_directory": {"path": f"src/pkg_{number % 17}"},
         "edit_file": {"path": module, "old": "return None", "new": f"return {number}"},
-    }[name]
-    return name, arguments
+    }
+    return name, choices[name]
 
 
 def _calls_in_task(body: dict[str, Any]) -> int:
@@ -148,18 +149,19 @@ def _text(number: int) -> str:
     return f"Done with this task after call {number}: the change is in place and tests pass."
 
 
-def _stream(number: int, usage: CacheUsage, tool: tuple[str, dict[str, Any]] | None) -> Any:
-    common = {
-        "input_tokens": usage.input_tokens,
-        "cache_read": usage.cache_read_input_tokens,
-        "cache_creation": usage.cache_creation_input_tokens,
-        "output_tokens": OUTPUT_TOKENS,
-    }
-    if tool is None:
-        return anthropic_stream(text=[_text(number)], **common)
-    use = FakeToolUse(f"toolu_{number:05d}", tool[0], [json.dumps(tool[1])])
+def _stream(number: int, usage: CacheUsage, tool: tuple[str, dict[str, Any]] | None) -> list[SSE]:
+    text = [_text(number)] if tool is None else [f"Next I use {tool[0]}."]
+    uses = (
+        [] if tool is None else [FakeToolUse(f"toolu_{number:05d}", tool[0], [json.dumps(tool[1])])]
+    )
     return anthropic_stream(
-        text=[f"Next I use {tool[0]}."], tool_uses=[use], stop_reason="tool_use", **common
+        text=text,
+        tool_uses=uses,
+        stop_reason="end_turn" if tool is None else "tool_use",
+        input_tokens=usage.input_tokens,
+        cache_read=usage.cache_read_input_tokens,
+        cache_creation=usage.cache_creation_input_tokens,
+        output_tokens=OUTPUT_TOKENS,
     )
 
 

@@ -86,6 +86,8 @@ class Figures:
     cache_read_share: float
     relative_cost: float
     service_figures: bool
+    # The service's per-call usage (``model_call_finished``) equals what the provider reported.
+    usage_matches: bool | None
     within_one_message: bool | None
     max_tokens_apart: int | None
     mean_tokens_apart: float | None
@@ -107,6 +109,14 @@ def _messages_apart(ends: tuple[int, ...], a: float, b: float) -> int:
 
 def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
     finished = [u["payload"] for u in driven.updates if u["type"] == "model_call_finished"]
+    usage_matches = None
+    if len(finished) == len(calls):
+        usage_matches = all(
+            (f["usage"]["input_tokens"], f["usage"]["cached_tokens"])
+            == (c.usage.total_tokens, c.usage.cache_read_input_tokens)
+            and f["usage"].get("cache_creation_tokens") == c.usage.cache_creation_input_tokens
+            for f, c in zip(finished, calls, strict=True)
+        )
     compactions = sum(1 for u in driven.updates if u["type"] == "compaction_finished")
     service = len(finished) == len(calls) and all(
         "stable_prefix_tokens" in f.get("budget", {}) for f in finished
@@ -154,6 +164,7 @@ def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
         cache_read_share=read / total if total else 0.0,
         relative_cost=cost / total if total else 1.0,
         service_figures=service,
+        usage_matches=usage_matches,
         within_one_message=all(m <= 1 for m in messages_apart) if service else None,
         max_tokens_apart=max(aparts) if aparts else None,
         mean_tokens_apart=statistics.fmean(aparts) if aparts else None,
@@ -165,8 +176,7 @@ def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
 async def _register(api: httpx.AsyncClient, base_url: str, window: int) -> str:
     model: dict[str, Any] = {
         "context_window_tokens": window,
-        "max_output_tokens": 4000,
-        "prompt_caching": "auto",
+        "max_output_tokens": 4000,  # prompt_caching: the default, auto
         "provider": {
             "kind": "anthropic_messages",
             "base_url": base_url,
@@ -175,9 +185,6 @@ async def _register(api: httpx.AsyncClient, base_url: str, window: int) -> str:
         },
     }
     response = await api.put("/v1/models/cache-bench", json=model)
-    if response.status_code == 422 and "prompt_caching" in response.text:
-        del model["prompt_caching"]  # a service without the setting: no breakpoints, 0 %
-        response = await api.put("/v1/models/cache-bench", json=model)
     response.raise_for_status()
     # The summaries: offline and extractive, with a window for the whole Conversation.
     summary = {"context_window_tokens": 200_000, "max_output_tokens": 8000}
@@ -244,6 +251,8 @@ def report(figures: Figures) -> str:
         f"read from cache: {f.cache_read_share:.1%} of input tokens (target ≥ 85 %)",
         f"cost relative to no caching: {f.relative_cost:.1%} "
         f"(reads at {READ_PRICE:.0%}, writes at {WRITE_PRICE:.0%})",
+        "the service's per-call usage (model_call_finished) equals the provider's: "
+        + {True: "yes", False: "NO", None: "not available"}[f.usage_matches],
         "prefix breaks (call: service prefix_break | provider read / request tokens):",
     ]
     for c in f.per_call:

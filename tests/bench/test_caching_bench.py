@@ -22,6 +22,8 @@ def test_a_short_session_runs_and_reports_its_cache_figures(
     )
     printed = capsys.readouterr().out
     assert figures.calls == 12
+    assert figures.usage_matches  # the provider's cache figures reach the service's usage
+    assert figures.cache_read_share > 0.5  # the breakpoints are placed and read
     assert figures.turns >= 2  # the tasks are 5 calls long (a compaction replays one)
     assert figures.prunings >= 1
     assert figures.compactions >= 1

@@ -20,6 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
+from app.core.caching import CachePlan
 from app.providers.base import ModelClient, ModelResponse, StreamSink
 from app.services.model_types import ModelEntry
 from tests.conftest import make_settings
@@ -51,10 +52,14 @@ class _Recording:
         self._sent = sent
 
     async def complete(
-        self, request: dict[str, Any], *, sink: StreamSink | None = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: StreamSink | None = None,
+        caching: CachePlan | None = None,
     ) -> ModelResponse:
         self._sent.append(copy.deepcopy(request))
-        return await self._inner.complete(request, sink=sink)
+        return await self._inner.complete(request, sink=sink, caching=caching)
 
 
 def record_requests(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:

@@ -16,7 +16,16 @@ encoders (``app.providers.encoding``) place what it decides. The rule, in the pr
    When the prefix broke (a pruning, say), it is the last block before the break: the provider
    finds there, within its 20-block lookback, the boundary an earlier call wrote, and reads the
    part of the history that is still cached instead of only the tools and the system;
-4. the moving breakpoint: the last block of the conversation's last message.
+4. the moving breakpoint: the last block of the conversation's last message;
+5. the pruning anchor: the last block of the last message at or below the pruning watermark.
+   The next pruning breaks the prefix after it (SPEC §7.2 prunes only past the watermark), so
+   the boundary written there is still valid then, and that pruning's rule-3 breakpoint finds it
+   within the lookback; without it, a pruning soon after another finds no valid boundary newer
+   than the previous pruning's and the provider reads only the tools and the system.
+
+At most 4 are marked: with 5 candidates the tool breakpoint goes, because the system
+breakpoint's prefix holds the tools and a session's tools and system never change apart (a
+stateless caller who changes only its system prompt then reads nothing from cache).
 
 A breakpoint whose prefix (cumulative tokens from the start of the request, by the service's
 counter) is under ``MIN_CACHEABLE_TOKENS`` is not marked: the provider would ignore it. Message
@@ -131,8 +140,10 @@ def plan_cache(
     stable_messages: int | None,
     prompt_caching: PromptCaching,
     seed: str | None,
+    anchor: int | None = None,
 ) -> CachePlan | None:
-    """The breakpoints of ``request`` by the module's rule; ``None`` when caching is off."""
+    """The breakpoints of ``request`` by the module's rule; ``None`` when caching is off.
+    ``anchor``: the index in ``request["messages"]`` of rule 5's message, if any."""
     if prompt_caching == "off":
         return None
     messages: Sequence[Mapping[str, Any]] = request["messages"]
@@ -140,12 +151,18 @@ def plan_cache(
     mark_tools = bool(request.get("tools")) and figures.through_tools >= MIN_CACHEABLE_TOKENS
     mark_system = system_count > 0 and figures.through_system >= MIN_CACHEABLE_TOKENS
     last = len(messages) - 1
-    candidates: list[int] = []
+    candidates: set[int] = set()
     if stable_messages is not None and system_count <= stable_messages - 1 < last:
-        candidates.append(stable_messages - 1)
+        candidates.add(stable_messages - 1)
     if last >= system_count:
-        candidates.append(last)
-    breakpoints = tuple(i for i in candidates if figures.through_message(i) >= MIN_CACHEABLE_TOKENS)
+        candidates.add(last)
+    if anchor is not None and system_count <= anchor < last:
+        candidates.add(anchor)
+    breakpoints = tuple(
+        i for i in sorted(candidates) if figures.through_message(i) >= MIN_CACHEABLE_TOKENS
+    )
+    if mark_tools and mark_system + len(breakpoints) == MAX_BREAKPOINTS:
+        mark_tools = False  # the system breakpoint's prefix holds the tools (rule 5)
     assert mark_tools + mark_system + len(breakpoints) <= MAX_BREAKPOINTS
     return CachePlan(
         mark_tools=mark_tools,
@@ -165,10 +182,26 @@ def plan_for(
     """``plan_cache`` of a prepared call, with its own figures."""
     if prompt_caching == "off":
         return None
+    figures = prefix_figures(prepared)
     return plan_cache(
         prepared.request,
-        prefix_figures(prepared),
+        figures,
         stable_messages=stable_messages,
         prompt_caching=prompt_caching,
         seed=seed,
+        anchor=_pruning_anchor(prepared, figures.system_messages),
     )
+
+
+def _pruning_anchor(prepared: PreparedModelCall, system_messages: int) -> int | None:
+    """Rule 5's message: the last one at or below the pruning watermark (a stored message with
+    a sequence; the scan runs from the end, where a recent watermark lies)."""
+    through = prepared.pruned_through_sequence
+    if through is None:
+        return None
+    items = prepared.items
+    for index in range(len(items) - 1, -1, -1):
+        sequence = items[index].sequence
+        if sequence is not None and sequence <= through:
+            return system_messages + index
+    return None

@@ -76,4 +76,12 @@ def prepare(
         "tools": list(tools),
         "max_output_tokens": capabilities.max_output_tokens,
     }
-    return PreparedModelCall(request, budget, sent.report, items, measures, counter)
+    return PreparedModelCall(
+        request,
+        budget,
+        sent.report,
+        items,
+        measures,
+        counter,
+        pruned_through_sequence=pruning.through_sequence,
+    )

@@ -124,6 +124,8 @@ class PreparedModelCall:
     # many leading request messages lie wholly in the stable prefix (``PrefixComparison``).
     prefix_record: bytes | None = None
     stable_messages: int | None = None
+    # The pruning watermark the request was prepared with (the cache plan anchors on it).
+    pruned_through_sequence: int | None = None
 
     @property
     def provenance(self) -> list[Provenance]:

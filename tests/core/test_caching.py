@@ -19,7 +19,7 @@ from app.core.caching import (
 from app.core.capabilities import ModelCapabilities
 from app.core.counting import ESTIMATE
 from app.core.prepare import prepare
-from app.core.prepared import SystemPart
+from app.core.prepared import PruningWatermark, SystemPart
 from tests.core.factories import assistant, user
 
 TOOL = {"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}
@@ -43,9 +43,19 @@ def figures(tools: int, system: int, system_messages: int, tokens: list[int]) ->
     )
 
 
-def plan(req: dict[str, Any], figs: PrefixFigures, stable_messages: int | None = None) -> CachePlan:
+def plan(
+    req: dict[str, Any],
+    figs: PrefixFigures,
+    stable_messages: int | None = None,
+    anchor: int | None = None,
+) -> CachePlan:
     result = plan_cache(
-        req, figs, stable_messages=stable_messages, prompt_caching="auto", seed="s-1"
+        req,
+        figs,
+        stable_messages=stable_messages,
+        prompt_caching="auto",
+        seed="s-1",
+        anchor=anchor,
     )
     assert result is not None
     return result
@@ -162,3 +172,52 @@ def test_figures_of_a_prepared_call_are_its_budget_in_provider_order() -> None:
     assert figs.through_message(1) < MIN <= figs.through_message(2)
     assert result.message_breakpoints == (2, 3)
     assert plan_for(prepared, prompt_caching="off", seed="s", stable_messages=None) is None
+
+
+def test_the_pruning_anchor_takes_a_free_slot() -> None:
+    # Tools too short to mark: system, the anchor, the stable end and the last message.
+    result = plan(request(1, 6), figures(10, MIN, 1, [100] * 6), stable_messages=6, anchor=2)
+    assert (result.mark_tools, result.mark_system) == (False, True)
+    assert result.message_breakpoints == (2, 5, 6)
+
+
+def test_with_five_candidates_the_tool_breakpoint_gives_way_to_the_anchor() -> None:
+    # The system breakpoint's prefix holds the tools: they stay cached through it.
+    result = plan(request(1, 6), figures(MIN, 10, 1, [100] * 6), stable_messages=6, anchor=2)
+    assert (result.mark_tools, result.mark_system) == (False, True)
+    assert result.message_breakpoints == (2, 5, 6)
+    assert len(result.message_breakpoints) + result.mark_system == MAX_BREAKPOINTS
+
+
+@pytest.mark.parametrize(
+    ("anchor", "expected"),
+    [
+        (None, (5, 6)),
+        (5, (5, 6)),  # the stable end already: one breakpoint
+        (6, (5, 6)),  # the last message already
+        (0, (5, 6)),  # a system message: the system breakpoint covers it
+    ],
+)
+def test_the_anchor_adds_nothing_where_another_breakpoint_is(
+    anchor: int | None, expected: tuple[int, ...]
+) -> None:
+    result = plan(request(1, 6), figures(MIN, 10, 1, [100] * 6), stable_messages=6, anchor=anchor)
+    assert result.message_breakpoints == expected
+    assert result.mark_tools is True
+
+
+def test_the_anchor_is_the_last_message_at_or_below_the_watermark() -> None:
+    conversation = [
+        user("read it", seq=1),
+        assistant("reading", seq=2),
+        user("and the other", seq=3),
+        assistant("done", seq=4),
+        user("thanks", seq=5),
+    ]
+    caps = ModelCapabilities(context_window_tokens=100_000, max_output_tokens=100)
+    system = [SystemPart("core/agent-system", [{"type": "text", "text": "x" * 8 * MIN}])]
+    prepared = prepare(system, conversation, [], caps, PruningWatermark(through_sequence=3))
+    result = plan_for(prepared, prompt_caching="auto", seed="s", stable_messages=None)
+    assert result is not None
+    # Request messages: the system part, then sequences 1..5: sequence 3 is index 3.
+    assert result.message_breakpoints == (3, 5)

@@ -89,7 +89,8 @@ async def stored_previous(db: AsyncSession, session_id: str) -> bytes | None:
     return await RequestPrefixRepository(db).get(session_id)
 
 
-async def remember(db: AsyncSession, session_id: str, prepared: PreparedModelCall) -> None:
-    """Store ``prepared``'s record as the session's previous request (in ``db``'s transaction)."""
-    if prepared.prefix_record is not None:
-        await RequestPrefixRepository(db).put(session_id, prepared.prefix_record)
+async def remember(db: AsyncSession, session_id: str, record: bytes | None) -> None:
+    """Store ``record`` (a prepared request's) as the session's previous request, in ``db``'s
+    transaction; ``None``: nothing was sent."""
+    if record is not None:
+        await RequestPrefixRepository(db).put(session_id, record)

@@ -209,7 +209,7 @@ class SessionPrepareService:
                 identify_stored=True,
                 rewind_compaction_id=rewind_of(counted.active),
             )
-            await remember(db, session_id, prepared)
+            await remember(db, session_id, prepared.prefix_record)
         if keep:  # committed: the next prepare decodes only what was stored since
             self._conversations.put(session, counter.name, counted)
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]

@@ -24,6 +24,7 @@ from app.services.conversation_cache import ConversationCache
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
+from app.services.request_prefix import remember
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
@@ -36,7 +37,6 @@ from app.services.turns.usage import model_call_finished, usage_columns
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
-from app.storage.repositories.prefixes import RequestPrefixRepository
 from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
@@ -186,8 +186,7 @@ class RunnerSteps:
 
     async def _remember_sent(self, db: AsyncSession) -> None:
         """Inside a step: the last sent request's record as the session's previous request."""
-        if self.sent_record is not None:
-            await RequestPrefixRepository(db).put(self.session_id, self.sent_record)
+        await remember(db, self.session_id, self.sent_record)
 
     async def _results(
         self, db: AsyncSession, events: EventBatch, entries: list[CallEntry]

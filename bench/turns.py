@@ -65,6 +65,7 @@ from app.main import create_app
 from app.observability import CallTarget, JsonFormatter, Observability
 from app.providers.base import ModelClient, ModelResponse, StreamSink, Usage
 from app.settings import Settings
+from app.storage import deferred
 from app.storage.migrate import upgrade_to_head
 from bench.compaction import batch
 from bench.provider_process import ProviderProcess
@@ -294,37 +295,56 @@ TARGETS = {"sqlite": 0.05, "postgresql": 0.10}  # service time ÷ a 50 ms model 
 
 
 class RoundTrips:
-    """Statements and transactions the app's engine runs (PostgreSQL adds a BEGIN and a COMMIT
-    round trip to each transaction; SQLite runs them in-process)."""
+    """Statements, transactions and database round trips of the app's engine. Statements are
+    those SQLAlchemy runs plus the deferred writes (``app.storage.deferred``), which go to the
+    driver directly. On PostgreSQL a round trip is a statement SQLAlchemy runs, a pipeline of
+    deferred writes (one sync for all of them), and the BEGIN and COMMIT psycopg sends per
+    transaction; SQLite runs in-process (no round trips: statements are what costs)."""
 
     def __init__(self, app: FastAPI) -> None:
-        self.statements = 0
+        self.executed = 0  # by SQLAlchemy
+        self.deferred = 0  # queued, then sent together
+        self.flushes = 0
         self.transactions = 0
         engine = app.state.container.engine.sync_engine
         event.listen(engine, "before_cursor_execute", self._statement)
         event.listen(engine, "begin", self._begin)
+        for name in ("_flush_sqlite", "_flush_psycopg"):
+            setattr(deferred, name, self._counted(getattr(deferred, name)))
+
+    def _counted(self, flush: Any) -> Any:
+        def counted(connection: Any, items: list[Any]) -> Any:
+            self.deferred += len(items)
+            self.flushes += 1
+            return flush(connection, items)
+
+        return counted
 
     def _statement(self, *_: object) -> None:
-        self.statements += 1
+        self.executed += 1
 
     def _begin(self, *_: object) -> None:
         self.transactions += 1
 
+    def snapshot(self) -> tuple[int, int, int, int]:
+        return self.executed, self.deferred, self.flushes, self.transactions
+
 
 async def round_trips(
     run: Setup, server: ProviderProcess, sid: str, counter: RoundTrips
-) -> tuple[float, float]:
-    """Statements and transactions per model call of one turn of ``sid`` (after the turn ended:
-    its last write is in)."""
+) -> tuple[float, float, float]:
+    """Statements, transactions and PostgreSQL round trips per model call of one turn of
+    ``sid`` (after the turn ended: its last write is in)."""
     assert run.api is not None
-    statements, transactions = counter.statements, counter.transactions
+    before = counter.snapshot()
     server.enqueue(*(plan_round(i) for i in range(4)), StreamReply(openai_stream(text=["done"])))
     turn = await run_turn(run.api, sid)
     calls = turn["model_calls"]
-    return (
-        (counter.statements - statements) / calls,
-        (counter.transactions - transactions) / calls,
+    executed, queued, flushes, transactions = (
+        a - b for a, b in zip(counter.snapshot(), before, strict=True)
     )
+    trips = executed + flushes + 2 * transactions
+    return (executed + queued) / calls, transactions / calls, trips / calls
 
 
 async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> None:
@@ -386,11 +406,12 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
                 )
                 sid = await new_session(api, model_id, messages)
                 await round_trips(runs[0], server, sid, counter)  # warm-up turn
-                statements, transactions = await round_trips(runs[0], server, sid, counter)
+                statements, transactions, trips = await round_trips(runs[0], server, sid, counter)
+                sent = f", {trips:.1f} round trips" if backend == "postgresql" else ""
                 print(
                     f"database per model call, {messages} messages: {statements:.1f} statements"
-                    f" in {transactions:.1f} transactions (a turn of 5 calls: its start and"
-                    " finish included)"
+                    f" in {transactions:.1f} transactions{sent} (a turn of 5 calls: its start"
+                    " and finish included)"
                 )
             if quick:
                 return

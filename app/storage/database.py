@@ -28,7 +28,7 @@ from typing import Any
 from sqlalchemy import event
 from sqlalchemy.engine import Connection, make_url
 from sqlalchemy.engine.interfaces import DBAPIConnection
-from sqlalchemy.exc import DisconnectionError
+from sqlalchemy.exc import DBAPIError, DisconnectionError
 from sqlalchemy.ext.asyncio import (
     AsyncEngine,
     AsyncSession,
@@ -39,6 +39,7 @@ from sqlalchemy.ext.asyncio.base import _run_to_completion  # private: pinned <2
 from sqlalchemy.orm import Session, SessionTransaction
 from sqlalchemy.pool import ConnectionPoolEntry
 
+from app.storage import deferred
 from app.storage.base import dumps_json, loads_json
 from app.storage.sqlite_driver import inline_dbapi
 
@@ -110,6 +111,7 @@ def create_engine(url: str, pool: PoolSettings | None = None, **opts: Any) -> As
         engine = create_async_engine(url, **opts)
         if not opts.get("pool_pre_ping"):
             _ping_after_idle(engine, ping_after_idle)
+        deferred.install(engine)
         return engine
     if backend == "sqlite" and make_url(url).get_driver_name() == "aiosqlite":
         # sqlite3 on the event loop's thread, not on a worker thread (see sqlite_driver).
@@ -117,6 +119,7 @@ def create_engine(url: str, pool: PoolSettings | None = None, **opts: Any) -> As
     engine = create_async_engine(url, **opts)
     if backend == "sqlite":
         _configure_sqlite(engine)
+    deferred.install(engine)
     return engine
 
 
@@ -169,7 +172,18 @@ def _configure_sqlite(engine: AsyncEngine) -> None:
     @event.listens_for(engine.sync_engine, "begin")
     def _on_begin(conn: Connection) -> None:
         read_only = conn.get_execution_options().get(READ_ONLY, False)
-        conn.exec_driver_sql("BEGIN DEFERRED" if read_only else "BEGIN IMMEDIATE")
+        statement = "BEGIN DEFERRED" if read_only else "BEGIN IMMEDIATE"
+        # Straight to the driver: SQLAlchemy's execution path (``exec_driver_sql``) cost more
+        # than the statement, once per transaction. Its errors are still SQLAlchemy's.
+        cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(statement)
+        except conn.dialect.loaded_dbapi.Error as exc:
+            raise DBAPIError.instance(
+                statement, None, exc, conn.dialect.loaded_dbapi.Error
+            ) from exc
+        finally:
+            cursor.close()
 
 
 def _enable_wal(cursor: Any) -> None:

@@ -76,11 +76,18 @@ async def test_list_pages_newest_first(factory: SessionFactory) -> None:
             # Far future, so rows of other tests (created "now") sort after ours.
             row.created_at = base + timedelta(days=36500, seconds=i // 2)
             await repo.add(row)
-    async with unit_of_work(factory, read_only=True) as db:
-        repo = SessionRepository(db)
-        first = await repo.list_page(limit=3)
-        cursor = (first[-1].created_at, first[-1].id)
-        second = await repo.list_page(limit=3, before=cursor)
+    try:
+        async with unit_of_work(factory, read_only=True) as db:
+            repo = SessionRepository(db)
+            first = await repo.list_page(limit=3)
+            cursor = (first[-1].created_at, first[-1].id)
+            second = await repo.list_page(limit=3, before=cursor)
+    finally:
+        # The database is shared by the run's PostgreSQL tests: rows from the far future would
+        # head every later listing (and their ids are not ones the API hands out).
+        async with unit_of_work(factory) as db:
+            for i in range(5):
+                await SessionRepository(db).delete(f"{prefix}{i}")
     ids = [r.id for r in first] + [r.id for r in second]
     assert ids[:5] == [f"{prefix}{i}" for i in (4, 3, 2, 1, 0)]
 

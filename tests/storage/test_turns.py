@@ -93,22 +93,29 @@ async def test_concurrent_starts_one_running_turn_wins(
         assert len(await TurnRepository(db).list_for_session(sid)) == 1
 
 
-async def test_advance_running_returns_the_cancel_flag_while_running(
+async def test_advance_running_reports_the_cancel_flag_while_running(
     factory: SessionFactory, make_session: MakeSession
 ) -> None:
     sid = await make_session()
     expires = datetime.now(UTC) + timedelta(minutes=1)
     await start(factory, sid, "t1", "req-1", lease_owner="me", lease_expires_at=expires)
+    found: list[bool | None] = []
     async with unit_of_work(factory) as db:
         repo = TurnRepository(db)
-        assert await repo.advance_running(sid, "t1", phase="running_model") is False
+        await repo.advance_running(sid, "t1", found.append, phase="running_model")
         assert await repo.request_cancel(sid, "t1")
         plan = {"plan": [{"step": "a", "status": "pending"}]}
-        assert await repo.advance_running(sid, "t1", model_call_index=2, plan=plan) is True
-        assert await repo.advance_running(
-            sid, "t1", phase="waiting_tool_results", pending_tool_calls=["c1"], release_lease=True
+        await repo.advance_running(sid, "t1", found.append, model_call_index=2, plan=plan)
+        await repo.advance_running(
+            sid,
+            "t1",
+            found.append,
+            phase="waiting_tool_results",
+            pending_tool_calls=["c1"],
+            release_lease=True,
         )
-        assert await repo.advance_running(sid, "missing", phase="x") is None
+        await repo.advance_running(sid, "missing", found.append, phase="x")
+    assert found == [False, True, True, None]
     async with unit_of_work(factory, read_only=True) as db:
         turn = await TurnRepository(db).get(sid, "t1")
     assert turn is not None
@@ -122,7 +129,8 @@ async def test_advance_running_returns_the_cancel_flag_while_running(
     async with unit_of_work(factory) as db:
         repo = TurnRepository(db)
         assert await repo.finish(sid, "t1", status="cancelled", outcome={})
-        assert await repo.advance_running(sid, "t1", phase="late") is None
+        await repo.advance_running(sid, "t1", found.append, phase="late")
+    assert found[-1] is None
 
 
 async def test_finish_only_once_and_progress_only_while_running(

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.caching import plan_for
@@ -35,6 +36,7 @@ from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord
 from app.services.turns.usage import model_call_finished, usage_columns
 from app.storage.database import unit_of_work
+from app.storage.deferred import defer
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
@@ -148,10 +150,19 @@ class RunnerSteps:
     @asynccontextmanager
     async def _step(self) -> AsyncIterator[tuple[AsyncSession, EventBatch]]:
         """One transaction whose live updates are written together just before it commits."""
-        async with unit_of_work(self.deps.db) as db:
-            events = self.deps.events.batch(self.session_id)
-            yield db, events
-            await events.flush(db)
+        try:
+            async with unit_of_work(self.deps.db) as db:
+                # The step's writes go out together, at the latest at its commit
+                # (``app.storage.deferred``): the database refuses them there, not where
+                # they were made.
+                await defer(db)
+                events = self.deps.events.batch(self.session_id)
+                yield db, events
+                await events.flush(db)
+        except DBAPIError as exc:
+            # Rolled back: nothing of the step is stored (SQL and driver text stay in the log).
+            logger.exception("turn %s: a step could not be stored", self.turn_id)
+            raise failed("persistence_error", internal_failure(self.turn_id)) from exc
 
     async def _hold(self, db: AsyncSession) -> AgentSession:
         """The session row, locked for the step; its sequence counters are written once."""
@@ -163,14 +174,18 @@ class RunnerSteps:
     async def _set_phase(
         self, db: AsyncSession, events: EventBatch, phase: str, **values: Any
     ) -> None:
-        cancel_requested = await TurnRepository(db).advance_running(
-            self.session_id, self.turn_id, phase=phase, **values
+        await TurnRepository(db).advance_running(
+            self.session_id, self.turn_id, self._still_running, phase=phase, **values
         )
+        await self._announce_phase(db, events, phase)
+
+    def _still_running(self, cancel_requested: bool | None) -> None:
+        """What the turn's UPDATE found (it may run at the step's commit: the step defers its
+        writes): rolls the step back when the turn is no longer running."""
         if cancel_requested is None:
             raise TurnLost
         if cancel_requested:  # posted to another replica; the watcher may not have seen it
             self.cancel.set()
-        await self._announce_phase(db, events, phase)
 
     async def _announce_phase(self, db: AsyncSession, events: EventBatch, phase: str) -> None:
         if phase != self.phase:

@@ -18,6 +18,7 @@ from app.core.chat_rules import AppendPlan, check_append
 from app.core.content import Kind, Role
 from app.fastjson import ESTIMATE
 from app.storage.base import utc_now
+from app.storage.deferred import write
 from app.storage.models import AgentSession, Compaction, Message, ToolCall
 from app.storage.repositories.base import Repository
 from app.storage.repositories.records import (
@@ -234,7 +235,8 @@ class MessageRepository(Repository):
                     created_at=now,
                 )
             )
-        await self.session.execute(
+        await write(
+            self.session,
             _INSERT_MESSAGES,
             [
                 {
@@ -314,7 +316,7 @@ class MessageRepository(Repository):
                 end += 1
             params = [p for _, p in ops[start:end]]
             stmt = _INSERT_TOOL_CALLS if kind == "call" else _RESOLVE_TOOL_CALLS
-            await self.session.execute(stmt, params)
+            await write(self.session, stmt, params)
             start = end
 
     async def store_token_counts(

@@ -26,6 +26,7 @@ from sqlalchemy.sql.dml import ReturningUpdate
 from app.core.errors import NotFound
 from app.storage.base import utc_now
 from app.storage.database import transaction_values
+from app.storage.deferred import queue_write_sync
 from app.storage.models import AgentSession
 from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
@@ -121,7 +122,9 @@ def _write_kept_counts(session: Session) -> None:
         state = inspect(row)
         if not state.modified or not _KEPT_NAMES.issuperset(state.committed_state):
             continue
-        session.execute(_WRITE_KEPT, _kept_params(row))
+        params = _kept_params(row)
+        if not queue_write_sync(session, _WRITE_KEPT, params):
+            session.execute(_WRITE_KEPT, params)
         # Private (SQLAlchemy pinned <2.2): what a flush does to the objects it wrote.
         state._commit_all(state.dict, session.identity_map)
 

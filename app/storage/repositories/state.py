@@ -8,6 +8,7 @@ from typing import cast
 from sqlalchemy import Table, func, insert, select, update
 
 from app.storage.base import utc_now
+from app.storage.deferred import write
 from app.storage.models import AgentMessage, SessionEvent, WorldStateBaseline
 from app.storage.repositories.base import Repository
 from app.storage.repositories.records import EventRecord, NewEvent
@@ -159,7 +160,8 @@ class EventRepository(Repository):
             EventRecord(session_id, first + i, e.type, e.turn_id, e.payload, now)
             for i, e in enumerate(events)
         ]
-        await self.session.execute(
+        await write(
+            self.session,
             _INSERT_EVENTS,
             [
                 {

@@ -7,7 +7,7 @@ lost its turn (finished by another replica, or interrupted after its lease expir
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -19,6 +19,7 @@ from sqlalchemy.orm.util import identity_key
 
 from app.core.errors import Conflict
 from app.storage.base import utc_now
+from app.storage.deferred import checked_write
 from app.storage.models import Turn
 from app.storage.repositories.base import Repository
 from app.storage.repositories.sessions import SessionRepository, session_not_found
@@ -212,6 +213,7 @@ class TurnRepository(Repository):
         self,
         session_id: str,
         turn_id: str,
+        then: Callable[[bool | None], None],
         *,
         phase: str = UNSET,
         model_call_index: int = UNSET,
@@ -219,20 +221,25 @@ class TurnRepository(Repository):
         plan: dict[str, Any] | None = UNSET,
         release_lease: bool = False,
         usage: Mapping[str, int] | None = None,
-    ) -> bool | None:
+    ) -> None:
         """``update_running`` for the turn runner's hot path: one Core UPDATE that returns only
-        the turn's ``cancel_requested`` flag (``None`` when the turn is not running), without
-        materialising or refreshing a ``Turn`` object (a ``Turn`` already loaded in this
-        session is left as it was). ``release_lease`` clears the lease owner and expiry;
-        ``usage`` adds to the token columns it names (``input_tokens``, ...), as ``add_usage``."""
+        the turn's ``cancel_requested`` flag, handed to ``then`` (``None`` when the turn is not
+        running) once the UPDATE ran — later, when the transaction defers its writes
+        (``app.storage.deferred``); ``then`` may raise to roll the transaction back. No ``Turn``
+        object is materialised or refreshed (one already loaded in this session is left as it
+        was). ``release_lease`` clears the lease owner and expiry; ``usage`` adds to the token
+        columns it names (``input_tokens``, ...), as ``add_usage``."""
         values = progress_columns(phase, model_call_index, pending_tool_calls, plan)
         if release_lease:
             values.update(lease_owner=None, lease_expires_at=None)
         values["updated_at"] = utc_now()
         stmt = running_update(tuple(values), tuple(usage or ()))
         params = running_params(session_id, turn_id, values, usage)
-        row = (await self.session.execute(stmt, params)).first()
-        return None if row is None else bool(row[0])
+
+        def checked(row: Sequence[Any] | None) -> None:
+            then(None if row is None else bool(row[0]))
+
+        await checked_write(self.session, stmt, params, checked)
 
     async def add_usage(
         self,

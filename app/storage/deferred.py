@@ -1,0 +1,266 @@
+"""Deferred writes: a transaction's writes that no later statement of it reads, sent together.
+
+A turn step writes five or six statements whose results nobody reads (the messages, their tool
+calls, the live updates, the prefix record, the session's counters) and one whose result is only
+checked (the turn's UPDATE: still running? cancel requested?). Each costs a round trip on
+PostgreSQL and SQLAlchemy's execution path on both backends. A transaction that calls ``defer``
+queues such writes instead (``write``, ``checked_write``) and they are sent in order:
+
+- before any other statement runs on the connection (a read must see them: the queue is
+  flushed first, as an ORM autoflush would), and
+- at commit, just before the COMMIT;
+
+on PostgreSQL in one psycopg pipeline (one round trip for all of them), on SQLite straight to
+sqlite3 on the event loop's thread (``sqlite_driver``). A rollback discards the queue. Each
+statement is compiled once per dialect and set of keys (its SQL text and SQLAlchemy's own bind
+processors, so values are stored exactly as ``Session.execute`` stores them), and only
+statements that need nothing of SQLAlchemy's execution context are accepted: every column value
+given (no Python-side defaults to fill in), no RETURNING but for ``checked_write``.
+
+A failure of a queued statement surfaces where the queue is flushed (the next statement or the
+commit) as the ``sqlalchemy.exc.DBAPIError`` that ``Session.execute`` would have raised.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, cast
+
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.exc import DBAPIError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
+from sqlalchemy.orm import Session
+from sqlalchemy.pool import ConnectionPoolEntry
+from sqlalchemy.sql import Executable
+from sqlalchemy.util.concurrency import await_
+
+__all__ = ["Check", "checked_write", "defer", "install", "queue_write_sync", "write"]
+
+# One row of values, or several (executemany).
+Params = Mapping[str, Any] | Sequence[Mapping[str, Any]]
+# Called with the first row a checked write returned (``None``: no row) once it ran.
+Check = Callable[[Sequence[Any] | None], None]
+
+_QUEUE = "ctxsvc_deferred_writes"
+
+
+@dataclass(frozen=True, slots=True)
+class _Compiled:
+    """One statement for one dialect and set of keys: its SQL and how to bind a row of values."""
+
+    sql: str
+    compiled: Any  # sqlalchemy.sql.compiler.SQLCompiler
+    order: tuple[str, ...] | None  # positional dialects: the binds in order
+    processors: Mapping[str, Callable[[Any], Any]]
+
+    def bind(self, values: Mapping[str, Any]) -> Any:
+        params = self.compiled.construct_params(values)
+        processors = self.processors
+        if self.order is not None:
+            return tuple(
+                processors[k](params[k]) if k in processors else params[k] for k in self.order
+            )
+        return {k: processors[k](v) if k in processors else v for k, v in params.items()}
+
+
+_compiled: dict[tuple[int, str, frozenset[str]], tuple[Executable, _Compiled]] = {}
+
+
+def _compile(stmt: Executable, dialect: Dialect, keys: frozenset[str]) -> _Compiled:
+    key = (id(stmt), dialect.name, keys)
+    known = _compiled.get(key)
+    if known is not None and known[0] is stmt:
+        return known[1]
+    compiled: Any = cast(Any, stmt).compile(dialect=dialect, column_keys=sorted(keys))
+    if compiled.insert_prefetch or compiled.update_prefetch:
+        # A column default SQLAlchemy would compute: pass the value instead.
+        missing = [c.key for c in (*compiled.insert_prefetch, *compiled.update_prefetch)]
+        raise ValueError(f"deferred write without values for {missing}: {compiled.string}")
+    order = tuple(compiled.positiontup) if compiled.positional else None
+    made = _Compiled(compiled.string, compiled, order, dict(compiled._bind_processors))
+    # Keyed by id with the statement kept alive: the statements are module-level constants.
+    _compiled[key] = (stmt, made)
+    return made
+
+
+@dataclass(slots=True)
+class _Write:
+    compiled: _Compiled
+    params: list[Any]
+    many: bool
+    check: Check | None
+
+
+class _Queue:
+    """The writes queued on one connection's transaction, in order."""
+
+    def __init__(self, connection: Connection) -> None:
+        self.connection = connection
+        self.dialect = connection.dialect
+        self.items: list[_Write] = []
+
+    def clear(self) -> None:
+        # Also called when the transaction (or a savepoint) ends: anything left is discarded.
+        self.items.clear()
+
+    def flush(self) -> None:
+        """Run what is queued (in SQLAlchemy's greenlet: an async driver is awaited)."""
+        if not self.items:
+            return
+        items, self.items = self.items, []
+        dbapi_connection: Any = self.connection.connection.dbapi_connection
+        try:
+            if self.dialect.name == "postgresql":
+                await_(_flush_psycopg(dbapi_connection._connection, items))
+            else:
+                _flush_sqlite(dbapi_connection.sqlite, items)
+        except DBAPIError:
+            raise
+        except self.dialect.loaded_dbapi.Error as exc:
+            raise DBAPIError.instance(
+                items[0].compiled.sql, None, exc, self.dialect.loaded_dbapi.Error
+            ) from exc
+
+
+def _flush_sqlite(sqlite: Any, items: list[_Write]) -> None:
+    for item in items:
+        if item.many:
+            sqlite.executemany(item.compiled.sql, item.params)
+            continue
+        cursor = sqlite.execute(item.compiled.sql, item.params[0])
+        try:
+            row = cursor.fetchone() if item.check is not None else None
+        finally:
+            cursor.close()
+        if item.check is not None:
+            item.check(row)
+
+
+async def _flush_psycopg(pg: Any, items: list[_Write]) -> None:
+    checked = []
+    # One round trip for the lot: results are read once the pipeline has synced (its exit
+    # raises the first error).
+    async with pg.pipeline():
+        for item in items:
+            cursor = pg.cursor()
+            if item.many:
+                await cursor.executemany(item.compiled.sql, item.params)
+            else:
+                await cursor.execute(item.compiled.sql, item.params[0])
+            if item.check is not None:
+                checked.append((cursor, item.check))
+    for cursor, check in checked:
+        check(await cursor.fetchone())
+
+
+def install(engine: AsyncEngine) -> None:
+    """Flush a connection's queue before every other statement and before COMMIT; discard it
+    on rollback (``create_engine`` installs this on every engine)."""
+
+    @event.listens_for(engine.sync_engine, "before_execute")
+    def _before_execute(connection: Connection, *_: Any) -> None:
+        queue = _queue_on(connection)
+        if queue is not None:
+            queue.flush()
+
+    @event.listens_for(engine.sync_engine, "commit")
+    def _before_commit(connection: Connection) -> None:
+        queue = _queue_on(connection, pop=True)
+        if queue is not None:
+            queue.flush()
+
+    @event.listens_for(engine.sync_engine, "rollback")
+    def _on_rollback(connection: Connection) -> None:
+        queue = _queue_on(connection, pop=True)
+        if queue is not None:
+            queue.clear()
+
+    @event.listens_for(engine.sync_engine, "checkin")
+    def _on_checkin(_dbapi_connection: Any, record: ConnectionPoolEntry) -> None:
+        # Closed without a commit or a rollback of its own (the pool's reset rolls back).
+        queue: _Queue | None = record.info.pop(_QUEUE, None)
+        if queue is not None:
+            queue.clear()
+
+
+def _queue_on(connection: Connection, *, pop: bool = False) -> _Queue | None:
+    # An invalidated connection (its server went away) has no DBAPI connection to ask, and
+    # the queue went with the pool's record (``checkin``).
+    if connection.invalidated:
+        return None
+    info = connection.info
+    queue: _Queue | None = info.pop(_QUEUE, None) if pop else info.get(_QUEUE)
+    return queue
+
+
+def _info(session: AsyncSession | Session) -> dict[str, Any]:
+    return (session.sync_session if isinstance(session, AsyncSession) else session).info
+
+
+async def defer(session: AsyncSession) -> None:
+    """From now until it ends, ``session``'s transaction queues ``write``s (it begins now)."""
+    if _queue_of(session) is not None:
+        return
+    connection = (await session.connection()).sync_connection
+    assert connection is not None
+    queue = _Queue(connection)
+    connection.info[_QUEUE] = queue
+    _info(session)[_QUEUE] = queue
+
+
+def _queue_of(session: AsyncSession | Session) -> _Queue | None:
+    """The queue of the session's transaction; ``None`` when it does not defer (a queue left
+    from an earlier transaction of the session is no longer its connection's)."""
+    queue: _Queue | None = _info(session).get(_QUEUE)
+    if queue is None or _queue_on(queue.connection) is not queue:
+        return None
+    return queue
+
+
+async def write(session: AsyncSession, stmt: Executable, params: Params) -> None:
+    """Run ``stmt`` with ``params`` (one row, or several: executemany), queued when the
+    transaction defers writes, else at once."""
+    queue = _queue_of(session)
+    if queue is None:
+        await session.execute(stmt, params)
+        return
+    _enqueue(queue, stmt, params, None)
+
+
+def queue_write_sync(session: Session, stmt: Executable, params: Params) -> bool:
+    """For code running inside SQLAlchemy (a ``before_commit`` listener, given the sync
+    ``Session``): queue ``stmt`` if the transaction defers writes; ``False`` if it does not."""
+    queue = _queue_of(session)
+    if queue is None:
+        return False
+    _enqueue(queue, stmt, params, None)
+    return True
+
+
+async def checked_write(
+    session: AsyncSession, stmt: Executable, params: Mapping[str, Any], check: Check
+) -> None:
+    """Run ``stmt`` (one row of ``params``, with a RETURNING clause) and hand its first row (or
+    ``None``) to ``check`` — once it ran: later when the transaction defers writes. ``check``
+    may raise; the statement that flushed the queue (or the commit) then raises it."""
+    queue = _queue_of(session)
+    if queue is None:
+        check((await session.execute(stmt, params)).first())
+        return
+    _enqueue(queue, stmt, params, check)
+
+
+def _enqueue(
+    queue: _Queue,
+    stmt: Executable,
+    params: Params,
+    check: Check | None,
+) -> None:
+    rows = [params] if isinstance(params, Mapping) else list(params)
+    if not rows:
+        return
+    compiled = _compile(stmt, queue.dialect, frozenset(rows[0]))
+    bound = [compiled.bind(row) for row in rows]
+    queue.items.append(_Write(compiled, bound, len(bound) > 1, check))

@@ -82,6 +82,9 @@ class TimedClient:
     def __init__(self, inner: ModelClient, totals: list[float]) -> None:
         self._inner = inner
         self._totals = totals
+        # Passed on: the runner overlaps a step's commit with calls of clients that say when
+        # a request is written (``app.services.turns.overlap``).
+        self.signals_sent: bool = getattr(inner, "signals_sent", False)
 
     async def complete(
         self,

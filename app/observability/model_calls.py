@@ -67,6 +67,8 @@ class ObservedModelClient:
         tracer: trace.Tracer | None,
     ) -> None:
         self.inner = inner
+        # Whether the wrapped client says when a request is written (``call_stats.note_sent``).
+        self.signals_sent: bool = getattr(inner, "signals_sent", False)
         self._target = target
         self._metrics = metrics
         self._tracer = tracer

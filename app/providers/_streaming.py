@@ -38,7 +38,7 @@ from app.providers.base import (
     Timeouts,
     missing_api_key,
 )
-from app.providers.call_stats import note_attempt, note_first_byte, note_retry
+from app.providers.call_stats import note_attempt, note_first_byte, note_retry, note_sent
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error", "retry_after_seconds"]
@@ -108,6 +108,10 @@ def retry_after_seconds(headers: httpx.Headers) -> float | None:
 
 class StreamingClient(abc.ABC):
     """A ``ModelClient`` over a shared ``httpx.AsyncClient`` (never created per call)."""
+
+    # Says when a request is written (``call_stats.note_sent``): the turn runner commits the
+    # step before it meanwhile (``app.services.turns.overlap``).
+    signals_sent = True
 
     def __init__(
         self,
@@ -183,6 +187,8 @@ class StreamingClient(abc.ABC):
                         "retry later or raise the provider timeout",
                         semantic_output_received=state.semantic,
                     ) from None
+                finally:
+                    note_sent()  # the attempt ended: nothing more of it will be written
             except ProviderError as failure:
                 error = _scrub(failure, api_key)
                 if state.emitted and sink is not None:
@@ -252,6 +258,7 @@ class StreamingClient(abc.ABC):
             content=content,
             headers=self._headers(api_key),
             timeout=httpx.Timeout(timeouts.idle, connect=timeouts.connect),
+            extensions={"trace": _trace},
         )
         response: httpx.Response | None = None
         try:
@@ -335,6 +342,16 @@ class StreamingClient(abc.ABC):
             if await assembler.feed(event):
                 break
         return assembler.finish()
+
+
+async def _trace(event: str, _info: object) -> None:
+    # httpcore's trace extension: the request is written, or a new connection must be opened
+    # first (the caller should not wait for that).
+    if event in _SENT_EVENTS:
+        note_sent()
+
+
+_SENT_EVENTS = frozenset({"http11.send_request_body.complete", "connection.connect_tcp.started"})
 
 
 def _scrub(error: ProviderError, api_key: str | None) -> ProviderError:

@@ -11,6 +11,7 @@ attempt, no first byte).
 
 from __future__ import annotations
 
+import asyncio
 import contextvars
 import time
 from dataclasses import dataclass, field
@@ -21,7 +22,10 @@ __all__ = [
     "note_attempt",
     "note_first_byte",
     "note_retry",
+    "note_sent",
     "stop_collecting",
+    "stop_watching_sent",
+    "watch_sent",
 ]
 
 
@@ -79,3 +83,27 @@ def note_retry(code: str) -> None:
     stats = _current.get()
     if stats is not None:
         stats.retried.append(code)
+
+
+# Set by a caller that has work to do once the request is on its way (``watch_sent``).
+_sent: contextvars.ContextVar[asyncio.Event | None] = contextvars.ContextVar(
+    "ctxsvc_request_sent", default=None
+)
+
+
+def watch_sent(event: asyncio.Event) -> contextvars.Token[asyncio.Event | None]:
+    """Calls started from this context (tasks copy it) set ``event`` once their request is
+    written (``note_sent``); reset with the token when no longer wanted."""
+    return _sent.set(event)
+
+
+def note_sent() -> None:
+    """The request is written to the connection (or will not be: the caller should go on with
+    its own work now rather than wait, e.g. a new connection must be opened first)."""
+    event = _sent.get()
+    if event is not None:
+        event.set()
+
+
+def stop_watching_sent(token: contextvars.Token[asyncio.Event | None]) -> None:
+    _sent.reset(token)

@@ -55,7 +55,7 @@ async def load_call(
     await store_counts(db, session.id, counted)
     items = counted.items
     if sample_index is not None:
-        items = items + await sample(
+        sampled = await sample(
             deps,
             db,
             session,
@@ -65,4 +65,11 @@ async def load_call(
             model_call_index=index,
             sample_index=sample_index,
         )
+        if sampled:
+            items = items + sampled
+            # What the sample stored belongs to the Conversation from now on: the read kept for
+            # the next step includes it, so that step reads nothing back (the rows were
+            # appended in this transaction: no query here either).
+            counted = await load_counted(db, session, counter, counted)
+            await store_counts(db, session.id, counted)
     return counted, items

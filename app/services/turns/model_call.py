@@ -19,25 +19,40 @@ class CallAbandoned(Exception):
 
 
 class LiveSink:
-    """Forwards deltas as best-effort live updates; ``dirty`` while a draft is on screen."""
+    """Forwards deltas as best-effort live updates; ``dirty`` while a draft is on screen.
+
+    While ``hold`` is in force (a model call overlapping the commit of the step before it:
+    ``app.services.turns.overlap``) deltas wait, so that no listener sees a delta of the new
+    call before the updates of that step; ``release`` sends them in order, or drops them."""
 
     def __init__(self, deps: TurnDeps, session_id: str, turn_id: str) -> None:
         self._deps = deps
         self._session_id = session_id
         self._turn_id = turn_id
         self.dirty = False
+        self._held: list[tuple[str, str]] | None = None
 
     async def on_text_delta(self, text: str) -> None:
-        self.dirty = True
-        self._deps.events.delta(
-            self._session_id, "text_delta", {"text": text}, turn_id=self._turn_id
-        )
+        self._delta("text_delta", text)
 
     async def on_reasoning_delta(self, text: str) -> None:
+        self._delta("reasoning_delta", text)
+
+    def _delta(self, type: str, text: str) -> None:
+        if self._held is not None:
+            self._held.append((type, text))
+            return
         self.dirty = True
-        self._deps.events.delta(
-            self._session_id, "reasoning_delta", {"text": text}, turn_id=self._turn_id
-        )
+        self._deps.events.delta(self._session_id, type, {"text": text}, turn_id=self._turn_id)
+
+    def hold(self) -> None:
+        self._held = []
+
+    def release(self, *, drop: bool = False) -> None:
+        held, self._held = self._held or [], None
+        if not drop:
+            for type, text in held:
+                self._delta(type, text)
 
     async def on_draft_cleared(self) -> None:
         await self.clear("attempt_failed")

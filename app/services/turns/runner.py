@@ -9,7 +9,9 @@ update it announces. Terminal outcomes are raised as ``TurnEnded`` and written b
 
 from __future__ import annotations
 
+import asyncio
 import logging
+from contextlib import AsyncExitStack
 from typing import Any, Literal
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -17,14 +19,12 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
-from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
-from app.services.conversation import system_context_of, tool_surface_of, watermark_of
+from app.services.conversation import tool_surface_of
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
-from app.services.request_prefix import prefixed, rewind_of, stored_previous
-from app.services.tokens import CountedConversation
+from app.services.request_prefix import stored_previous
 from app.services.turns.calls import CallEntry, entries_of
 from app.services.turns.deps import compactor_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
@@ -37,6 +37,7 @@ from app.services.turns.outcomes import (
     failed,
     internal_failure,
 )
+from app.services.turns.overlap import PendingStep
 from app.services.turns.sampling import Captured, capture
 from app.services.turns.steps import RunnerSteps
 from app.services.turns.tools import handle_calls
@@ -56,7 +57,16 @@ class TurnRunner(RunnerSteps):
 
     async def run(self) -> None:
         try:
-            await self._loop()
+            try:
+                await self._loop()
+            except asyncio.CancelledError:
+                await self._discard()
+                raise
+            except BaseException:
+                # A step still committing (``overlap``) comes first: all that ended the loop
+                # happened after it.
+                await self._settle()
+                raise
         except TurnEnded as end:
             await self._finish(end)
         except TurnLost:
@@ -108,6 +118,7 @@ class TurnRunner(RunnerSteps):
         session, index, ready = await self._load_turn()
         assert self.entry is not None
         client = self.deps.model_clients.for_model(self.entry)
+        self.overlap = bool(getattr(client, "signals_sent", False))
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
         while True:
@@ -182,42 +193,6 @@ class TurnRunner(RunnerSteps):
             previous=previous,
         )
 
-    def _ready(self, loaded: Loaded, session: AgentSession) -> Ready:
-        """After the step committed: keep the Conversation it read, and build the request."""
-        counted, items = loaded
-        self.conversation = counted
-        if shared(self.counter):
-            self.conversations.put(session, self.counter.name, counted)
-        return self._prepared(session, items, counted), session
-
-    def _prepared(
-        self, session: AgentSession, items: list[Any], counted: CountedConversation
-    ) -> PreparedModelCall:
-        assert self.entry is not None
-        try:
-            with self.deps.observability.prepare("turn") as timed:
-                prepared = prepare(
-                    system_context_of(session),
-                    items,
-                    tool_surface_of(session),
-                    self.entry.capabilities,
-                    watermark_of(session),
-                    self.counter,
-                )
-                # Against the last request sent (a re-preparation too: it replaces one that
-                # was never sent).
-                prepared = prefixed(
-                    prepared,
-                    items,
-                    self.sent_record,
-                    identify_stored=True,
-                    rewind_compaction_id=rewind_of(counted.active),
-                )
-                timed.budget(prepared.budget)
-            return prepared
-        except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
-            raise failed(exc.code, exc.detail) from exc
-
     async def _compact(
         self, index: int, trigger: str, prepared: PreparedModelCall
     ) -> CompactionNotSmaller | None:
@@ -283,6 +258,7 @@ class TurnRunner(RunnerSteps):
         needed to fit)."""
         compacted = False
         if prepared.budget.reaches_auto_compact_limit:
+            await self._settle()
             prepared, compacted = await self._fit(index, prepared, session, "threshold")
         self._check_fits(prepared)
         try:
@@ -347,8 +323,9 @@ class TurnRunner(RunnerSteps):
         captured: Captured | None,
         stored: Stored,
     ) -> Ready | Literal["wait"] | None:
-        loaded = None
-        async with self._step() as (db, events):
+        loaded = pending = None
+        async with AsyncExitStack() as stack:
+            db, events = await stack.enter_async_context(self._step())
             fresh = await self._hold(db)
             await self._draft_stored(db, events)
             await self._announce_phase(db, events, "running_tools")
@@ -389,9 +366,19 @@ class TurnRunner(RunnerSteps):
                 loaded = await self._load(db, fresh, following, 1, captured)
             else:  # continued later, or a doom loop (the turn then fails): phase running_tools
                 await self._set_phase(db, events, "running_tools", **values)
-        self.sink.dirty = False
+            if loaded is not None and self.overlap:
+                # Committed while the next call is sent (``overlap``).
+                pending = PendingStep(stack.pop_all())
+        if pending is None:
+            self.sink.dirty = False
         if round_.next == "doom_loop":
             raise failed("doom_loop", round_.message, entries)
         if round_.next == "wait":
             return "wait"
-        return None if loaded is None else self._ready(loaded, fresh)
+        if loaded is None:
+            return None
+        if pending is not None:
+            sink = self.sink
+            pending.after.append(lambda: setattr(sink, "dirty", False))
+            self.pending = pending
+        return self._ready(loaded, fresh, pending)

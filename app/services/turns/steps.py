@@ -18,20 +18,24 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.caching import plan_for
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
+from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse
 from app.services.calibration import record_calibration
+from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.conversation_cache import ConversationCache
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
-from app.services.request_prefix import remember
+from app.services.request_prefix import prefixed, remember, rewind_of
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
 from app.services.turns.deps import TurnDeps
+from app.services.turns.loading import Loaded, shared
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model
-from app.services.turns.outcomes import TurnEnded, TurnLost, failed, internal_failure
+from app.services.turns.outcomes import Ready, TurnEnded, TurnLost, failed, internal_failure
+from app.services.turns.overlap import PendingStep, overlapped
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord
 from app.services.turns.usage import model_call_finished, usage_columns
@@ -83,6 +87,10 @@ class RunnerSteps:
         # stores its response (or ends the turn): no transaction of its own.
         self.sent_record: bytes | None = None
         self.sent_record_known = False
+        # Whether this turn's model client says when a request is written, and the step that
+        # commits while the next call is sent (``app.services.turns.overlap``).
+        self.overlap = False
+        self.pending: PendingStep | None = None
 
     async def _finish(self, end: TurnEnded) -> None:
         try:
@@ -302,7 +310,69 @@ class RunnerSteps:
         # Sent from here on: the next request is measured against it, and the step that
         # stores this call's response (or ends the turn) writes its record.
         self.sent_record = prepared.prefix_record
+        pending, self.pending = self.pending, None
         try:
-            return await call_model(client, prepared.request, self.sink, self.cancel, caching)
+            if pending is None:
+                return await call_model(client, prepared.request, self.sink, self.cancel, caching)
+            return await overlapped(
+                pending,
+                self.sink,
+                lambda: call_model(client, prepared.request, self.sink, self.cancel, caching),
+            )
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
+
+    async def _settle(self) -> None:
+        """Commit the step still pending (``overlap``), if any."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            await pending.commit()
+
+    async def _discard(self) -> None:
+        """Roll back the step still pending, if any."""
+        pending, self.pending = self.pending, None
+        if pending is not None:
+            await pending.discard()
+
+    def _ready(
+        self, loaded: Loaded, session: AgentSession, pending: PendingStep | None = None
+    ) -> Ready:
+        """Keep the Conversation the step read (in this process's cache once the step has
+        committed: now, or when ``pending`` commits), and build the request."""
+        counted, items = loaded
+        self.conversation = counted
+        if shared(self.counter):
+            name = self.counter.name
+            if pending is None:
+                self.conversations.put(session, name, counted)
+            else:
+                pending.after.append(lambda: self.conversations.put(session, name, counted))
+        return self._prepared(session, items, counted), session
+
+    def _prepared(
+        self, session: AgentSession, items: list[Any], counted: CountedConversation
+    ) -> PreparedModelCall:
+        assert self.entry is not None
+        try:
+            with self.deps.observability.prepare("turn") as timed:
+                prepared = prepare(
+                    system_context_of(session),
+                    items,
+                    tool_surface_of(session),
+                    self.entry.capabilities,
+                    watermark_of(session),
+                    self.counter,
+                )
+                # Against the last request sent (a re-preparation too: it replaces one that
+                # was never sent).
+                prepared = prefixed(
+                    prepared,
+                    items,
+                    self.sent_record,
+                    identify_stored=True,
+                    rewind_compaction_id=rewind_of(counted.active),
+                )
+                timed.budget(prepared.budget)
+            return prepared
+        except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
+            raise failed(exc.code, exc.detail) from exc

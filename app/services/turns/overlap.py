@@ -1,0 +1,87 @@
+"""A model call overlapped with the commit of the step that prepared it.
+
+A tool round's step stores the response and its results and prepares the next request; what is
+left of it once the request is built is sending its deferred writes and the COMMIT
+(``app.storage.deferred``): on PostgreSQL two round trips, on SQLite the statements themselves.
+Nothing in the next request depends on them, and the provider takes far longer to answer than
+they take, so the runner sends the request first and commits while the provider works:
+
+1. the step ends with its transaction still open (``PendingStep``: all of its work done, the
+   session row still locked, nothing visible to anyone else);
+2. the next call starts; once its request is written to the connection (the adapter says so:
+   ``app.providers.call_stats.note_sent``; an adapter that cannot say so is not overlapped), the
+   step commits — and only then does what waited for the commit (the process-wide
+   Conversation cache, the live deltas of the new call, held meanwhile so that no listener sees
+   them before the step's updates);
+3. a commit that fails, or finds the turn lost, abandons the call (its connection is closed) and
+   ends the turn as a failed step always did; a cancel the commit finds abandons it as a cancel
+   during a call does.
+
+Whatever else ends the loop while a step is pending commits that step first (``settle``): every
+later event happened after it, as when the step committed before the call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Awaitable, Callable
+from contextlib import AsyncExitStack
+from typing import TypeVar
+
+from app.providers.call_stats import stop_watching_sent, watch_sent
+from app.services.turns.model_call import LiveSink
+
+__all__ = ["PendingStep", "overlapped"]
+
+T = TypeVar("T")
+
+
+class _Discarded(Exception):
+    """Thrown into a pending step to roll it back."""
+
+
+class PendingStep:
+    """A step's open transaction (its exit stack) and what to do once it committed."""
+
+    def __init__(self, stack: AsyncExitStack) -> None:
+        self._stack = stack
+        self.after: list[Callable[[], None]] = []
+
+    async def commit(self) -> None:
+        """Commit (the step's own failure handling applies: a refused write raises what the
+        step raises), then run ``after``."""
+        await self._stack.aclose()
+        for action in self.after:
+            action()
+
+    async def discard(self) -> None:
+        """Roll back (the runner is being cancelled: nothing of the step is kept)."""
+        error = _Discarded()
+        with contextlib.suppress(_Discarded):
+            await self._stack.__aexit__(_Discarded, error, None)
+
+
+async def overlapped(pending: PendingStep, sink: LiveSink, call: Callable[[], Awaitable[T]]) -> T:
+    """Run ``call()`` and commit ``pending`` as soon as its request is written; ``call``'s
+    result, or the commit's failure (the call abandoned)."""
+    sent = asyncio.Event()
+    sink.hold()
+    token = watch_sent(sent)  # the call's task copies this context
+    try:
+        task = asyncio.ensure_future(call())
+    finally:
+        stop_watching_sent(token)
+    task.add_done_callback(lambda _: sent.set())  # failed or finished before writing anything
+    try:
+        await sent.wait()
+        await pending.commit()
+    except BaseException:
+        sink.release(drop=True)
+        task.cancel()
+        # Its outcome is taken: an exception nobody retrieves is logged when collected.
+        with contextlib.suppress(BaseException):
+            await task
+        raise
+    sink.release()
+    return await task

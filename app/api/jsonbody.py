@@ -71,6 +71,15 @@ class _ValidatedBody(Request):
     model: type[BaseModel]
     decode: Callable[[bytes], Any] | None = None
 
+    async def body(self) -> bytes:
+        # Starlette joins the chunks and the stream's closing empty one: a copy of the whole
+        # body (0.3-0.5 ms of a 1.9 MB one). The request guard hands the body over in one
+        # message (``app.api.limits``), which is kept as it is.
+        if not hasattr(self, "_body"):
+            chunks = [chunk async for chunk in self.stream() if chunk]
+            self._body = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        return self._body
+
     async def json(self) -> Any:
         if not hasattr(self, "_json"):
             body = await self.body()

@@ -41,34 +41,24 @@ async def read_once(body: PrepareBody) -> dict[str, Any]:
     return {"type": type(body).__name__, "body": body.model_dump(mode="json")}
 
 
-@usual.post("/usual/prepare")
-async def read_prepare_usual(body: PrepareInput) -> dict[str, Any]:
-    return {"input": repr(body)}
+def _repr_route(router: APIRouter, path: str, kind: type[Any]) -> None:
+    """``POST path`` answering the ``repr`` of its body read as ``kind``."""
+
+    async def read(body: Any) -> dict[str, Any]:
+        return {"input": repr(body)}
+
+    read.__annotations__ = {"body": kind, "return": dict[str, Any]}
+    router.post(path)(read)
 
 
-@once.post("/once/prepare")
-async def read_prepare_once(body: PrepareInput) -> dict[str, Any]:
-    return {"input": repr(body)}
-
-
-@usual.post("/usual/tokens")
-async def read_tokens_usual(body: TokenCountInput) -> dict[str, Any]:
-    return {"input": repr(body)}
-
-
-@once.post("/once/tokens")
-async def read_tokens_once(body: TokenCountInput) -> dict[str, Any]:
-    return {"input": repr(body)}
-
-
-@usual.post("/usual/append")
-async def read_append_usual(body: AppendInput) -> dict[str, Any]:
-    return {"input": repr(body)}
-
-
-@once.post("/once/append")
-async def read_append_once(body: AppendInput) -> dict[str, Any]:
-    return {"input": repr(body)}
+INPUT_KINDS: dict[str, type[Any]] = {
+    "prepare": PrepareInput,
+    "tokens": TokenCountInput,
+    "append": AppendInput,
+}
+for name, kind in INPUT_KINDS.items():
+    _repr_route(usual, f"/usual/{name}", kind)  # FastAPI's usual reading of the same type
+    _repr_route(once, f"/once/{name}", kind)
 
 
 @pytest.fixture

@@ -200,6 +200,14 @@ EDGES: list[tuple[type[BodyInput[Any]], Any, bytes, bool]] = [
         b'901234567890, "\\u00e9\\ud83d\\ude00"]}]}]}',
         True,
     ),
+    (
+        PrepareInput,
+        PrepareBody,
+        b'{"m\\u006fdel_id": "m", "conversation": [{"role": "user", "content": [{"t\\u0079pe":'
+        b' "t\\u0065xt", "\\u0074ext": "a"}]}]}',
+        True,  # keys and tags read after their escapes, as the models read them
+    ),
+    (PrepareInput, PrepareBody, b'{"model_id": "m"} x', False),
     (PrepareInput, PrepareBody, b'{"model_id": "m", "conversation": [], "x": 1}', False),
     (PrepareInput, PrepareBody, b'{"model_id": "\\ud800"}', False),
     (PrepareInput, PrepareBody, b"\xef\xbb\xbf{}", False),

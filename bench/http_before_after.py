@@ -17,8 +17,6 @@ import subprocess
 import sys
 import tarfile
 import tempfile
-import time
-from collections.abc import Callable
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -28,7 +26,7 @@ import httpx
 from app.core.prepared import PruningWatermark
 from bench.fixtures import agent_conversation, prepare_body, system_context, tool_definitions
 from bench.lean_client import LeanClient
-from bench.prepare import dumps, langchain_trim
+from bench.prepare import Post, alternate, dumps, langchain_trim
 from tests.servers import PYTHON, REPO_ROOT, clean_env, free_port, running
 
 RUNS = 21
@@ -88,7 +86,7 @@ def main() -> None:
                 response = full.post(url, content=body, headers=headers)
                 return response.status_code, response.content
 
-            clients: dict[str, _Post] = {"httpx": post_httpx, "http.client": lean.post}
+            clients: dict[str, Post] = {"httpx": post_httpx, "http.client": lean.post}
             targets = {
                 "before": before.url + "/v1/prepare",
                 "after": after.url + "/v1/prepare",
@@ -101,34 +99,13 @@ def main() -> None:
                 lean.close()
 
 
-_Post = Callable[[str, bytes, dict[str, str]], tuple[int, bytes]]
-
-
-def _compare(n: int, clients: dict[str, _Post], targets: dict[str, str]) -> None:
+def _compare(n: int, clients: dict[str, Post], targets: dict[str, str]) -> None:
     system, tools, items = system_context(), tool_definitions(), agent_conversation(n)
     pruning = PruningWatermark(through_sequence=n // 2)
     body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
-    headers = {"content-type": "application/json"}
     trim = langchain_trim(system, items)
     assert trim is not None, "pip install -e '.[bench]' (LangChain)"
-    samples: dict[tuple[str, str], list[float]] = {(c, t): [] for c in clients for t in targets}
-    langchain: list[float] = []
-    answers: dict[str, bytes] = {}
-    for i in range(RUNS + 1):
-        for client, post in clients.items():
-            for name, url in targets.items():
-                start = time.perf_counter()
-                status, answer = post(url, body, headers)
-                elapsed = time.perf_counter() - start
-                if status != 200:
-                    raise SystemExit(f"{name}: {status} {answer[:300]!r}")
-                if name != "echo" and answers.setdefault(name, answer) != answer:
-                    raise SystemExit(f"{name} answered the same body differently")
-                if i:
-                    samples[client, name].append(elapsed)
-        start = time.perf_counter()
-        trim()
-        langchain.append(time.perf_counter() - start)
+    samples, langchain, answers = alternate(body, clients, targets, trim, RUNS)
     t_lc = statistics.median(langchain)
     same = "the same bytes" if answers["before"] == answers["after"] else "DIFFERENT bytes"
     print(f"{n} msgs ({len(body) / 1e6:.2f} MB): LangChain {t_lc * 1e3:.2f} ms; answers: {same}")

@@ -238,26 +238,25 @@ def end_to_end(sizes: tuple[int, ...] = SIZES) -> dict[tuple[str, int], tuple[fl
     return ratios
 
 
-_Post = Callable[[str, bytes, dict[str, str]], tuple[int, bytes]]
+Post = Callable[[str, bytes, dict[str, str]], tuple[int, bytes]]
 
 
-def _round_trips(
-    n: int,
-    system: list[SystemPart],
-    tools: list[Any],
-    clients: dict[str, _Post],
+def alternate(
+    body: bytes,
+    clients: dict[str, Post],
     targets: dict[str, str],
-) -> dict[tuple[str, int], tuple[float, float]]:
-    items = agent_conversation(n)
-    pruning = PruningWatermark(through_sequence=n // 2)
-    body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
+    trim: Callable[[], object] | None,
+    runs: int,
+) -> tuple[dict[tuple[str, str], list[float]], list[float], dict[str, bytes]]:
+    """``body`` posted to every target with every client, then ``trim`` once, ``runs`` rounds
+    after a warm-up round: each (client, target)'s times, the trim's, and each target's answer
+    (which must be the same every time)."""
     headers = {"content-type": "application/json"}
     samples: dict[tuple[str, str], list[float]] = {
         (client, name): [] for client in clients for name in targets
     }
-    lc_samples: list[float] = []
-    trim = langchain_trim(system, items)
-    runs = 15 if n <= 1_000 else 3
+    trims: list[float] = []
+    answers: dict[str, bytes] = {}
     for i in range(runs + 1):
         for client, post in clients.items():
             for name, url in targets.items():
@@ -266,12 +265,29 @@ def _round_trips(
                 elapsed = time.perf_counter() - start
                 if status != 200:
                     raise SystemExit(f"{name}: {status} {answer[:300]!r}")
+                if answers.setdefault(name, answer) != answer:
+                    raise SystemExit(f"{name} answered the same body differently")
                 if i:  # the first round warms everything up
                     samples[client, name].append(elapsed)
         if trim is not None:
             start = time.perf_counter()
             trim()
-            lc_samples.append(time.perf_counter() - start)
+            trims.append(time.perf_counter() - start)
+    return samples, trims, answers
+
+
+def _round_trips(
+    n: int,
+    system: list[SystemPart],
+    tools: list[Any],
+    clients: dict[str, Post],
+    targets: dict[str, str],
+) -> dict[tuple[str, int], tuple[float, float]]:
+    items = agent_conversation(n)
+    pruning = PruningWatermark(through_sequence=n // 2)
+    body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
+    runs = 15 if n <= 1_000 else 3
+    samples, lc_samples, _ = alternate(body, clients, targets, langchain_trim(system, items), runs)
     t_lc = statistics.median(lc_samples or [float("nan")])
     print(
         f"(d) {n:>6} msgs ({len(body) / 1e6:.2f} MB), LangChain in-process {t_lc * 1e3:.2f} ms;"

@@ -33,7 +33,15 @@ from app.core import jsontext
 from app.core.content import Block, compact_json, content_without_artifacts
 from app.core.counting import EstimateCounter
 
-__all__ = ["ESTIMATE", "FastEstimateCounter", "dumps", "has_float", "loads", "spec_bytes"]
+__all__ = [
+    "ESTIMATE",
+    "FastEstimateCounter",
+    "content_bytes",
+    "dumps",
+    "has_float",
+    "loads",
+    "spec_bytes",
+]
 
 # datetime/dataclass values are not JSON for the reference encoder: refuse them here too.
 _OPTIONS = orjson.OPT_PASSTHROUGH_DATETIME | orjson.OPT_PASSTHROUGH_DATACLASS
@@ -90,20 +98,30 @@ def spec_bytes(value: Any) -> bytes:
         return _reference(value)
 
 
-def _content_bytes(content: list[Block]) -> bytes:
+def _strings_only(content: Sequence[Any]) -> bool:
+    """Whether ``content`` is blocks whose fields are strings by their schema (SPEC §1): no
+    float to look for, so orjson's bytes are the reference bytes."""
     for block in content:
-        if type(block) is not dict or block.get("type") not in _STRING_BLOCKS:
-            # Free-form payloads (and anything that is not a SPEC §1 block) are looked through.
-            return spec_bytes(content)
+        kind = block.get("type") if type(block) is dict else None
+        if kind not in _STRING_BLOCKS or (kind == "tool_result" and "artifacts" in block):
+            return False
+    return True
+
+
+# Blocks whose fields are strings, None and lists of such blocks only (SPEC §1). Not
+# ``provider_opaque`` (a free-form payload) nor a tool result's artifacts (free-form payloads).
+_STRING_BLOCKS = frozenset({"text", "thinking", "data", "tool_call", "tool_result"})
+
+
+def content_bytes(content: Sequence[Any]) -> bytes:
+    """``spec_bytes`` of a content list, without looking for floats where blocks have none
+    (any other list, a tool list for one, takes ``spec_bytes``)."""
+    if not _strings_only(content):
+        return spec_bytes(content)
     try:
         return _orjson_dumps(content, option=_OPTIONS)
     except _EncodeError:
         return _reference(content)
-
-
-# Blocks whose fields are strings, None and lists of such blocks only (SPEC §1): their orjson
-# bytes are the reference bytes. ``provider_opaque`` carries a free-form payload.
-_STRING_BLOCKS = frozenset({"text", "thinking", "data", "tool_call", "tool_result"})
 
 
 class FastEstimateCounter(EstimateCounter):
@@ -112,10 +130,8 @@ class FastEstimateCounter(EstimateCounter):
     def measure_content(self, content: Sequence[Block]) -> int:
         # One look at the blocks and one orjson call for the usual message (this runs once per
         # message without a stored figure); anything else takes the general way.
-        for block in content:
-            kind = block.get("type") if type(block) is dict else None
-            if kind not in _STRING_BLOCKS or (kind == "tool_result" and "artifacts" in block):
-                return len(_content_bytes(content_without_artifacts(content)))
+        if not _strings_only(content):
+            return len(content_bytes(content_without_artifacts(content)))
         try:
             return len(_orjson_dumps(content, option=_OPTIONS))
         except _EncodeError:

@@ -16,7 +16,9 @@ Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run
   (d) end-to-end ``POST /v1/prepare`` through uvicorn (a real server process on loopback)
       against a bare FastAPI endpoint that parses the same body with the same pydantic model
       and echoes it (``bench/echo_app.py``, its own uvicorn process), the same body alternating
-      between them — targets ≤ 1.3× the echo and ≤ 2× LangChain's in-process trim at 1 000;
+      between them and LangChain's trim, each endpoint with two clients (``httpx.Client`` and
+      the standard library's ``http.client``, ``bench/lean_client.py``) — targets ≤ 1.3× the
+      echo and ≤ 2× LangChain's in-process trim at 1 000;
   (e) a turn loop: one prepare per model call of a conversation growing by 2 messages a call;
   (f) what the salient lines cost (SPEC §9): the 10 000-message first call on freshly decoded
       strings (as a service reads them) with the salient-line memo warm, empty, and with no
@@ -54,6 +56,7 @@ from bench.fixtures import (
     tool_definitions,
     with_cached_measures,
 )
+from bench.lean_client import LeanClient
 from tests.servers import PYTHON, REPO_ROOT, clean_env, free_port, running, uvicorn_command
 
 SIZES = (100, 1_000, 10_000)
@@ -196,11 +199,13 @@ def core_figures() -> dict[int, dict[str, float]]:
     return figures
 
 
-def end_to_end(sizes: tuple[int, ...] = SIZES) -> dict[int, float]:
+def end_to_end(sizes: tuple[int, ...] = SIZES) -> dict[tuple[str, int], tuple[float, float]]:
     """Median ``POST /v1/prepare`` time through uvicorn, next to the echo endpoint's and to
-    LangChain's in-process trim of the same conversation, the three alternating."""
+    LangChain's in-process trim of the same conversation, all alternating, with each HTTP
+    client (``httpx.Client`` and ``LeanClient``): per (client, messages), the ratios to the
+    echo and to LangChain."""
     system, tools = system_context(), tool_definitions()
-    ratios: dict[int, float] = {}
+    ratios: dict[tuple[str, int], tuple[float, float]] = {}
     with tempfile.TemporaryDirectory(prefix="ctxsvc-bench-") as tmp:
         env = clean_env(
             CTXSVC_DATABASE_URL=f"sqlite:///{Path(tmp) / 'bench.db'}",
@@ -213,45 +218,90 @@ def end_to_end(sizes: tuple[int, ...] = SIZES) -> dict[int, float]:
         echo = [str(PYTHON), "-m", "uvicorn", "bench.echo_app:app", "--log-level", "warning"]
         echo += ["--host", "127.0.0.1", "--port", str(port)]
         commands = [uvicorn_command(free_port()), echo]
+        lean = LeanClient(timeout=600)
         with (
             running(commands, env=env, cwd=Path(tmp)) as (service, bare),
-            httpx.Client(timeout=600) as client,
+            httpx.Client(timeout=600) as full,
         ):
-            for n in sizes:
-                items = agent_conversation(n)
-                pruning = PruningWatermark(through_sequence=n // 2)
-                body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
-                headers = {"content-type": "application/json"}
-                targets = {"service": service.url + "/v1/prepare", "echo": bare.url + "/echo"}
-                samples: dict[str, list[float]] = {name: [] for name in [*targets, "langchain"]}
-                trim = langchain_trim(system, items)
-                runs = 15 if n <= 1_000 else 3
-                for i in range(runs + 1):
-                    for name, url in targets.items():
-                        start = time.perf_counter()
-                        response = client.post(url, content=body, headers=headers)
-                        elapsed = time.perf_counter() - start
-                        if response.status_code != 200:
-                            raise SystemExit(
-                                f"{name}: {response.status_code} {response.text[:300]}"
-                            )
-                        if i:  # the first round warms both up
-                            samples[name].append(elapsed)
-                    if trim is not None:
-                        start = time.perf_counter()
-                        trim()
-                        samples["langchain"].append(time.perf_counter() - start)
-                t_service = statistics.median(samples["service"])
-                t_echo = statistics.median(samples["echo"])
-                ratios[n] = t_service / t_echo
-                t_lc = statistics.median(samples["langchain"] or [float("nan")])
-                print(
-                    f"(d) {n:>6} msgs ({len(body) / 1e6:.2f} MB): POST /v1/prepare"
-                    f" {t_service * 1e3:8.2f} ms | echo {t_echo * 1e3:8.2f} ms"
-                    f" (ratio {t_service / t_echo:4.2f}) | LangChain in-process"
-                    f" {t_lc * 1e3:7.2f} ms (ratio {t_service / t_lc:5.2f})"
-                )
-                ratios[-n] = t_service / t_lc
+
+            def post_httpx(url: str, content: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+                response = full.post(url, content=content, headers=headers)
+                return response.status_code, response.content
+
+            clients = {"httpx": post_httpx, "http.client": lean.post}
+            targets = {"service": service.url + "/v1/prepare", "echo": bare.url + "/echo"}
+            try:
+                for n in sizes:
+                    ratios.update(_round_trips(n, system, tools, clients, targets))
+            finally:
+                lean.close()
+    return ratios
+
+
+Post = Callable[[str, bytes, dict[str, str]], tuple[int, bytes]]
+
+
+def alternate(
+    body: bytes,
+    clients: dict[str, Post],
+    targets: dict[str, str],
+    trim: Callable[[], object] | None,
+    runs: int,
+) -> tuple[dict[tuple[str, str], list[float]], list[float], dict[str, bytes]]:
+    """``body`` posted to every target with every client, then ``trim`` once, ``runs`` rounds
+    after a warm-up round: each (client, target)'s times, the trim's, and each target's answer
+    (which must be the same every time)."""
+    headers = {"content-type": "application/json"}
+    samples: dict[tuple[str, str], list[float]] = {
+        (client, name): [] for client in clients for name in targets
+    }
+    trims: list[float] = []
+    answers: dict[str, bytes] = {}
+    for i in range(runs + 1):
+        for client, post in clients.items():
+            for name, url in targets.items():
+                start = time.perf_counter()
+                status, answer = post(url, body, headers)
+                elapsed = time.perf_counter() - start
+                if status != 200:
+                    raise SystemExit(f"{name}: {status} {answer[:300]!r}")
+                if answers.setdefault(name, answer) != answer:
+                    raise SystemExit(f"{name} answered the same body differently")
+                if i:  # the first round warms everything up
+                    samples[client, name].append(elapsed)
+        if trim is not None:
+            start = time.perf_counter()
+            trim()
+            trims.append(time.perf_counter() - start)
+    return samples, trims, answers
+
+
+def _round_trips(
+    n: int,
+    system: list[SystemPart],
+    tools: list[Any],
+    clients: dict[str, Post],
+    targets: dict[str, str],
+) -> dict[tuple[str, int], tuple[float, float]]:
+    items = agent_conversation(n)
+    pruning = PruningWatermark(through_sequence=n // 2)
+    body = dumps(prepare_body(system, items, tools, pruning=pruning)).encode()
+    runs = 15 if n <= 1_000 else 3
+    samples, lc_samples, _ = alternate(body, clients, targets, langchain_trim(system, items), runs)
+    t_lc = statistics.median(lc_samples or [float("nan")])
+    print(
+        f"(d) {n:>6} msgs ({len(body) / 1e6:.2f} MB), LangChain in-process {t_lc * 1e3:.2f} ms;"
+        " POST /v1/prepare through uvicorn, by client:"
+    )
+    ratios = {}
+    for client in clients:
+        t_service = statistics.median(samples[client, "service"])
+        t_echo = statistics.median(samples[client, "echo"])
+        ratios[client, n] = (t_service / t_echo, t_service / t_lc)
+        print(
+            f"      {client:<11} {t_service * 1e3:8.2f} ms | echo {t_echo * 1e3:8.2f} ms"
+            f" (ratio {t_service / t_echo:4.2f}) | ÷ LangChain {t_service / t_lc:5.2f}"
+        )
     return ratios
 
 
@@ -326,12 +376,14 @@ def main() -> None:
     )
     print(f"(c) growth 1 000 → 10 000: {growth:.2f} (target ≤ 12) {verdict(growth <= 12)}")
     ratios = end_to_end()
-    echo, lc = ratios[1_000], ratios[-1_000]
-    print(
-        f"(d) at 1 000 messages: {echo:.2f}× the echo endpoint (target ≤ {HTTP_ECHO_TARGET})"
-        f" {verdict(echo <= HTTP_ECHO_TARGET)}; {lc:.2f}× LangChain in-process"
-        f" (target ≤ {HTTP_LANGCHAIN_TARGET}) {verdict(lc <= HTTP_LANGCHAIN_TARGET)}"
-    )
+    for client in ("httpx", "http.client"):
+        echo, lc = ratios[client, 1_000]
+        print(
+            f"(d) at 1 000 messages, {client}: {echo:.2f}× the echo endpoint"
+            f" (target ≤ {HTTP_ECHO_TARGET}) {verdict(echo <= HTTP_ECHO_TARGET)};"
+            f" {lc:.2f}× LangChain in-process (target ≤ {HTTP_LANGCHAIN_TARGET})"
+            f" {verdict(lc <= HTTP_LANGCHAIN_TARGET)}"
+        )
     turn_loop()
     salient_cost()
 

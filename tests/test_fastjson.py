@@ -110,6 +110,15 @@ def test_the_estimate_measures_content_exactly_as_the_core_does(content: list[Bl
 
 
 @FAST
+@given(CONTENT)
+def test_content_bytes_are_the_reference_bytes(content: list[Block]) -> None:
+    # What the prefix record digests (request content, a tool list): spec_bytes, faster.
+    reference = _reference_bytes(content)
+    if reference is not None:
+        assert fastjson.content_bytes(content) == reference
+
+
+@FAST
 @given(
     st.lists(
         st.builds(

@@ -18,26 +18,40 @@ __all__ = ["RequestGuard", "unstorable_text"]
 # every response). In a JSON body they can only arrive as ``\u`` escapes (a raw control
 # character or invalid UTF-8 fails JSON decoding anyway), so scanning the escapes is enough.
 #
-# An escape starts a run of backslashes of even length (so its ``\u`` is an escape, not an
-# escaped backslash followed by "u") and names NUL, a high surrogate (with the low one that
-# pairs it, if any) or a low surrogate.
+# An escape names NUL, a high surrogate (with the low one that pairs it, if any) or a low
+# surrogate. The pattern starts with its literal ``\u``, which ``re`` looks for with a fast
+# scan; whether that backslash starts an escape (it follows an even run of backslashes) is
+# checked per match. A pattern starting with the run (a lookbehind) is tried at every position
+# instead: 48 ms over a 1.9 MB body holding a single ``\u001b``.
 _ESCAPE = re.compile(
-    rb"(?<!\\)(?:\\\\)*\\u(0000|d[89ab][0-9a-f]{2}(?:\\ud[c-f][0-9a-f]{2})?|d[c-f][0-9a-f]{2})",
+    rb"\\u(0000|d[89ab][0-9a-f]{2}(?:\\ud[c-f][0-9a-f]{2})?|d[c-f][0-9a-f]{2})",
     re.IGNORECASE,
 )
 _PAIR_LENGTH = len(b"d800\\udc00")
+_BACKSLASH = ord("\\")
+
+
+def _escaped(body: bytes, index: int) -> bool:
+    """Whether the backslash at ``index`` is itself escaped (an odd run of them before it)."""
+    before = index
+    while before and body[before - 1] == _BACKSLASH:
+        before -= 1
+    return (index - before) % 2 == 1
 
 
 def unstorable_text(body: bytes) -> str | None:
     """What makes a JSON ``body`` unstorable (``None``: nothing)."""
-    if b"\\u" not in body:  # the usual case, at memchr speed
-        return None
-    for match in _ESCAPE.finditer(body):
+    match = _ESCAPE.search(body)
+    while match is not None:
+        if _escaped(body, match.start()):  # text: a backslash, then "u…"
+            match = _ESCAPE.search(body, match.start() + 1)
+            continue
         escape = match.group(1)
         if escape == b"0000":
             return "U+0000 (NUL)"
         if len(escape) != _PAIR_LENGTH:
             return f"an unpaired UTF-16 surrogate (\\u{escape.decode()})"
+        match = _ESCAPE.search(body, match.end())
     return None
 
 

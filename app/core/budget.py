@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.core.capabilities import ModelLimits
-from app.core.content import Item
+from app.core.content import Item, content_without_artifacts
 from app.core.counting import TokenCounter
 from app.core.prepared import Budget, SystemPart, ToolDefinition
 
@@ -31,7 +31,10 @@ def message_measures(
         if cached is not None and cached.counter == name and id(item) in reusable:
             measures.append(cached.measure)
         else:
-            measures.append(counter.measure_message(item.role, item.content))
+            # What is sent: artifacts are never sent and never counted (SPEC §1), so a counter
+            # is handed the content without them and need not look for them.
+            content = content_without_artifacts(item.content)
+            measures.append(counter.measure_message(item.role, content))
     return measures
 
 

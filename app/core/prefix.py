@@ -80,6 +80,12 @@ _COMPACTION_REASONS = frozenset(
 )
 
 
+# What a message's digest starts with, before its content's JSON, by role.
+_CONTENT_UNIT = {
+    role: b"c" + role.encode() + b"\n" for role in ("system", "user", "assistant", "tool")
+}
+
+
 def _reference_bytes(value: Any) -> bytes:
     return compact_json(value).encode()
 
@@ -213,8 +219,13 @@ def record_request(
             kind = REWIND if rewound else COMPACTION
         else:
             kind = SYNTHESIZED
-        unit = b"c" + message["role"].encode() + b"\n" + dumps(message["content"])
-        digests += blake2b(unit, digest_size=DIGEST_BYTES).digest()
+        # ``c``, the role, a newline, the content's JSON: hashed in two parts rather than
+        # joined first (a copy of every message's JSON, 1.5 MB at 1 000 messages).
+        role = message["role"]
+        unit = _CONTENT_UNIT.get(role) or b"c" + role.encode() + b"\n"
+        digest = blake2b(unit, digest_size=DIGEST_BYTES)
+        digest.update(dumps(message["content"]))
+        digests += digest.digest()
         kinds.append(kind)
     return RequestRecord(1 if tools else 0, system_count, bytes(digests), bytes(kinds))
 

@@ -63,9 +63,12 @@ def prepare(
         raise system_message_in_conversation(index, conversation[index])
     items = sent.items
     measures = sent.measures
+    sent_messages = sent.messages
     for index in sent.unmeasured:
-        item = items[index]
-        measures[index] = counter.measure_message(item.role, item.content)
+        # The content as sent (artifacts removed: SPEC §1), as the budget stage measures it:
+        # the very lists of the request, which the prefix record digests next.
+        content = sent_messages[index]["content"]
+        measures[index] = counter.measure_message(items[index].role, content)
     budget = budget_of(system_measure, sum(measures), tools, limits, counter)
     messages: list[RequestMessage] = [
         {"role": "system", "content": part.content} for part in system_context

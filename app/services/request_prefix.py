@@ -21,7 +21,7 @@ from app.core import prefix
 from app.core.content import Item
 from app.core.errors import InvalidInput
 from app.core.prepared import PreparedModelCall
-from app.fastjson import spec_bytes
+from app.fastjson import content_bytes
 from app.services.conversation import ActiveConversation
 from app.storage.repositories.prefixes import RequestPrefixRepository
 
@@ -78,7 +78,8 @@ def prefixed(
         conversation,
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
-        dumps=spec_bytes,
+        # Content and the tool list: strings by their schema, no float to look for.
+        dumps=content_bytes,
     )
     comparison = prefix.compare(prepared, record, prefix.decode(previous))
     return prefix.with_prefix(prepared, record, comparison)

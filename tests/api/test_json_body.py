@@ -1,7 +1,9 @@
 """A body validated from its bytes (``JsonBodyRoute``) is read exactly as FastAPI reads it.
 
 Two routes take the same model, one the usual way and one from the raw bytes; every body gets
-the same answer from both: the same value when it is valid, the same error when it is not.
+the same answer from both: the same value when it is valid, the same error when it is not. The
+same for a ``BodyInput`` (read by its own ``decode`` first), against FastAPI's usual reading of
+the very same type (its model validated, then read by ``of``).
 """
 
 from __future__ import annotations
@@ -13,6 +15,9 @@ import httpx
 import pytest
 from fastapi import APIRouter, FastAPI
 
+from app.api.inputs.appends import AppendInput
+from app.api.inputs.prepare import PrepareInput
+from app.api.inputs.tokens import TokenCountInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.problems import install_error_handlers
 from app.api.routes import prepare, sessions, tokens
@@ -34,6 +39,26 @@ async def read_usual(body: PrepareBody) -> dict[str, Any]:
 @once.post("/once")
 async def read_once(body: PrepareBody) -> dict[str, Any]:
     return {"type": type(body).__name__, "body": body.model_dump(mode="json")}
+
+
+def _repr_route(router: APIRouter, path: str, kind: type[Any]) -> None:
+    """``POST path`` answering the ``repr`` of its body read as ``kind``."""
+
+    async def read(body: Any) -> dict[str, Any]:
+        return {"input": repr(body)}
+
+    read.__annotations__ = {"body": kind, "return": dict[str, Any]}
+    router.post(path)(read)
+
+
+INPUT_KINDS: dict[str, type[Any]] = {
+    "prepare": PrepareInput,
+    "tokens": TokenCountInput,
+    "append": AppendInput,
+}
+for name, kind in INPUT_KINDS.items():
+    _repr_route(usual, f"/usual/{name}", kind)  # FastAPI's usual reading of the same type
+    _repr_route(once, f"/once/{name}", kind)
 
 
 @pytest.fixture
@@ -117,6 +142,33 @@ async def test_an_invalid_body_gets_the_error_it_always_got(both: FastAPI, raw: 
     assert once_answer[0] != 200
 
 
+def _tokens(prepare: dict[str, Any]) -> list[bytes]:
+    # Token-count bodies around each prepare body: as ``prepare``, beside a text, and alone.
+    raw = json.dumps(prepare).encode()
+    return [b'{"prepare": ' + raw + b"}", b'{"text": "a", "prepare": ' + raw + b"}", raw]
+
+
+INPUTS: list[tuple[str, bytes]] = [
+    *[("prepare", json.dumps(b).encode()) for b in VALID],
+    *[("prepare", raw) for raw in INVALID],
+    *[("tokens", raw) for body in VALID for raw in _tokens(body)],
+    ("tokens", json.dumps({"content": TEXT, "counter": "estimate"}).encode()),
+    ("tokens", json.dumps({"content": [{"type": "text"}]}).encode()),
+    ("tokens", b"{}"),
+    ("append", json.dumps({"messages": VALID[1]["conversation"][:1]}).encode()),
+    ("append", json.dumps({"messages": VALID[1]["conversation"]}).encode()),  # an origin
+    ("append", b'{"messages": []}'),
+    ("append", b'{"messages": [{"role": "user", "content": [{"type": "tool_result"}]}]}'),
+]
+
+
+@pytest.mark.parametrize(("kind", "raw"), INPUTS, ids=range(len(INPUTS)))
+async def test_a_body_input_gets_the_answer_of_the_usual_reading(
+    both: FastAPI, kind: str, raw: bytes
+) -> None:
+    assert await _post(both, f"/once/{kind}", raw) == await _post(both, f"/usual/{kind}", raw)
+
+
 def test_the_service_reads_its_large_bodies_once() -> None:
     # The routes of the large bodies: the stateless prepare, token counts, appends.
     routes = {
@@ -125,11 +177,12 @@ def test_the_service_reads_its_large_bodies_once() -> None:
         for route in router.routes
         for method in getattr(route, "methods", ())
     }
-    for key, model in [
-        (("/v1/prepare", "POST"), PrepareBody),
-        (("/v1/tokens/count", "POST"), TokenCountBody),
-        (("/v1/sessions/{session_id}/messages", "POST"), AppendBody),
+    for key, kind, model in [
+        (("/v1/prepare", "POST"), PrepareInput, PrepareBody),
+        (("/v1/tokens/count", "POST"), TokenCountInput, TokenCountBody),
+        (("/v1/sessions/{session_id}/messages", "POST"), AppendInput, AppendBody),
     ]:
         route = routes[key]
         assert isinstance(route, JsonBodyRoute), key
+        assert route.body_type is kind, key  # read by its own ``decode`` first
         assert route.body_model is model, key

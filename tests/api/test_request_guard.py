@@ -4,10 +4,13 @@ read or written (SPEC §8), on every endpoint, on SQLite and PostgreSQL alike.""
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.api.limits import unstorable_text
 from tests.api.helpers import new_session, stored, user
@@ -121,3 +124,33 @@ async def test_the_stateless_endpoints_refuse_it_too(api: httpx.AsyncClient) -> 
 )
 def test_unstorable_text_reads_escapes_exactly(body: bytes, found: Any) -> None:
     assert unstorable_text(body) == found
+
+
+# The scan before it was made linear (a pattern starting with the backslash run, tried at
+# every position): the reference the fast scan must agree with on every body.
+_REFERENCE = re.compile(
+    rb"(?<!\\)(?:\\\\)*\\u(0000|d[89ab][0-9a-f]{2}(?:\\ud[c-f][0-9a-f]{2})?|d[c-f][0-9a-f]{2})",
+    re.IGNORECASE,
+)
+
+
+def _reference_scan(body: bytes) -> str | None:
+    for match in _REFERENCE.finditer(body):
+        escape = match.group(1)
+        if escape == b"0000":
+            return "U+0000 (NUL)"
+        if len(escape) != len(b"d800\\udc00"):
+            return f"an unpaired UTF-16 surrogate (\\u{escape.decode()})"
+    return None
+
+
+# Runs of backslashes, ``u``/``U`` and the hex digits that make (or nearly make) the escapes.
+_PIECES = st.sampled_from(
+    [b"\\", b"\\\\", b"u", b"U", b"0000", b"d8", b"D8", b"dc", b"DE", b"00", b"0041", b"x", b'"']
+)
+
+
+@settings(max_examples=2000, deadline=None)
+@given(st.lists(_PIECES, max_size=24).map(b"".join))
+def test_the_scan_agrees_with_the_reference_on_any_bytes(body: bytes) -> None:
+    assert unstorable_text(body) == _reference_scan(body)

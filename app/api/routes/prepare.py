@@ -9,12 +9,11 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.inputs.prepare import PrepareInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, problems
-from app.api.schemas.content import blocks_to_core, message_to_item
-from app.api.schemas.prepare import EncodeName, PrepareBody, StatelessPrepareResponse
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.api.schemas.prepare import EncodeName, StatelessPrepareResponse
 from app.services.prepare import run_prepare
 
 router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
@@ -31,7 +30,7 @@ router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
     ),
 )
 async def prepare_stateless(
-    body: Annotated[PrepareBody, Body(openapi_examples=examples.PREPARE)],
+    body: Annotated[PrepareInput, Body(openapi_examples=examples.PREPARE)],
     container: ContainerDep,
     encode: Annotated[
         EncodeName | None, Query(description="Overrides the body's `encode`.")
@@ -46,11 +45,11 @@ async def prepare_stateless(
         capabilities, model_name = entry.capabilities, entry.provider.model_name
     with container.observability.prepare("stateless"):
         result = run_prepare(
-            [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
-            [message_to_item(m) for m in body.conversation],
-            [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
+            body.system_context,
+            body.conversation,
+            body.tools,
             capabilities,
-            PruningWatermark(**body.tool_result_pruning.model_dump()),
+            body.pruning,
             container.counter(capabilities.token_counter),
             encode_as=encode or body.encode,
             model_name=model_name,

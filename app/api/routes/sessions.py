@@ -9,14 +9,13 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, SESSION, TOKENIZER, WORKSPACE, problems
-from app.api.schemas.content import blocks_to_core
 from app.api.schemas.fields import MAX_EXACT_INT
 from app.api.schemas.prepare import EncodeName, PrepareResponse
 from app.api.schemas.sessions import (
-    AppendBody,
     AppendResponse,
     MessagePage,
     SessionCreate,
@@ -132,12 +131,11 @@ async def patch_session(
 )
 async def append_messages(
     session_id: SessionId,
-    body: Annotated[AppendBody, Body(openapi_examples=examples.APPEND)],
+    body: Annotated[AppendInput, Body(openapi_examples=examples.APPEND)],
     container: ContainerDep,
 ) -> Response:
     """Append messages (all-or-nothing, SPEC §5 rules) → their ids and sequences."""
-    batch = [(m.role, m.kind, blocks_to_core(m.content)) for m in body.messages]
-    stored = await container.messages.append(session_id, batch)
+    stored = await container.messages.append(session_id, body.batch)
     return json_response({"messages": stored}, status_code=201)
 
 

@@ -9,11 +9,11 @@ from fastapi.responses import Response
 
 from app.api import examples
 from app.api.deps import ContainerDep
+from app.api.inputs.tokens import TokenCountInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import MODEL, PIPELINE, problems
-from app.api.schemas.content import blocks_to_core
-from app.api.schemas.tokens import TokenCountBody, TokenCountOut, prepare_regions
+from app.api.schemas.tokens import TokenCountOut
 from app.core.item_caps import content_tokens
 from app.services.tokens import count_prepare, count_text
 
@@ -31,7 +31,7 @@ router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRou
     ),
 )
 async def count_tokens(
-    body: Annotated[TokenCountBody, Body(openapi_examples=examples.TOKEN_COUNT)],
+    body: Annotated[TokenCountInput, Body(openapi_examples=examples.TOKEN_COUNT)],
     container: ContainerDep,
 ) -> Response:
     """Count tokens with a named counter; give exactly one of `text`, `content` or `prepare`.
@@ -45,21 +45,28 @@ async def count_tokens(
 
     An unknown counter is a 422 `unknown_token_counter`. Nothing is stored.
     """
-    if body.prepare is not None:
-        if body.prepare.model is not None:
-            capabilities = body.prepare.model.to_core()
+    prepare = body.prepare
+    if prepare is not None:
+        if prepare.model is not None:
+            capabilities = prepare.model.to_core()
         else:
-            assert body.prepare.model_id is not None  # the schema guarantees exactly one
-            capabilities = (await container.models.get(body.prepare.model_id)).capabilities
+            assert prepare.model_id is not None  # the schema guarantees exactly one
+            capabilities = (await container.models.get(prepare.model_id)).capabilities
         counter = container.counter(body.counter or capabilities.token_counter)
-        system, items, tools, pruning = prepare_regions(body.prepare)
         with container.observability.prepare("tokens"):
-            counted = count_prepare(system, items, tools, capabilities, pruning, counter)
+            counted = count_prepare(
+                prepare.system_context,
+                prepare.conversation,
+                prepare.tools,
+                capabilities,
+                prepare.pruning,
+                counter,
+            )
         return json_response(counted)
     counter = container.counter(body.counter or "estimate")
     if body.text is not None:
         tokens = count_text(counter, body.text)
     else:
         assert body.content is not None  # the schema guarantees exactly one
-        tokens = content_tokens(blocks_to_core(body.content), counter)
+        tokens = content_tokens(body.content, counter)
     return json_response({"counter": counter.name, "tokens": tokens})

@@ -6,14 +6,12 @@ from typing import Any, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from app.api.schemas.content import BlockIn, blocks_to_core, message_to_item
+from app.api.schemas.content import BlockIn
 from app.api.schemas.fields import RequestModel
 from app.api.schemas.models import TokenCounterName
 from app.api.schemas.prepare import PrepareBody
-from app.core.content import Item
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 
-__all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut", "prepare_regions"]
+__all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut"]
 
 
 def _given(field: str) -> dict[str, Any]:
@@ -67,16 +65,4 @@ class TokenCountOut(BaseModel):
     tokens: int
     regions: RegionTokensOut | None = Field(
         default=None, description="Per-region figures, for a `prepare` body only."
-    )
-
-
-def prepare_regions(
-    body: PrepareBody,
-) -> tuple[list[SystemPart], list[Item], list[ToolDefinition], PruningWatermark]:
-    """The core inputs of a prepare body (as ``POST /v1/prepare`` reads them)."""
-    return (
-        [SystemPart(p.key, blocks_to_core(p.content)) for p in body.system_context],
-        [message_to_item(m) for m in body.conversation],
-        [ToolDefinition(**t.model_dump()) for t in body.tools],  # type: ignore[typeddict-item]
-        PruningWatermark(**body.tool_result_pruning.model_dump()),
     )

@@ -14,10 +14,13 @@ Script it with a queue of replies, served in order, one per request:
 Every request is recorded (method, path, headers, raw body) in ``server.requests``, and the
 time the server spent on it (from its first byte to the reply's last) adds to
 ``server.serving_seconds``: what a benchmark subtracts as the provider's time. A fixed
-``latency`` delays every reply. When the queue is empty the server answers 500 with the error
-type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly — unless a
-``responder`` was given: it then decides the reply from the request (``bench/caching.py``'s
-fake with a prompt cache).
+``latency`` delays every reply; a client that closes the connection while a reply is held back
+(latency, ``first_byte_delay``, ``event_delay``, an error's ``delay``) is counted in
+``server.abandoned``, as a real provider stops generating then. When the queue is empty the
+server answers 500 with the error type ``fake_script_exhausted``, so a test that asked for too
+few replies fails loudly — unless a ``responder`` was given: it then decides the reply from the
+request (``bench/caching.py``'s fake with a prompt cache). With a ``tls`` context it serves
+HTTPS.
 
 The wire builders (``openai_stream``, ``anthropic_stream``, error bodies) live in
 ``tests.providers.fake_wire`` and are re-exported here.
@@ -28,6 +31,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections import deque
@@ -97,8 +101,10 @@ class FakeProviderServer:
         *,
         latency: float = 0.0,
         responder: Callable[[RecordedRequest], Reply] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.latency = latency
+        self._tls = tls
         self._responder = responder
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -112,6 +118,7 @@ class FakeProviderServer:
         self._stopped: asyncio.Event | None = None
         self.port = 0
         self._connections = 0
+        self._abandoned = 0
         self._serving_seconds = 0.0
 
     # -- scripting --------------------------------------------------------------------------------
@@ -143,6 +150,22 @@ class FakeProviderServer:
             return self._connections
 
     @property
+    def abandoned(self) -> int:
+        """Requests whose client closed the connection before their reply was sent."""
+        with self._lock:
+            return self._abandoned
+
+    async def abandoned_by_client(self, count: int = 1, *, within: float = 30.0) -> None:
+        """Wait until ``count`` requests were abandoned (``TimeoutError`` after ``within``)."""
+
+        def wait() -> None:
+            with self._arrival:
+                if not self._arrival.wait_for(lambda: self._abandoned >= count, within):
+                    raise TimeoutError(f"{self._abandoned} of {count} requests abandoned")
+
+        await asyncio.to_thread(wait)
+
+    @property
     def serving_seconds(self) -> float:
         """Time spent on requests so far, each from its first line to the reply's last byte."""
         with self._lock:
@@ -155,7 +178,10 @@ class FakeProviderServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """``https://`` when the server was given a ``tls`` context (its certificate must name
+        127.0.0.1)."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -195,7 +221,7 @@ class FakeProviderServer:
 
     async def _main(self) -> None:
         self._stopped = asyncio.Event()
-        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0, ssl=self._tls)
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         await self._stopped.wait()
@@ -222,7 +248,7 @@ class FakeProviderServer:
                     self._requests.append(request)
                     self._arrival.notify_all()
                     reply = self._next_reply(request)
-                served = await self._serve(reply, writer)
+                served = await self._serve(reply, reader, writer)
                 with self._lock:
                     self._serving_seconds += time.perf_counter() - request.arrived_at
                 if not served:
@@ -243,11 +269,32 @@ class FakeProviderServer:
             return self._responder(request)
         return _EXHAUSTED
 
-    async def _serve(self, reply: Reply, writer: asyncio.StreamWriter) -> bool:
+    async def _held(self, reader: asyncio.StreamReader, seconds: float) -> bool:
+        """Hold a reply back ``seconds``; ``False`` when the client closed the connection
+        meanwhile (counted in ``abandoned``). A client sends nothing before its answer (no
+        pipelining), so anything read here is the end of the connection."""
+        if seconds <= 0:
+            return True
+        try:
+            sent = await asyncio.wait_for(reader.read(1), seconds)
+        except TimeoutError:
+            return True
+        except ConnectionError:
+            sent = b""  # reset rather than closed
+        assert not sent, "the fake provider serves one request at a time per connection"
+        with self._arrival:
+            self._abandoned += 1
+            self._arrival.notify_all()
+        return False
+
+    async def _serve(
+        self, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         """Write ``reply``; ``False`` when the connection must not be reused."""
         if isinstance(reply, ErrorReply | BodyReply):
             delay = reply.delay if isinstance(reply, ErrorReply) else 0.0
-            await asyncio.sleep(self.latency + delay)
+            if not await self._held(reader, self.latency + delay):
+                return False
             if isinstance(reply.body, bytes):
                 body, ctype = reply.body, "application/octet-stream"
             elif isinstance(reply.body, str):
@@ -261,7 +308,8 @@ class FakeProviderServer:
             writer.write(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
             await writer.drain()
             return True
-        await asyncio.sleep(self.latency + reply.first_byte_delay)
+        if not await self._held(reader, self.latency + reply.first_byte_delay):
+            return False
         headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
         writer.write(
             _head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
@@ -274,8 +322,8 @@ class FakeProviderServer:
             data = event.encode()
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await writer.drain()
-            if reply.event_delay:
-                await asyncio.sleep(reply.event_delay)
+            if reply.event_delay and not await self._held(reader, reply.event_delay):
+                return False
         if reply.drop_after is not None and reply.drop_after >= len(reply.events):
             writer.transport.abort()
             return False

@@ -4,7 +4,7 @@ shows of each HTTP request an adapter sends, and the ``traceparent`` the provide
 from __future__ import annotations
 
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,25 +24,15 @@ from tests.providers.fakes import ErrorReply, FakeProviderServer, StreamReply, o
 pytestmark = pytest.mark.anyio
 
 
-@pytest.fixture
-def anyio_backend() -> str:
-    return "asyncio"
-
-
-@pytest.fixture
-def fake_server() -> Iterator[FakeProviderServer]:
-    with FakeProviderServer() as server:
-        yield server
-
-
 @dataclass
 class Traced:
-    provider: TracerProvider
+    tracer_provider: TracerProvider
     exporter: InMemorySpanExporter
     made: list[ProviderHTTP]
 
     def http(self, env: dict[str, str] | None = None) -> ProviderHTTP:
-        http = ProviderHTTP(trace_configs=[provider_request_tracing(self.provider, env or {})])
+        tracing = provider_request_tracing(self.tracer_provider, env or {})
+        http = ProviderHTTP(trace_configs=[tracing])
         self.made.append(http)
         return http
 
@@ -53,13 +43,13 @@ class Traced:
 @pytest.fixture
 async def traced() -> AsyncIterator[Traced]:
     exporter = InMemorySpanExporter()
-    provider = TracerProvider()
-    provider.add_span_processor(SimpleSpanProcessor(exporter))
-    found = Traced(provider, exporter, [])
+    tracer_provider = TracerProvider()
+    tracer_provider.add_span_processor(SimpleSpanProcessor(exporter))
+    found = Traced(tracer_provider, exporter, [])
     yield found
     for http in found.made:
         await http.aclose()
-    provider.shutdown()
+    tracer_provider.shutdown()
 
 
 async def call(traced: Traced, http: ProviderHTTP, base_url: str) -> Any:
@@ -71,7 +61,7 @@ async def call(traced: Traced, http: ProviderHTTP, base_url: str) -> Any:
         retry=RetryPolicy(max_attempts=2, initial_delay=0.01, max_delay=0.01),
         timeouts=Timeouts(first_byte=10, idle=10, total=30),
     )
-    with traced.provider.get_tracer("test").start_as_current_span("chat gpt-test"):
+    with traced.tracer_provider.get_tracer("test").start_as_current_span("chat gpt-test"):
         return await adapter.complete(prepared(msg("user", text("hello"))))
 
 
@@ -80,10 +70,10 @@ def attributes(span: ReadableSpan) -> dict[str, Any]:
 
 
 async def test_a_request_is_a_client_span_whose_context_the_provider_receives(
-    traced: Traced, fake_server: FakeProviderServer
+    traced: Traced, provider: FakeProviderServer
 ) -> None:
-    fake_server.enqueue(StreamReply(openai_stream(text=["hi"])))
-    await call(traced, traced.http(), fake_server.base_url)
+    provider.enqueue(StreamReply(openai_stream(text=["hi"])))
+    await call(traced, traced.http(), provider.base_url)
     [chat] = traced.spans("chat gpt-test")
     [request] = traced.spans("POST")
     assert request.kind is SpanKind.CLIENT
@@ -91,13 +81,11 @@ async def test_a_request_is_a_client_span_whose_context_the_provider_receives(
     assert request.parent.span_id == chat.context.span_id
     assert attributes(request) == {
         "http.method": "POST",
-        "http.url": fake_server.base_url + "/v1/chat/completions",
+        "http.url": provider.base_url + "/v1/chat/completions",
         "http.status_code": 200,
     }
     assert request.status.status_code is StatusCode.UNSET
-    _version, trace_id, parent_id, _flags = (
-        fake_server.requests[0].headers["traceparent"].split("-")
-    )
+    _version, trace_id, parent_id, _flags = provider.requests[0].headers["traceparent"].split("-")
     assert (trace_id, parent_id) == (
         format(request.context.trace_id, "032x"),
         format(request.context.span_id, "016x"),
@@ -107,11 +95,11 @@ async def test_a_request_is_a_client_span_whose_context_the_provider_receives(
 
 
 async def test_a_refused_answer_and_a_failed_connection_are_errors(
-    traced: Traced, fake_server: FakeProviderServer
+    traced: Traced, provider: FakeProviderServer
 ) -> None:
-    fake_server.enqueue(ErrorReply(503, {"error": {"message": "busy"}}))
-    fake_server.enqueue(StreamReply(openai_stream(text=["hi"])))
-    await call(traced, traced.http(), fake_server.base_url)
+    provider.enqueue(ErrorReply(503, {"error": {"message": "busy"}}))
+    provider.enqueue(StreamReply(openai_stream(text=["hi"])))
+    await call(traced, traced.http(), provider.base_url)
     refused, answered = sorted(traced.spans("POST"), key=lambda s: s.start_time or 0)
     assert (refused.status.status_code, attributes(refused)["http.status_code"]) == (
         StatusCode.ERROR,
@@ -160,14 +148,14 @@ async def test_a_refused_answer_and_a_failed_connection_are_errors(
     ],
 )
 async def test_the_stable_http_conventions_when_asked_for(
-    traced: Traced, fake_server: FakeProviderServer, opt_in: str, names: set[str]
+    traced: Traced, provider: FakeProviderServer, opt_in: str, names: set[str]
 ) -> None:
-    fake_server.enqueue(StreamReply(openai_stream(text=["hi"])))
+    provider.enqueue(StreamReply(openai_stream(text=["hi"])))
     http = traced.http({"OTEL_SEMCONV_STABILITY_OPT_IN": opt_in})
-    await call(traced, http, fake_server.base_url)
+    await call(traced, http, provider.base_url)
     [request] = traced.spans("POST")
     found = attributes(request)
     assert set(found) == names
     if "http.response.status_code" in names:
-        assert (found["server.address"], found["server.port"]) == ("127.0.0.1", fake_server.port)
+        assert (found["server.address"], found["server.port"]) == ("127.0.0.1", provider.port)
         assert found["http.response.status_code"] == 200

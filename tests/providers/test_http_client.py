@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import logging
 import socket
 import ssl
 from collections.abc import AsyncIterator, Iterator
@@ -274,3 +275,18 @@ async def test_a_body_over_a_mebibyte_is_sent_exactly_as_encoded(
     [sent] = fake_server.requests
     assert len(sent.body) > 2**20
     assert sent.body == client.body(request)
+
+
+async def test_each_provider_request_is_a_debug_line(
+    fake_server: FakeProviderServer, http: ProviderHTTP, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake_server.enqueue(*(StreamReply(openai_stream(text=["hi"])) for _ in range(2)))
+    client = adapter(http, fake_server.base_url)
+    with caplog.at_level(logging.INFO, logger="app.providers._streaming"):
+        await client.complete(hello())
+    assert caplog.messages == []  # nothing per request at the default level
+    with caplog.at_level(logging.DEBUG, logger="app.providers._streaming"):
+        await client.complete(hello())
+    assert caplog.messages == [
+        f"provider request: POST {fake_server.base_url}/v1/chat/completions: HTTP 200"
+    ]

@@ -15,12 +15,12 @@ Every request is recorded (method, path, headers, raw body) in ``server.requests
 time the server spent on it (from its first byte to the reply's last) adds to
 ``server.serving_seconds``: what a benchmark subtracts as the provider's time. A fixed
 ``latency`` delays every reply; a client that closes the connection while a reply is held back
-(latency, ``first_byte_delay``, ``event_delay``, an error's ``delay``) is counted in
-``server.abandoned``, as a real provider stops generating then. When the queue is empty the
-server answers 500 with the error type ``fake_script_exhausted``, so a test that asked for too
-few replies fails loudly — unless a ``responder`` was given: it then decides the reply from the
-request (``bench/caching.py``'s fake with a prompt cache). With a ``tls`` context it serves
-HTTPS.
+a second or more (latency, ``first_byte_delay``, ``event_delay``, an error's ``delay``) is
+counted in ``server.abandoned``, as a real provider stops generating then. When the queue is
+empty the server answers 500 with the error type ``fake_script_exhausted``, so a test that
+asked for too few replies fails loudly — unless a ``responder`` was given: it then decides the
+reply from the request (``bench/caching.py``'s fake with a prompt cache). With a ``tls``
+context it serves HTTPS. The HTTP/1.1 framing is ``tests.providers.fake_framing``.
 
 The wire builders (``openai_stream``, ``anthropic_stream``, error bodies) live in
 ``tests.providers.fake_wire`` and are re-exported here.
@@ -35,12 +35,10 @@ import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from http import HTTPStatus
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
 
+from tests.providers.fake_framing import RecordedRequest, read_request, reply_head
 from tests.providers.fake_wire import (
     SSE,
     BodyReply,
@@ -83,16 +81,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    body: bytes
-    arrived_at: float = 0.0  # ``time.perf_counter()`` when its first line had arrived
-
-    def json(self) -> Any:
-        return json.loads(self.body)
+# Holds at least this long watch the connection for the client leaving (see ``_held``).
+_WATCHED_HOLD = 1.0
 
 
 class FakeProviderServer:
@@ -241,7 +231,7 @@ class FakeProviderServer:
             self._connections += 1
         try:
             while True:
-                request = await _read_request(reader)
+                request = await read_request(reader)
                 if request is None:
                     break
                 with self._arrival:
@@ -272,8 +262,13 @@ class FakeProviderServer:
     async def _held(self, reader: asyncio.StreamReader, seconds: float) -> bool:
         """Hold a reply back ``seconds``; ``False`` when the client closed the connection
         meanwhile (counted in ``abandoned``). A client sends nothing before its answer (no
-        pipelining), so anything read here is the end of the connection."""
+        pipelining), so anything read here is the end of the connection. Holds shorter than
+        ``_WATCHED_HOLD`` only sleep: a benchmark's latency keeps costing the fake what it
+        did (its serving time is subtracted from the client's)."""
         if seconds <= 0:
+            return True
+        if seconds < _WATCHED_HOLD:
+            await asyncio.sleep(seconds)
             return True
         try:
             sent = await asyncio.wait_for(reader.read(1), seconds)
@@ -304,7 +299,7 @@ class FakeProviderServer:
             headers = dict(reply.headers) if isinstance(reply, ErrorReply) else {}
             if isinstance(reply, BodyReply):
                 ctype = reply.content_type
-            head = _head(reply.status, {"content-type": ctype, **headers})
+            head = reply_head(reply.status, {"content-type": ctype, **headers})
             writer.write(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
             await writer.drain()
             return True
@@ -312,7 +307,7 @@ class FakeProviderServer:
             return False
         headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
         writer.write(
-            _head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
+            reply_head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
         )
         await writer.drain()
         for index, event in enumerate(reply.events):
@@ -356,39 +351,3 @@ _EXHAUSTED = ErrorReply(
     500,
     {"error": {"type": "fake_script_exhausted", "message": "no scripted reply left"}},
 )
-
-
-def _head(status: int, headers: Mapping[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {_reason(status)}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
-
-
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Overloaded" if status == 529 else "Unknown"
-
-
-async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
-    try:
-        first = await reader.readline()
-        arrived_at = time.perf_counter()
-        head = first + await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        return None  # the client closed the (idle) connection
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers = _header_map(line for line in lines[1:] if line)
-    length = int(headers.get("content-length", "0"))
-    body = await reader.readexactly(length) if length else b""
-    return RecordedRequest(method, path, headers, body, arrived_at)
-
-
-def _header_map(lines: Iterable[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return headers

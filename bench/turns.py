@@ -18,10 +18,10 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``) and on a throw-away PostgreSQL data
    9 turns is reported.
 2. Observability: the same overhead with traces off (the default) and info lines off, with the
    info lines on (JSON to a null stream, as ``ctxsvc serve`` writes them), and with traces on
-   to an in-memory exporter (batch processor, as in production; FastAPI, httpx and SQLAlchemy
-   instrumented), measured in alternating rounds; plus the cost of the observability hooks of
-   one model call with traces and info lines off, timed alone (the off path must cost nothing
-   measurable: a few microseconds against milliseconds).
+   to an in-memory exporter (batch processor, as in production; FastAPI, the provider HTTP
+   client and SQLAlchemy instrumented), measured in alternating rounds; plus the cost of the
+   observability hooks of one model call with traces and info lines off, timed alone (the off
+   path must cost nothing measurable: a few microseconds against milliseconds).
 3. Throughput: 1, 10 and 50 sessions each running turns concurrently (one model call each);
    turns per second should grow with concurrency (the provider latency overlaps).
 

@@ -108,3 +108,18 @@ def test_the_context_map_reads_through_the_services_not_the_storage(path: Path) 
         if name.startswith(("app.storage", "sqlalchemy"))
     ]
     assert not offending, f"{path.name} imports {offending}"
+
+
+APP = ROOT / "app"
+
+
+@pytest.mark.parametrize("path", sorted(APP.rglob("*.py")), ids=lambda p: str(p.relative_to(APP)))
+def test_the_service_imports_no_httpx(path: Path) -> None:
+    # httpx is a test and benchmark dependency only (pyproject's dev extra): the provider
+    # adapters use aiohttp, so an image built with the runtime dependencies has no httpx.
+    offending = [
+        f"line {line}: {name}"
+        for line, name in imported_modules(path)
+        if name.split(".")[0] == "httpx"
+    ]
+    assert not offending, f"{path.name} imports {offending}"

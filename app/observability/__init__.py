@@ -5,7 +5,8 @@
 - ``metrics`` / ``exposition``: the metric definitions and the ``/metrics`` text (one process,
   or all workers in prometheus-client's multiprocess mode);
 - ``tracing``: traces from the ``OTEL_*`` environment variables (off unless asked for), and the
-  FastAPI, httpx and SQLAlchemy instrumentations;
+  FastAPI and SQLAlchemy instrumentations; ``provider_requests``: the provider HTTP client's
+  span per request;
 - ``model_calls``, ``turns``, ``compactions``: what is recorded of each model call, turn and
   compaction; ``observer.Observability`` is the handle the services are given.
 

@@ -73,9 +73,6 @@ def configure_logging(level: str) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = name != "uvicorn.access"
-    # httpx logs every request at INFO ("HTTP Request: POST …"): a line per model call that says
-    # less than the model-call line. At DEBUG it is wanted.
-    logging.getLogger("httpx").setLevel(logging.NOTSET if level == "DEBUG" else logging.WARNING)
 
 
 def event_line(

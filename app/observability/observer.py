@@ -16,8 +16,8 @@ from contextlib import AbstractContextManager
 from types import TracebackType
 from typing import Any, Protocol, TypeVar
 
+import aiohttp
 import anyio
-import httpx
 from fastapi import FastAPI
 from opentelemetry import trace
 from opentelemetry.instrumentation.utils import suppress_instrumentation
@@ -29,6 +29,7 @@ from app.observability import tracing
 from app.observability.compactions import CompactionObserver
 from app.observability.metrics import Metrics
 from app.observability.model_calls import CallTarget, ObservedModelClient
+from app.observability.provider_requests import provider_request_tracing
 from app.observability.turns import TurnObserver
 from app.providers.base import ModelClient
 
@@ -165,9 +166,11 @@ class Observability:
         if self.tracer_provider is not None:
             tracing.instrument_engine(engine, self.tracer_provider)
 
-    def instrument_http(self, client: httpx.AsyncClient) -> None:
-        if self.tracer_provider is not None:
-            tracing.instrument_http(client, self.tracer_provider)
+    def provider_trace_configs(self) -> list[aiohttp.TraceConfig]:
+        """The trace configs of the provider adapters' HTTP session (none with traces off)."""
+        if self.tracer_provider is None:
+            return []
+        return [provider_request_tracing(self.tracer_provider, os.environ)]
 
     async def aclose(self) -> None:
         self.metrics.close()

@@ -15,8 +15,8 @@ limits (``OTEL_BSP_*``), the resource (``OTEL_SERVICE_NAME``, ``OTEL_RESOURCE_AT
 ``opentelemetry-exporter-otlp-proto-grpc`` installed), ``console`` and any other installed one
 by its entry-point name. FastAPI (one server span per request but probes and scrapes, unless
 ``OTEL_PYTHON_FASTAPI_EXCLUDED_URLS`` says otherwise), the provider HTTP client (one
-client span per provider request, ``traceparent`` propagated) and SQLAlchemy (one span per
-statement) are instrumented per app, with this app's tracer provider.
+client span per provider request, ``traceparent`` propagated: ``provider_requests``) and
+SQLAlchemy (one span per statement) are instrumented per app, with this app's tracer provider.
 """
 
 from __future__ import annotations
@@ -25,12 +25,10 @@ from collections.abc import Mapping
 from importlib.metadata import entry_points
 from typing import Any
 
-import httpx
 from fastapi import FastAPI
 from opentelemetry import trace
 from opentelemetry.context import Context
 from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-from opentelemetry.instrumentation.httpx import HTTPXClientInstrumentor
 from opentelemetry.instrumentation.sqlalchemy.engine import EngineTracer
 from opentelemetry.metrics import NoOpMeterProvider
 from opentelemetry.sdk.resources import SERVICE_NAME, SERVICE_VERSION, Resource
@@ -44,7 +42,6 @@ __all__ = [
     "context_of",
     "instrument_app",
     "instrument_engine",
-    "instrument_http",
     "traceparent_of",
     "tracer_provider_from_env",
     "traces_wanted",
@@ -134,12 +131,6 @@ def instrument_app(app: FastAPI, provider: trace.TracerProvider, env: Mapping[st
         meter_provider=_NO_METERS,
         excluded_urls=None if configured else _DEFAULT_EXCLUDED_URLS,
         exclude_spans=["receive", "send"],
-    )
-
-
-def instrument_http(client: httpx.AsyncClient, provider: trace.TracerProvider) -> None:
-    HTTPXClientInstrumentor.instrument_client(
-        client, tracer_provider=provider, meter_provider=_NO_METERS
     )
 
 

@@ -2,17 +2,17 @@
 
 ``Received`` keeps the status, the content type, the size and the first bytes of a response so
 that a protocol error can say what came (``describe``). ``read_whole`` reads a complete
-(non-streamed) answer; ``read_to_end`` drains what follows a stream's terminal event.
+(non-streamed) answer; ``read_to_end`` drains what follows a stream's terminal event. Both read
+an aiohttp response's ``content``, whose ``readany()`` answers ``b""`` at the end.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-import httpx
+import aiohttp
 
 __all__ = ["MAX_ANSWER_BYTES", "Received", "read_to_end", "read_whole"]
 
@@ -56,30 +56,32 @@ class Received:
 
 
 async def read_whole(
-    chunks: AsyncIterator[bytes], first: bytes | None, received: Received
+    stream: aiohttp.StreamReader, first: bytes, received: Received
 ) -> bytes | None:
     """The body from ``first`` on (``None``: it passed ``MAX_ANSWER_BYTES``)."""
     body = bytearray()
     chunk = first
-    while chunk is not None:
+    while chunk:
         received.add(chunk)
         body += chunk
         if len(body) > MAX_ANSWER_BYTES:
             return None
-        chunk = await anext(chunks, None)
+        chunk = await stream.readany()
     return bytes(body)
 
 
-async def read_to_end(chunks: AsyncIterator[bytes]) -> None:
+async def read_to_end(stream: aiohttp.StreamReader) -> None:
     """Read what follows the terminal event (normally only the end of the chunked body, sent
     with it). A response closed before its end cannot go back to the connection pool: every
     model call would then open a new connection, TLS handshake included. A server that keeps
     the stream open (or keeps sending) only costs this short wait: the response is then closed
     and its connection dropped, as before."""
+    if stream.at_eof():
+        return  # the end came with the terminal event: nothing to wait for
     received = 0
-    with contextlib.suppress(TimeoutError, httpx.HTTPError):
+    with contextlib.suppress(TimeoutError, aiohttp.ClientError):
         async with asyncio.timeout(_END_OF_BODY_SECONDS):
-            async for chunk in chunks:
+            while chunk := await stream.readany():
                 received += len(chunk)
                 if received > _END_OF_BODY_BYTES:
                     return

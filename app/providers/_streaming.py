@@ -14,6 +14,13 @@ A server that ignores ``stream: true`` and answers ``200 application/json`` with
 response (LiteLLM's mock, some proxies) is read as that response: the protocol turns it into the
 events its stream would have carried (``answer_events``), so one assembler checks both. A
 protocol error says what was received: status, content type, size and the first bytes.
+
+The transport is aiohttp (``app.providers.http_client``); its failures are ``ProviderError``s:
+its timeouts (``ServerTimeoutError``: connecting, or no bytes for ``Timeouts.idle``) are
+``timeout``; every other ``aiohttp.ClientError`` (refused, reset or dropped connections, a body
+cut short, an unreadable response, a bad URL) is a retryable ``server_error``. aiohttp's timeout
+errors are ``TimeoutError``s too, so the adapters' own deadlines (first byte, total) are told
+apart from them by asking their scope whether it expired.
 """
 
 from __future__ import annotations
@@ -22,10 +29,10 @@ import abc
 import asyncio
 import json
 import logging
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import Mapping
 from typing import Any, Protocol
 
-import httpx
+import aiohttp
 
 from app.core.caching import CachePlan
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
@@ -39,6 +46,7 @@ from app.providers.base import (
     missing_api_key,
 )
 from app.providers.call_stats import note_attempt, note_first_byte, note_retry, note_sent
+from app.providers.http_client import JsonBody, ProviderHTTP
 from app.providers.sse import ServerSentEvent, SSEDecoder
 
 __all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error", "retry_after_seconds"]
@@ -91,7 +99,7 @@ def protocol_error(what: str, state: StreamState | None = None) -> ProviderError
     )
 
 
-def retry_after_seconds(headers: httpx.Headers) -> float | None:
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
     """``retry-after-ms`` (OpenAI) or ``retry-after`` in seconds; HTTP dates are ignored."""
     for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
         value = headers.get(name)
@@ -107,7 +115,7 @@ def retry_after_seconds(headers: httpx.Headers) -> float | None:
 
 
 class StreamingClient(abc.ABC):
-    """A ``ModelClient`` over a shared ``httpx.AsyncClient`` (never created per call)."""
+    """A ``ModelClient`` over the shared ``ProviderHTTP`` session (never created per call)."""
 
     # Says when a request is written (``call_stats.note_sent``): the turn runner commits the
     # step before it meanwhile (``app.services.turns.overlap``).
@@ -115,7 +123,7 @@ class StreamingClient(abc.ABC):
 
     def __init__(
         self,
-        http: httpx.AsyncClient,
+        http: ProviderHTTP,
         config: ProviderConfig,
         *,
         env: Mapping[str, str],
@@ -126,7 +134,13 @@ class StreamingClient(abc.ABC):
         self._config = config
         self._env = env
         self._retry = retry or RetryPolicy()
-        self._timeouts = timeouts or Timeouts()
+        self._timeouts = timeouts = timeouts or Timeouts()
+        # Fixed per adapter, so a call builds none of them.
+        self._endpoint = self._url()
+        self._route = http.route(self._endpoint)
+        self._request_timeout = aiohttp.ClientTimeout(
+            total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle
+        )
 
     @property
     def config(self) -> ProviderConfig:
@@ -147,7 +161,7 @@ class StreamingClient(abc.ABC):
         """The request headers; without a key, no authentication header."""
 
     @abc.abstractmethod
-    def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
+    def _http_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         """Map a non-2xx response to an error (nothing was streamed yet)."""
 
     @abc.abstractmethod
@@ -178,9 +192,11 @@ class StreamingClient(abc.ABC):
             state = StreamState(sink)
             try:
                 try:
-                    async with asyncio.timeout_at(deadline):
+                    async with asyncio.timeout_at(deadline) as budget:
                         return await self._attempt(content, api_key, state)
                 except TimeoutError:
+                    if not budget.expired():
+                        raise
                     raise ProviderError.of(
                         "timeout",
                         f"the model call did not finish within {self._timeouts.total:g} s; "
@@ -210,6 +226,12 @@ class StreamingClient(abc.ABC):
                 )
                 await asyncio.sleep(delay)
 
+    def _request_headers(self, api_key: str | None) -> dict[str, str]:
+        headers = self._headers(api_key)
+        if self._route.headers:
+            headers.update(self._route.headers)  # a proxy's credentials (plain HTTP)
+        return headers
+
     def _api_key(self) -> str | None:
         """The key from the environment; ``None`` for a model that needs none."""
         problem = missing_api_key(self._config.api_key_env, self._env)
@@ -234,7 +256,7 @@ class StreamingClient(abc.ABC):
         return delay if delay < remaining else None
 
     def _refusal(
-        self, status: int, body: bytes, headers: httpx.Headers, api_key: str | None
+        self, status: int, body: bytes, headers: Mapping[str, str], api_key: str | None
     ) -> ProviderError:
         error = self._http_error(status, body, headers)
         if error.code == "auth" and api_key is None:
@@ -252,46 +274,54 @@ class StreamingClient(abc.ABC):
         self, content: bytes, api_key: str | None, state: StreamState
     ) -> ModelResponse:
         timeouts = self._timeouts
-        request = self._http.build_request(
-            "POST",
-            self._url(),
-            content=content,
-            headers=self._headers(api_key),
-            timeout=httpx.Timeout(timeouts.idle, connect=timeouts.connect),
-            extensions={"trace": _trace},
-        )
-        response: httpx.Response | None = None
+        route = self._route
+        response: aiohttp.ClientResponse | None = None
         try:
             try:
-                async with asyncio.timeout(timeouts.first_byte):
-                    response = await self._http.send(request, stream=True)
-                    if not response.is_success:
-                        body = await response.aread()
-                        raise self._refusal(response.status_code, body, response.headers, api_key)
-                    chunks = response.aiter_bytes()
-                    chunk: bytes | None = await anext(chunks, None)
+                async with asyncio.timeout(timeouts.first_byte) as waiting:
+                    response = await self._http.session().post(
+                        self._endpoint,
+                        data=JsonBody(content),
+                        headers=self._request_headers(api_key),
+                        proxy=route.proxy,
+                        proxy_headers=route.proxy_headers,
+                        timeout=self._request_timeout,
+                        # httpx followed none; a provider that redirects a POST is refused.
+                        allow_redirects=False,
+                    )
+                    status = response.status
+                    if logger.isEnabledFor(logging.DEBUG):
+                        logger.debug("provider request: POST %s: HTTP %d", self._endpoint, status)
+                    if not 200 <= status < 300:
+                        body = await response.read()
+                        raise self._refusal(status, body, response.headers, api_key)
+                    stream = response.content
+                    chunk = await stream.readany()
                     note_first_byte()
             except TimeoutError:
+                if not waiting.expired():
+                    raise  # aiohttp's own (below)
                 raise ProviderError.of(
                     "timeout",
                     f"the provider sent nothing within {timeouts.first_byte:g} s",
                 ) from None
-            received = Received(response.status_code, response.headers.get("content-type"))
+            received = Received(status, response.headers.get("content-type"))
             try:
                 if received.is_json:
-                    return await self._answer(chunks, chunk, received, state)
-                return await self._stream(chunks, chunk, received, state)
+                    return await self._answer(stream, chunk, received, state)
+                return await self._stream(stream, chunk, received, state)
             except ProviderError as error:
                 if error.code != "protocol":
                     raise
                 raise _with_detail(error, f"{error.detail} ({received.describe()})") from None
-        except httpx.TimeoutException as exc:
+        except aiohttp.ServerTimeoutError as exc:
+            # Connecting took longer than Timeouts.connect, or nothing came for Timeouts.idle.
             raise ProviderError.of(
                 "timeout",
                 f"the provider stream stalled ({type(exc).__name__}); retry later",
                 semantic_output_received=state.semantic,
             ) from None
-        except httpx.TransportError as exc:
+        except aiohttp.ClientError as exc:
             # Connection refused, reset, or closed before the stream completed.
             raise ProviderError.of(
                 "server_error",
@@ -301,36 +331,38 @@ class StreamingClient(abc.ABC):
             ) from None
         finally:
             if response is not None:
-                await response.aclose()
+                # Back to the pool when the body was read to its end; closed otherwise (an
+                # error, a cancelled call).
+                response.release()
 
     async def _stream(
         self,
-        chunks: AsyncIterator[bytes],
-        chunk: bytes | None,
+        stream: aiohttp.StreamReader,
+        chunk: bytes,
         received: Received,
         state: StreamState,
     ) -> ModelResponse:
         assembler = self._assembler(state)
         decoder = SSEDecoder()
-        while chunk is not None:
+        while chunk:
             received.add(chunk)
             for event in decoder.feed(chunk):
                 if await assembler.feed(event):
                     result = assembler.finish()
-                    await read_to_end(chunks)
+                    await read_to_end(stream)
                     return result
-            chunk = await anext(chunks, None)
+            chunk = await stream.readany()
         return assembler.finish()
 
     async def _answer(
         self,
-        chunks: AsyncIterator[bytes],
-        chunk: bytes | None,
+        stream: aiohttp.StreamReader,
+        chunk: bytes,
         received: Received,
         state: StreamState,
     ) -> ModelResponse:
         """A complete JSON answer, read whole, fed to the assembler as its stream's events."""
-        body = await read_whole(chunks, chunk, received)
+        body = await read_whole(stream, chunk, received)
         if body is None:
             raise protocol_error(f"the JSON answer is larger than {MAX_ANSWER_BYTES} bytes")
         try:
@@ -342,16 +374,6 @@ class StreamingClient(abc.ABC):
             if await assembler.feed(event):
                 break
         return assembler.finish()
-
-
-async def _trace(event: str, _info: object) -> None:
-    # httpcore's trace extension: the request is written, or a new connection must be opened
-    # first (the caller should not wait for that).
-    if event in _SENT_EVENTS:
-        note_sent()
-
-
-_SENT_EVENTS = frozenset({"http11.send_request_body.complete", "connection.connect_tcp.started"})
 
 
 def _scrub(error: ProviderError, api_key: str | None) -> ProviderError:

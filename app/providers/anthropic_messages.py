@@ -26,8 +26,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from app.core.caching import CachePlan
 from app.core.content import ProviderOpaqueBlock, ToolCallBlock, compact_json
 from app.providers._errors import ErrorBody, parse_error_body
@@ -79,7 +77,7 @@ class AnthropicMessagesClient(StreamingClient):
             headers["x-api-key"] = api_key
         return headers
 
-    def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
+    def _http_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         return classify_error(
             status, parse_error_body(body), retry_after=retry_after_seconds(headers)
         )

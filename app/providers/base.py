@@ -1,7 +1,8 @@
 """What every model provider adapter takes, returns and raises.
 
 An adapter (``ModelClient``) receives the provider-independent prepared request, encodes it for
-its protocol, streams the answer over one shared ``httpx.AsyncClient`` and returns a
+its protocol, streams the answer over the process's one HTTP session
+(``app.providers.http_client.ProviderHTTP``) and returns a
 ``ModelResponse``. Text and reasoning deltas go to an optional ``StreamSink`` as they arrive.
 Failures are ``ProviderError``s whose ``code`` is one of::
 

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-import httpx
-
 from app.providers.anthropic_messages import AnthropicMessagesClient
 from app.providers.base import ModelClient, ProviderConfig, RetryPolicy, Timeouts
+from app.providers.http_client import ProviderHTTP
 from app.providers.openai_chat import OpenAIChatClient
 
 __all__ = ["HTTP_PROVIDER_KINDS", "http_model_client"]
@@ -16,7 +15,7 @@ HTTP_PROVIDER_KINDS = frozenset({"openai_chat", "anthropic_messages"})
 
 
 def http_model_client(
-    http: httpx.AsyncClient,
+    http: ProviderHTTP,
     config: ProviderConfig,
     *,
     env: Mapping[str, str],

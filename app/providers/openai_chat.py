@@ -19,8 +19,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-import httpx
-
 from app.core.caching import CachePlan
 from app.core.content import ToolCallBlock
 from app.providers._errors import ErrorBody, parse_error_body
@@ -63,7 +61,7 @@ class OpenAIChatClient(StreamingClient):
             headers["authorization"] = f"Bearer {api_key}"
         return headers
 
-    def _http_error(self, status: int, body: bytes, headers: httpx.Headers) -> ProviderError:
+    def _http_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
         return classify_error(
             status, parse_error_body(body), retry_after=retry_after_seconds(headers)
         )

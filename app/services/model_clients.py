@@ -1,11 +1,9 @@
-"""One ``ModelClient`` per model entry, over one shared ``httpx.AsyncClient``."""
+"""One ``ModelClient`` per model entry, over one shared HTTP session (``ProviderHTTP``)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Mapping
-
-import httpx
 
 from app.observability import CallTarget, Observability
 from app.providers.base import (
@@ -16,6 +14,7 @@ from app.providers.base import (
     missing_api_key,
 )
 from app.providers.factory import http_model_client
+from app.providers.http_client import ProviderHTTP
 from app.providers.offline import LocalClient, ScriptedClient, ScriptEntry
 from app.services.model_types import READY, ModelEntry, ModelReadiness
 from app.storage.database import SessionFactory, unit_of_work
@@ -42,20 +41,18 @@ class ModelClients:
         self._env = os.environ if env is None else env
         self._retry = retry
         self._timeouts = timeouts
-        self._http: httpx.AsyncClient | None = None
+        # Its session is made at the first provider call; proxies and trusted certificates
+        # come from the same environment as the keys.
+        self._http = ProviderHTTP(
+            env=self._env, trace_configs=self._observability.provider_trace_configs()
+        )
 
     @property
-    def http(self) -> httpx.AsyncClient:
-        if self._http is None:
-            # Per-call timeouts are enforced by the adapters; this only bounds connects.
-            self._http = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
-            self._observability.instrument_http(self._http)
+    def http(self) -> ProviderHTTP:
         return self._http
 
     async def aclose(self) -> None:
-        if self._http is not None:
-            await self._http.aclose()
-            self._http = None
+        await self._http.aclose()
 
     def for_model(self, entry: ModelEntry, *, purpose: str = "turn") -> ModelClient:
         """The client of ``entry``'s provider; ``purpose`` (``turn`` or ``summary``) labels its

@@ -173,6 +173,8 @@ async def test_cancel_abandons_a_pending_model_call(
     cancelled = await api.post(f"/v1/sessions/{sid}/turns/{tid}/cancel")
     assert cancelled.json()["status"] == "cancelled", cancelled.text
     assert [m["role"] for m in await history(api, sid)] == ["user"]
+    # The provider request was closed, not left to run (and be billed) for nothing.
+    await provider.abandoned_by_client(1)
 
 
 class CancelledAsItAnswers:

@@ -169,6 +169,8 @@ async def test_a_turn_with_a_tool_round_trip_is_one_linked_trace(
         (http,) = children(spans, chat)
         assert http.kind is SpanKind.CLIENT
         assert http.name == "POST"
+        assert attrs(http)["http.status_code"] == 200
+        assert str(attrs(http)["http.url"]).startswith(provider.base_url)
     for request, chat in zip(provider.requests, calls, strict=True):
         assert request.headers["traceparent"].split("-")[1] == format(trace_id, "032x")
         assert request.headers["traceparent"].split("-")[2] != format(chat.context.span_id, "016x")

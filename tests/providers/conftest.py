@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 
-import httpx
 import pytest
 
+from app.providers.http_client import ProviderHTTP
 from tests.providers.fakes import FakeProviderServer
 
 
@@ -20,6 +20,10 @@ def fake_server() -> Iterator[FakeProviderServer]:
 
 
 @pytest.fixture
-async def http() -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient() as client:
+async def http() -> AsyncIterator[ProviderHTTP]:
+    """The adapters' HTTP client, as the service makes it (no proxy in its environment)."""
+    client = ProviderHTTP()
+    try:
         yield client
+    finally:
+        await client.aclose()

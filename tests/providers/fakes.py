@@ -14,10 +14,13 @@ Script it with a queue of replies, served in order, one per request:
 Every request is recorded (method, path, headers, raw body) in ``server.requests``, and the
 time the server spent on it (from its first byte to the reply's last) adds to
 ``server.serving_seconds``: what a benchmark subtracts as the provider's time. A fixed
-``latency`` delays every reply. When the queue is empty the server answers 500 with the error
-type ``fake_script_exhausted``, so a test that asked for too few replies fails loudly — unless a
-``responder`` was given: it then decides the reply from the request (``bench/caching.py``'s
-fake with a prompt cache).
+``latency`` delays every reply; a client that closes the connection while a reply is held back
+a second or more (latency, ``first_byte_delay``, ``event_delay``, an error's ``delay``) is
+counted in ``server.abandoned``, as a real provider stops generating then. When the queue is
+empty the server answers 500 with the error type ``fake_script_exhausted``, so a test that
+asked for too few replies fails loudly — unless a ``responder`` was given: it then decides the
+reply from the request (``bench/caching.py``'s fake with a prompt cache). With a ``tls``
+context it serves HTTPS. The HTTP/1.1 framing is ``tests.providers.fake_framing``.
 
 The wire builders (``openai_stream``, ``anthropic_stream``, error bodies) live in
 ``tests.providers.fake_wire`` and are re-exported here.
@@ -28,15 +31,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import ssl
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from http import HTTPStatus
+from collections.abc import Callable
 from types import TracebackType
-from typing import Any
 
+from tests.providers.fake_framing import RecordedRequest, read_request, reply_head
 from tests.providers.fake_wire import (
     SSE,
     BodyReply,
@@ -79,16 +81,8 @@ __all__ = [
 ]
 
 
-@dataclass(frozen=True)
-class RecordedRequest:
-    method: str
-    path: str
-    headers: dict[str, str]  # names lower-cased
-    body: bytes
-    arrived_at: float = 0.0  # ``time.perf_counter()`` when its first line had arrived
-
-    def json(self) -> Any:
-        return json.loads(self.body)
+# Holds at least this long watch the connection for the client leaving (see ``_held``).
+_WATCHED_HOLD = 1.0
 
 
 class FakeProviderServer:
@@ -97,8 +91,10 @@ class FakeProviderServer:
         *,
         latency: float = 0.0,
         responder: Callable[[RecordedRequest], Reply] | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         self.latency = latency
+        self._tls = tls
         self._responder = responder
         self._replies: deque[Reply] = deque()
         self._requests: list[RecordedRequest] = []
@@ -112,6 +108,7 @@ class FakeProviderServer:
         self._stopped: asyncio.Event | None = None
         self.port = 0
         self._connections = 0
+        self._abandoned = 0
         self._serving_seconds = 0.0
 
     # -- scripting --------------------------------------------------------------------------------
@@ -143,6 +140,22 @@ class FakeProviderServer:
             return self._connections
 
     @property
+    def abandoned(self) -> int:
+        """Requests whose client closed the connection before their reply was sent."""
+        with self._lock:
+            return self._abandoned
+
+    async def abandoned_by_client(self, count: int = 1, *, within: float = 30.0) -> None:
+        """Wait until ``count`` requests were abandoned (``TimeoutError`` after ``within``)."""
+
+        def wait() -> None:
+            with self._arrival:
+                if not self._arrival.wait_for(lambda: self._abandoned >= count, within):
+                    raise TimeoutError(f"{self._abandoned} of {count} requests abandoned")
+
+        await asyncio.to_thread(wait)
+
+    @property
     def serving_seconds(self) -> float:
         """Time spent on requests so far, each from its first line to the reply's last byte."""
         with self._lock:
@@ -155,7 +168,10 @@ class FakeProviderServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
+        """``https://`` when the server was given a ``tls`` context (its certificate must name
+        127.0.0.1)."""
+        scheme = "https" if self._tls is not None else "http"
+        return f"{scheme}://127.0.0.1:{self.port}"
 
     # -- lifecycle --------------------------------------------------------------------------------
 
@@ -195,7 +211,7 @@ class FakeProviderServer:
 
     async def _main(self) -> None:
         self._stopped = asyncio.Event()
-        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0)
+        self._server = await asyncio.start_server(self._connection, "127.0.0.1", 0, ssl=self._tls)
         self.port = self._server.sockets[0].getsockname()[1]
         self._ready.set()
         await self._stopped.wait()
@@ -215,14 +231,14 @@ class FakeProviderServer:
             self._connections += 1
         try:
             while True:
-                request = await _read_request(reader)
+                request = await read_request(reader)
                 if request is None:
                     break
                 with self._arrival:
                     self._requests.append(request)
                     self._arrival.notify_all()
                     reply = self._next_reply(request)
-                served = await self._serve(reply, writer)
+                served = await self._serve(reply, reader, writer)
                 with self._lock:
                     self._serving_seconds += time.perf_counter() - request.arrived_at
                 if not served:
@@ -243,11 +259,37 @@ class FakeProviderServer:
             return self._responder(request)
         return _EXHAUSTED
 
-    async def _serve(self, reply: Reply, writer: asyncio.StreamWriter) -> bool:
+    async def _held(self, reader: asyncio.StreamReader, seconds: float) -> bool:
+        """Hold a reply back ``seconds``; ``False`` when the client closed the connection
+        meanwhile (counted in ``abandoned``). A client sends nothing before its answer (no
+        pipelining), so anything read here is the end of the connection. Holds shorter than
+        ``_WATCHED_HOLD`` only sleep: a benchmark's latency keeps costing the fake what it
+        did (its serving time is subtracted from the client's)."""
+        if seconds <= 0:
+            return True
+        if seconds < _WATCHED_HOLD:
+            await asyncio.sleep(seconds)
+            return True
+        try:
+            sent = await asyncio.wait_for(reader.read(1), seconds)
+        except TimeoutError:
+            return True
+        except ConnectionError:
+            sent = b""  # reset rather than closed
+        assert not sent, "the fake provider serves one request at a time per connection"
+        with self._arrival:
+            self._abandoned += 1
+            self._arrival.notify_all()
+        return False
+
+    async def _serve(
+        self, reply: Reply, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
+    ) -> bool:
         """Write ``reply``; ``False`` when the connection must not be reused."""
         if isinstance(reply, ErrorReply | BodyReply):
             delay = reply.delay if isinstance(reply, ErrorReply) else 0.0
-            await asyncio.sleep(self.latency + delay)
+            if not await self._held(reader, self.latency + delay):
+                return False
             if isinstance(reply.body, bytes):
                 body, ctype = reply.body, "application/octet-stream"
             elif isinstance(reply.body, str):
@@ -257,14 +299,15 @@ class FakeProviderServer:
             headers = dict(reply.headers) if isinstance(reply, ErrorReply) else {}
             if isinstance(reply, BodyReply):
                 ctype = reply.content_type
-            head = _head(reply.status, {"content-type": ctype, **headers})
+            head = reply_head(reply.status, {"content-type": ctype, **headers})
             writer.write(head + f"content-length: {len(body)}\r\n\r\n".encode() + body)
             await writer.drain()
             return True
-        await asyncio.sleep(self.latency + reply.first_byte_delay)
+        if not await self._held(reader, self.latency + reply.first_byte_delay):
+            return False
         headers = {"content-type": "text/event-stream", "cache-control": "no-cache"}
         writer.write(
-            _head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
+            reply_head(200, {**headers, **reply.headers}) + b"transfer-encoding: chunked\r\n\r\n"
         )
         await writer.drain()
         for index, event in enumerate(reply.events):
@@ -274,8 +317,8 @@ class FakeProviderServer:
             data = event.encode()
             writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
             await writer.drain()
-            if reply.event_delay:
-                await asyncio.sleep(reply.event_delay)
+            if reply.event_delay and not await self._held(reader, reply.event_delay):
+                return False
         if reply.drop_after is not None and reply.drop_after >= len(reply.events):
             writer.transport.abort()
             return False
@@ -308,39 +351,3 @@ _EXHAUSTED = ErrorReply(
     500,
     {"error": {"type": "fake_script_exhausted", "message": "no scripted reply left"}},
 )
-
-
-def _head(status: int, headers: Mapping[str, str]) -> bytes:
-    lines = [f"HTTP/1.1 {status} {_reason(status)}"]
-    lines += [f"{name}: {value}" for name, value in headers.items()]
-    return ("\r\n".join(lines) + "\r\n").encode("latin-1")
-
-
-def _reason(status: int) -> str:
-    try:
-        return HTTPStatus(status).phrase
-    except ValueError:
-        return "Overloaded" if status == 529 else "Unknown"
-
-
-async def _read_request(reader: asyncio.StreamReader) -> RecordedRequest | None:
-    try:
-        first = await reader.readline()
-        arrived_at = time.perf_counter()
-        head = first + await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        return None  # the client closed the (idle) connection
-    lines = head.decode("latin-1").split("\r\n")
-    method, path, _version = lines[0].split(" ", 2)
-    headers = _header_map(line for line in lines[1:] if line)
-    length = int(headers.get("content-length", "0"))
-    body = await reader.readexactly(length) if length else b""
-    return RecordedRequest(method, path, headers, body, arrived_at)
-
-
-def _header_map(lines: Iterable[str]) -> dict[str, str]:
-    headers: dict[str, str] = {}
-    for line in lines:
-        name, _, value = line.partition(":")
-        headers[name.strip().lower()] = value.strip()
-    return headers

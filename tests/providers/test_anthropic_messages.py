@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from app.providers.anthropic_messages import AnthropicMessagesClient
 from app.providers.base import ProviderConfig, ProviderError, RetryPolicy, Timeouts
 from app.providers.encoding import encode_anthropic_messages
+from app.providers.http_client import ProviderHTTP
 from tests.providers.encoding.requests import agent_loop, msg, prepared, text
 from tests.providers.fakes import (
     FakeProviderServer,
@@ -27,7 +27,7 @@ KEY = "sk-ant-test-key-0000"
 
 
 def client(
-    server: FakeProviderServer, http: httpx.AsyncClient, *, env: dict[str, str] | None = None
+    server: FakeProviderServer, http: ProviderHTTP, *, env: dict[str, str] | None = None
 ) -> AnthropicMessagesClient:
     config = ProviderConfig("anthropic_messages", server.base_url, "claude-test", "TEST_ANT_KEY")
     return AnthropicMessagesClient(
@@ -44,7 +44,7 @@ def hello() -> dict[str, Any]:
 
 
 async def test_thinking_text_and_split_tool_inputs_are_assembled(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(
         thinking=["Need ", "both files."],
@@ -91,7 +91,7 @@ async def test_thinking_text_and_split_tool_inputs_are_assembled(
 
 
 async def test_signed_thinking_round_trips_into_the_next_request(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(
         thinking=["hmm"], signature="SIG", tool_uses=[FakeToolUse("t1", "read", ["{}"])]
@@ -109,7 +109,7 @@ async def test_signed_thinking_round_trips_into_the_next_request(
 
 
 async def test_redacted_thinking_is_kept_opaque(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(redacted_thinking="ENCRYPTED", text=["hi"])))
     response = await client(fake_server, http).complete(hello())
@@ -119,7 +119,7 @@ async def test_redacted_thinking_is_kept_opaque(
 
 
 async def test_tool_use_without_input_deltas_is_the_empty_object(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         StreamReply(anthropic_stream(tool_uses=[FakeToolUse("t1", "now")], stop_reason="tool_use"))
@@ -129,7 +129,7 @@ async def test_tool_use_without_input_deltas_is_the_empty_object(
 
 
 async def test_sends_the_encoded_body_with_key_and_version_headers(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(text=["ok"])))
     request = agent_loop()
@@ -152,7 +152,7 @@ async def test_sends_the_encoded_body_with_key_and_version_headers(
     ],
 )
 async def test_stop_reason_is_normalized(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient, stop_reason: str, expected: str
+    fake_server: FakeProviderServer, http: ProviderHTTP, stop_reason: str, expected: str
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(text=["x"], stop_reason=stop_reason)))
     response = await client(fake_server, http).complete(hello())
@@ -160,7 +160,7 @@ async def test_stop_reason_is_normalized(
 
 
 async def test_prompt_too_long_is_context_overflow(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         anthropic_error(400, "invalid_request_error", "prompt is too long: 210000 tokens > 200000")
@@ -173,7 +173,7 @@ async def test_prompt_too_long_is_context_overflow(
 
 
 async def test_other_invalid_request_is_bad_request(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         anthropic_error(400, "invalid_request_error", "messages: roles must alternate")
@@ -183,7 +183,7 @@ async def test_other_invalid_request_is_bad_request(
     assert caught.value.code == "bad_request"
 
 
-async def test_401_is_auth(fake_server: FakeProviderServer, http: httpx.AsyncClient) -> None:
+async def test_401_is_auth(fake_server: FakeProviderServer, http: ProviderHTTP) -> None:
     fake_server.enqueue(anthropic_error(401, "authentication_error", "invalid x-api-key"))
     with pytest.raises(ProviderError) as caught:
         await client(fake_server, http).complete(hello())
@@ -192,7 +192,7 @@ async def test_401_is_auth(fake_server: FakeProviderServer, http: httpx.AsyncCli
 
 
 async def test_missing_key_fails_before_any_request(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     with pytest.raises(ProviderError) as caught:
         await client(fake_server, http, env={"TEST_ANT_KEY": "  "}).complete(hello())
@@ -201,7 +201,7 @@ async def test_missing_key_fails_before_any_request(
 
 
 async def test_529_overloaded_then_success(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         anthropic_error(529, "overloaded_error", "Overloaded"),
@@ -214,7 +214,7 @@ async def test_529_overloaded_then_success(
 
 
 async def test_error_event_after_text_is_not_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(text=["Half an ", "answer"], stop_reason=None, stop=False)
     events.append(anthropic_error_event("overloaded_error", "Overloaded"))
@@ -229,7 +229,7 @@ async def test_error_event_after_text_is_not_retried(
 
 
 async def test_error_event_before_content_is_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(stop_reason=None, stop=False)  # message_start and ping only
     events.append(anthropic_error_event("overloaded_error", "Overloaded"))
@@ -241,7 +241,7 @@ async def test_error_event_before_content_is_retried(
 
 
 async def test_dropped_connection_after_tool_input_started_is_semantic(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(tool_uses=[FakeToolUse("t1", "read", ['{"pa', 'th": 1}'])])
     # message_start, ping, content_block_start, first input_json_delta, then the connection dies.
@@ -253,7 +253,7 @@ async def test_dropped_connection_after_tool_input_started_is_semantic(
 
 
 async def test_stream_without_stop_reason_is_a_protocol_error(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(text=["cut"], stop_reason=None, stop=False)))
     with pytest.raises(ProviderError) as caught:
@@ -263,7 +263,7 @@ async def test_stream_without_stop_reason_is_a_protocol_error(
 
 
 async def test_consecutive_calls_reuse_one_connection(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(*(StreamReply(anthropic_stream(text=[f"answer {i}"])) for i in range(3)))
     adapter = client(fake_server, http)

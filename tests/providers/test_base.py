@@ -78,25 +78,19 @@ def test_error_kind_fits_the_http_family(code: str, kind: str) -> None:
 
 
 def test_factory_picks_the_adapter_by_kind() -> None:
-    import httpx
-
     from app.providers.anthropic_messages import AnthropicMessagesClient
     from app.providers.base import ProviderConfig
     from app.providers.factory import http_model_client
+    from app.providers.http_client import ProviderHTTP
     from app.providers.openai_chat import OpenAIChatClient
 
-    http = httpx.AsyncClient()
-    try:
-        openai = http_model_client(http, ProviderConfig("openai_chat", "http://x", "m"), env={})
-        anthropic = http_model_client(
-            http, ProviderConfig("anthropic_messages", "http://x", "m"), env={}
-        )
-        assert isinstance(openai, OpenAIChatClient)
-        assert isinstance(anthropic, AnthropicMessagesClient)
-        with pytest.raises(ValueError, match="scripted"):
-            http_model_client(http, ProviderConfig("scripted", "", "m"), env={})
-    finally:
-        # Nothing was sent; closing synchronously is enough for an unused client.
-        import asyncio
-
-        asyncio.run(http.aclose())
+    # Nothing is sent, so no session is ever made (and none needs closing).
+    http = ProviderHTTP()
+    openai = http_model_client(http, ProviderConfig("openai_chat", "http://x", "m"), env={})
+    anthropic = http_model_client(
+        http, ProviderConfig("anthropic_messages", "http://x", "m"), env={}
+    )
+    assert isinstance(openai, OpenAIChatClient)
+    assert isinstance(anthropic, AnthropicMessagesClient)
+    with pytest.raises(ValueError, match="scripted"):
+        http_model_client(http, ProviderConfig("scripted", "", "m"), env={})

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import json
 
-import httpx
 import pytest
 
 from app.core.caching import CachePlan
 from app.providers.encoding import encode_anthropic_messages, encode_openai_chat
+from app.providers.http_client import ProviderHTTP
 from tests.providers import test_anthropic_messages as anthropic
 from tests.providers import test_openai_chat as openai
 from tests.providers.encoding.requests import agent_loop
@@ -34,7 +34,7 @@ PLAN = CachePlan(True, True, (2, 5), "ctxsvc-00112233445566ff")
 
 
 async def test_anthropic_sends_the_planned_cache_control_markers(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(text=["ok"])))
     request = agent_loop()
@@ -53,7 +53,7 @@ async def test_anthropic_sends_the_planned_cache_control_markers(
 
 
 async def test_anthropic_without_a_plan_sends_no_marker(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(anthropic_stream(text=["ok"])))
     await anthropic.client(fake_server, http).complete(agent_loop())
@@ -62,7 +62,7 @@ async def test_anthropic_without_a_plan_sends_no_marker(
 
 
 async def test_openai_sends_the_session_key(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(text=["ok"], usage=openai_usage(10, 2))))
     request = agent_loop()
@@ -76,7 +76,7 @@ async def test_openai_sends_the_session_key(
 
 
 async def test_anthropic_streamed_cache_reads_and_writes_are_parsed(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(
         text=["ok"], input_tokens=7, cache_read=3000, cache_creation=500, output_tokens=9
@@ -90,7 +90,7 @@ async def test_anthropic_streamed_cache_reads_and_writes_are_parsed(
 
 
 async def test_anthropic_cumulative_usage_in_message_delta_replaces_message_start(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = anthropic_stream(text=["ok"], input_tokens=7, cache_read=0, cache_creation=0)
     # The final message_delta restates the input figures, as the API's cumulative usage does.
@@ -110,7 +110,7 @@ async def test_anthropic_cumulative_usage_in_message_delta_replaces_message_star
 
 
 async def test_anthropic_whole_answer_cache_usage_is_parsed(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     answer = anthropic_message(content=[{"type": "text", "text": "ok"}], input_tokens=12)
     answer["usage"].update(cache_read_input_tokens=2048, cache_creation_input_tokens=64)
@@ -125,7 +125,7 @@ async def test_anthropic_whole_answer_cache_usage_is_parsed(
 
 @pytest.mark.parametrize("streamed", [True, False])
 async def test_openai_cached_tokens_are_part_of_the_prompt(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient, streamed: bool
+    fake_server: FakeProviderServer, http: ProviderHTTP, streamed: bool
 ) -> None:
     usage_body = openai_usage(5000, 20, cached=4096)
     if streamed:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
 import pytest
 
@@ -13,6 +15,13 @@ from tests.providers.fakes import (
 )
 
 pytestmark = pytest.mark.anyio
+
+
+@pytest.fixture
+async def http() -> AsyncIterator[httpx.AsyncClient]:
+    """A plain HTTP client: these tests look at the fake itself, not through an adapter."""
+    async with httpx.AsyncClient() as client:
+        yield client
 
 
 async def test_serves_replies_in_order_and_records_requests(

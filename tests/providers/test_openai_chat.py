@@ -5,11 +5,11 @@ from __future__ import annotations
 import time
 from typing import Any
 
-import httpx
 import pytest
 
 from app.providers.base import ProviderConfig, ProviderError, RetryPolicy, Timeouts
 from app.providers.encoding import encode_openai_chat
+from app.providers.http_client import ProviderHTTP
 from app.providers.openai_chat import OpenAIChatClient
 from tests.providers.encoding.requests import agent_loop, msg, prepared, text
 from tests.providers.fakes import (
@@ -32,7 +32,7 @@ FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay=0.01, max_delay=0.05, max
 
 def client(
     server: FakeProviderServer,
-    http: httpx.AsyncClient,
+    http: ProviderHTTP,
     *,
     env: dict[str, str] | None = None,
     retry: RetryPolicy = FAST_RETRY,
@@ -55,7 +55,7 @@ def hello() -> dict[str, Any]:
 
 
 async def test_streams_text_and_reports_usage(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     usage = openai_usage(120, 7, cached=100, reasoning=3)
     fake_server.enqueue(StreamReply(openai_stream(text=["Hel", "lo ", "there"], usage=usage)))
@@ -70,7 +70,7 @@ async def test_streams_text_and_reports_usage(
 
 
 async def test_sends_exactly_the_encoded_body_with_bearer_auth(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(text=["ok"])))
     request = agent_loop()
@@ -83,7 +83,7 @@ async def test_sends_exactly_the_encoded_body_with_bearer_auth(
 
 
 async def test_tool_calls_split_mid_string_are_assembled_in_order(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     calls = [
         FakeToolCall("call_a", "read", ['{"pa', 'th": "sr', 'c/ä.py"}']),
@@ -107,7 +107,7 @@ async def test_tool_calls_split_mid_string_are_assembled_in_order(
 
 
 async def test_reasoning_deltas_of_compatible_servers_reach_the_sink(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(reasoning=["think", "ing"], text=["A"])))
     sink = RecordingSink()
@@ -121,7 +121,7 @@ async def test_reasoning_deltas_of_compatible_servers_reach_the_sink(
     [("length", "length"), ("content_filter", "content_filter"), ("weird", "other")],
 )
 async def test_finish_reason_is_normalized(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient, raw: str, expected: str
+    fake_server: FakeProviderServer, http: ProviderHTTP, raw: str, expected: str
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(text=["x"], finish_reason=raw)))
     response = await client(fake_server, http).complete(hello())
@@ -129,7 +129,7 @@ async def test_finish_reason_is_normalized(
 
 
 async def test_context_overflow_is_reported_without_retry(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         openai_error(
@@ -146,7 +146,7 @@ async def test_context_overflow_is_reported_without_retry(
 
 
 async def test_rejected_key_is_auth_and_never_echoed(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         openai_error(401, f"Incorrect API key provided: {KEY}.", code="invalid_api_key")
@@ -160,7 +160,7 @@ async def test_rejected_key_is_auth_and_never_echoed(
 
 
 async def test_missing_key_fails_before_any_request(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     with pytest.raises(ProviderError) as caught:
         await client(fake_server, http, env={}).complete(hello())
@@ -170,7 +170,7 @@ async def test_missing_key_fails_before_any_request(
 
 
 async def test_429_honours_retry_after_then_succeeds(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         openai_error(
@@ -191,7 +191,7 @@ async def test_429_honours_retry_after_then_succeeds(
 
 
 async def test_retry_after_beyond_the_cap_is_not_waited_for(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(openai_error(429, "later", headers={"Retry-After": "120"}))
     with pytest.raises(ProviderError) as caught:
@@ -202,7 +202,7 @@ async def test_retry_after_beyond_the_cap_is_not_waited_for(
 
 
 async def test_exhausted_quota_is_not_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         openai_error(429, "quota", type="insufficient_quota", code="insufficient_quota")
@@ -213,7 +213,7 @@ async def test_exhausted_quota_is_not_retried(
     assert len(fake_server.requests) == 1
 
 
-async def test_500_then_success(fake_server: FakeProviderServer, http: httpx.AsyncClient) -> None:
+async def test_500_then_success(fake_server: FakeProviderServer, http: ProviderHTTP) -> None:
     fake_server.enqueue(
         openai_error(500, "boom", type="server_error"), StreamReply(openai_stream(text=["ok"]))
     )
@@ -223,7 +223,7 @@ async def test_500_then_success(fake_server: FakeProviderServer, http: httpx.Asy
 
 
 async def test_gives_up_after_max_attempts(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(*[ErrorReply(503, "unavailable") for _ in range(3)])
     with pytest.raises(ProviderError) as caught:
@@ -234,7 +234,7 @@ async def test_gives_up_after_max_attempts(
 
 
 async def test_other_4xx_is_a_bad_request_without_retry(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         openai_error(404, "The model `gpt-test` does not exist", code="model_not_found")
@@ -247,7 +247,7 @@ async def test_other_4xx_is_a_bad_request_without_retry(
 
 
 async def test_connection_dropped_after_text_is_not_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = openai_stream(text=["partial ", "answer", " never finished"])
     fake_server.enqueue(StreamReply(events, drop_after=3), StreamReply(openai_stream(text=["x"])))
@@ -261,7 +261,7 @@ async def test_connection_dropped_after_text_is_not_retried(
 
 
 async def test_connection_dropped_before_any_text_is_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         StreamReply(openai_stream(text=["a"]), drop_after=1),  # only the role chunk arrives
@@ -273,7 +273,7 @@ async def test_connection_dropped_before_any_text_is_retried(
 
 
 async def test_error_chunk_mid_stream_before_content_is_retried(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         StreamReply([openai_error_chunk("overloaded")]),
@@ -284,7 +284,7 @@ async def test_error_chunk_mid_stream_before_content_is_retried(
 
 
 async def test_slow_first_byte_times_out(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(text=["late"]), first_byte_delay=60))
     started = time.monotonic()
@@ -299,7 +299,7 @@ async def test_slow_first_byte_times_out(
 
 
 async def test_total_budget_covers_a_slow_stream(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     # The first event (text: no leading role chunk) comes at once, the rest a minute apart;
     # the budget ends in between.
@@ -312,7 +312,7 @@ async def test_total_budget_covers_a_slow_stream(
 
 
 async def test_stream_without_finish_is_a_protocol_error(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(StreamReply(openai_stream(text=["cut"], finish_reason=None, done=False)))
     with pytest.raises(ProviderError) as caught:
@@ -322,7 +322,7 @@ async def test_stream_without_finish_is_a_protocol_error(
 
 
 async def test_non_json_event_is_a_protocol_error(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     from tests.providers.fakes import SSE
 
@@ -334,7 +334,7 @@ async def test_non_json_event_is_a_protocol_error(
 
 
 async def test_idle_stream_times_out_with_semantic_output(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     # Without the leading role chunk, the first event already carries text.
     events = openai_stream(text=["a", "b"])[1:]
@@ -348,7 +348,7 @@ async def test_idle_stream_times_out_with_semantic_output(
 
 
 async def test_a_key_quoted_in_any_error_is_redacted(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(openai_error(400, f"bad header value {KEY}", code="invalid_value"))
     with pytest.raises(ProviderError) as caught:
@@ -359,7 +359,7 @@ async def test_a_key_quoted_in_any_error_is_redacted(
 
 
 async def test_consecutive_calls_reuse_one_connection(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(*(StreamReply(openai_stream(text=[f"answer {i}"])) for i in range(3)))
     adapter = client(fake_server, http)

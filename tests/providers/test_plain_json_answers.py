@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 import pytest
 
 from app.providers._streaming import StreamingClient
 from app.providers.base import ProviderError
+from app.providers.http_client import ProviderHTTP
 from tests.providers import test_anthropic_messages as anthropic
 from tests.providers import test_openai_chat as openai
 from tests.providers.fakes import (
@@ -34,7 +34,7 @@ pytestmark = pytest.mark.anyio
 ADAPTERS = ["openai_chat", "anthropic_messages"]
 
 
-def adapter(kind: str, server: FakeProviderServer, http: httpx.AsyncClient) -> StreamingClient:
+def adapter(kind: str, server: FakeProviderServer, http: ProviderHTTP) -> StreamingClient:
     return openai.client(server, http) if kind == "openai_chat" else anthropic.client(server, http)
 
 
@@ -43,7 +43,7 @@ def hello() -> dict[str, Any]:
 
 
 async def protocol_error(
-    kind: str, server: FakeProviderServer, http: httpx.AsyncClient
+    kind: str, server: FakeProviderServer, http: ProviderHTTP
 ) -> ProviderError:
     with pytest.raises(ProviderError) as caught:
         await adapter(kind, server, http).complete(hello())
@@ -53,7 +53,7 @@ async def protocol_error(
 
 
 async def test_openai_a_complete_json_answer_is_taken(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         BodyReply(
@@ -79,7 +79,7 @@ async def test_openai_a_complete_json_answer_is_taken(
 
 
 async def test_anthropic_a_complete_json_answer_is_taken(
-    fake_server: FakeProviderServer, http: httpx.AsyncClient
+    fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(
         BodyReply(
@@ -116,7 +116,7 @@ async def test_anthropic_a_complete_json_answer_is_taken(
 
 @pytest.mark.parametrize("kind", ADAPTERS)
 async def test_an_error_object_answered_with_200_is_that_error(
-    kind: str, fake_server: FakeProviderServer, http: httpx.AsyncClient
+    kind: str, fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     error: dict[str, Any] = {"error": {"type": "overloaded_error", "message": "busy"}}
     if kind == "anthropic_messages":
@@ -134,7 +134,7 @@ async def test_an_error_object_answered_with_200_is_that_error(
 
 @pytest.mark.parametrize("kind", ADAPTERS)
 async def test_a_json_answer_of_another_shape_says_what_it_was(
-    kind: str, fake_server: FakeProviderServer, http: httpx.AsyncClient
+    kind: str, fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     fake_server.enqueue(BodyReply({"status": "queued", "id": "job-7"}))
     error = await protocol_error(kind, fake_server, http)
@@ -147,7 +147,7 @@ async def test_a_json_answer_of_another_shape_says_what_it_was(
 
 @pytest.mark.parametrize("kind", ADAPTERS)
 async def test_an_answer_that_is_no_stream_says_what_it_was(
-    kind: str, fake_server: FakeProviderServer, http: httpx.AsyncClient
+    kind: str, fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     page = "<html><body>Service temporarily unavailable" + " " * 300 + "</body></html>"
     fake_server.enqueue(BodyReply(page, content_type="text/html"))
@@ -163,7 +163,7 @@ async def test_an_answer_that_is_no_stream_says_what_it_was(
 
 @pytest.mark.parametrize("kind", ADAPTERS)
 async def test_a_stream_cut_short_says_how_much_came(
-    kind: str, fake_server: FakeProviderServer, http: httpx.AsyncClient
+    kind: str, fake_server: FakeProviderServer, http: ProviderHTTP
 ) -> None:
     events = (
         openai_stream(text=["cut"], finish_reason=None, done=False)

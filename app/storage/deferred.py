@@ -17,18 +17,24 @@ processors, so values are stored exactly as ``Session.execute`` stores them), an
 statements that need nothing of SQLAlchemy's execution context are accepted: every column value
 given (no Python-side defaults to fill in), no RETURNING but for ``checked_write``.
 
+Statements sent this way pass no SQLAlchemy execution event: ``observe_flushes`` lets the
+tracing give each flush its own span (``app.observability.tracing``).
+
 A failure of a queued statement surfaces where the queue is flushed (the next statement or the
 commit) as the ``sqlalchemy.exc.DBAPIError`` that ``Session.execute`` would have raised.
 """
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 
 from sqlalchemy import event
-from sqlalchemy.engine import Connection, Dialect
+from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
@@ -36,14 +42,27 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 from sqlalchemy.util.concurrency import await_
 
-__all__ = ["Check", "checked_write", "defer", "install", "queue_write_sync", "write"]
+__all__ = [
+    "Check",
+    "FlushObserver",
+    "checked_write",
+    "defer",
+    "install",
+    "observe_flushes",
+    "queue_write_sync",
+    "write",
+]
 
 # One row of values, or several (executemany).
 Params = Mapping[str, Any] | Sequence[Mapping[str, Any]]
 # Called with the first row a checked write returned (``None``: no row) once it ran.
 Check = Callable[[Sequence[Any] | None], None]
 
+# Wraps one flush: given the connection and the SQL of each statement, in order.
+FlushObserver = Callable[[Connection, Sequence[str]], AbstractContextManager[object]]
+
 _QUEUE = "ctxsvc_deferred_writes"
+_observers: weakref.WeakKeyDictionary[Engine, FlushObserver] = weakref.WeakKeyDictionary()
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,11 +130,18 @@ class _Queue:
             return
         items, self.items = self.items, []
         dbapi_connection: Any = self.connection.connection.dbapi_connection
+        observer = _observers.get(self.connection.engine)
+        observed = (
+            contextlib.nullcontext()
+            if observer is None
+            else observer(self.connection, [item.compiled.sql for item in items])
+        )
         try:
-            if self.dialect.name == "postgresql":
-                await_(_flush_psycopg(dbapi_connection._connection, items))
-            else:
-                _flush_sqlite(dbapi_connection.sqlite, items)
+            with observed:
+                if self.dialect.name == "postgresql":
+                    await_(_flush_psycopg(dbapi_connection._connection, items))
+                else:
+                    _flush_sqlite(dbapi_connection.sqlite, items)
         except DBAPIError:
             raise
         except self.dialect.loaded_dbapi.Error as exc:
@@ -183,6 +209,11 @@ def install(engine: AsyncEngine) -> None:
         queue: _Queue | None = record.info.pop(_QUEUE, None)
         if queue is not None:
             queue.clear()
+
+
+def observe_flushes(engine: AsyncEngine, observer: FlushObserver) -> None:
+    """Wrap every flush of ``engine``'s queues in ``observer`` (one per engine)."""
+    _observers[engine.sync_engine] = observer
 
 
 def _queue_on(connection: Connection, *, pop: bool = False) -> _Queue | None:

@@ -62,9 +62,10 @@ class AfterFirstAnswer:
     another replica would, before this runner's step commits); it says when a request is
     written, like the adapter it wraps."""
 
-    def __init__(self, inner: Any, app: FastAPI, then: Any) -> None:
+    def __init__(self, inner: Any, app: FastAPI, session_id: str, then: Any) -> None:
         self._inner = inner
         self._app = app
+        self._session_id = session_id
         self._then = then
         self._answered = 0
         self.signals_sent: bool = inner.signals_sent
@@ -73,8 +74,18 @@ class AfterFirstAnswer:
         response = await self._inner.complete(request, **options)
         self._answered += 1
         if self._answered == 1:
-            async with unit_of_work(self._app.state.container.db) as db:
-                await self._then(TurnRepository(db))
+            db = self._app.state.container.db
+            # The turn's start commits while its first call is sent (``overlap``): another
+            # replica sees the turn once that is done.
+            with anyio.fail_after(30):
+                while True:
+                    async with unit_of_work(db) as read:
+                        running = await TurnRepository(read).get_running(self._session_id)
+                    if running is not None:
+                        break
+                    await anyio.sleep(0.01)
+            async with unit_of_work(db) as write:
+                await self._then(TurnRepository(write), running.turn_id)
         return response
 
 
@@ -83,10 +94,10 @@ async def roles(api: httpx.AsyncClient, session_id: str) -> list[str]:
     return [m["role"] for m in await stored(api, session_id) if m["kind"] != "world_state"]
 
 
-def wrap_clients(app: FastAPI, then: Any) -> None:
+def wrap_clients(app: FastAPI, session_id: str, then: Any) -> None:
     clients = app.state.container.model_clients
     for_model = clients.for_model
-    clients.for_model = lambda entry: AfterFirstAnswer(for_model(entry), app, then)
+    clients.for_model = lambda entry: AfterFirstAnswer(for_model(entry), app, session_id, then)
 
 
 async def test_deltas_of_the_next_call_come_after_the_step_s_updates_live(
@@ -168,12 +179,10 @@ async def test_a_cancel_recorded_elsewhere_found_at_commit_abandons_the_call_sen
         api, model_id=await fake_provider_model(api, provider.base_url, "openai_chat")
     )
 
-    async def cancel_elsewhere(turns: TurnRepository) -> None:
-        running = await turns.get_running(sid)
-        assert running is not None
-        assert await turns.request_cancel(sid, running.turn_id)
+    async def cancel_elsewhere(turns: TurnRepository, turn_id: str) -> None:
+        assert await turns.request_cancel(sid, turn_id)
 
-    wrap_clients(app, cancel_elsewhere)
+    wrap_clients(app, sid, cancel_elsewhere)
     provider.enqueue(
         plan_round(), StreamReply(openai_stream(text=["late"]), first_byte_delay=NEVER)
     )
@@ -195,15 +204,13 @@ async def test_a_turn_lost_meanwhile_keeps_nothing_of_the_round_and_abandons_the
         api, model_id=await fake_provider_model(api, provider.base_url, "openai_chat")
     )
 
-    async def interrupted_elsewhere(turns: TurnRepository) -> None:
+    async def interrupted_elsewhere(turns: TurnRepository, turn_id: str) -> None:
         # The reaper of another replica ended the turn (its lease lapsed, say).
-        running = await turns.get_running(sid)
-        assert running is not None
         assert await turns.finish(
-            sid, running.turn_id, status="interrupted", outcome={"code": "process_restart"}
+            sid, turn_id, status="interrupted", outcome={"code": "process_restart"}
         )
 
-    wrap_clients(app, interrupted_elsewhere)
+    wrap_clients(app, sid, interrupted_elsewhere)
     provider.enqueue(
         plan_round(), StreamReply(openai_stream(text=["late"]), first_byte_delay=NEVER)
     )
@@ -222,3 +229,53 @@ async def test_a_turn_lost_meanwhile_keeps_nothing_of_the_round_and_abandons_the
     turn = (await api.get(f"/v1/sessions/{sid}/turns/{turn_id}")).json()
     assert turn["status"] == "interrupted", turn
     assert await roles(api, sid) == ["user"]
+
+
+REFUSING_STARTS: dict[str, tuple[str, ...]] = {
+    "sqlite": (
+        "CREATE TRIGGER refuse_starts BEFORE INSERT ON session_events "
+        "WHEN NEW.type = 'turn_started' "
+        "BEGIN SELECT RAISE(ABORT, 'refused by the test trigger'); END",
+    ),
+    "postgresql": (
+        "CREATE FUNCTION refuse_starts() RETURNS trigger AS $$ BEGIN "
+        "RAISE EXCEPTION 'refused by the test trigger'; END $$ LANGUAGE plpgsql",
+        "CREATE TRIGGER refuse_starts BEFORE INSERT ON session_events FOR EACH ROW "
+        "WHEN (NEW.type = 'turn_started') EXECUTE FUNCTION refuse_starts()",
+    ),
+}
+
+
+async def test_a_start_the_database_refuses_while_its_first_call_is_sent_stores_no_turn(
+    own_database: str,  # noqa: F811
+    provider: FakeProviderServer,
+) -> None:
+    # The start commits as its first call goes out: refused then, the request fails as a
+    # start that could not be stored always did, and the call already sent is abandoned.
+    backend = "postgresql" if own_database.startswith("postgresql") else "sqlite"
+    app = create_app(make_settings(own_database))
+    async with app.router.lifespan_context(app):
+        transport = httpx.ASGITransport(app=app, raise_app_exceptions=False)
+        async with httpx.AsyncClient(transport=transport, base_url="http://test") as api:
+            sid = await new_session(
+                api, model_id=await fake_provider_model(api, provider.base_url, "openai_chat")
+            )
+            # A first turn: the connection to the provider is open (a start whose call must
+            # open one first commits at once).
+            provider.enqueue(StreamReply(openai_stream(text=["fine"])))
+            assert (await run_turn(api, sid))["status"] == "completed"
+            await execute(own_database, *REFUSING_STARTS[backend])
+            provider.enqueue(StreamReply(openai_stream(text=["late"]), first_byte_delay=NEVER))
+            with anyio.fail_after(60):
+                refused = await api.post(
+                    f"/v1/sessions/{sid}/turns",
+                    json={"client_request_id": "r2", "input": [{"type": "text", "text": "go"}]},
+                )
+            assert refused.status_code == 500, refused.text
+            assert refused.headers["content-type"] == "application/problem+json"
+            assert "refused by the test trigger" not in refused.text
+            turns = (await api.get(f"/v1/sessions/{sid}/turns")).json()["turns"]
+            assert [t["client_request_id"] for t in turns] == [turns[0]["client_request_id"]]
+            assert turns[0]["status"] == "completed"
+            assert await roles(api, sid) == ["user", "assistant"]
+            await app.state.container.turns.idle()

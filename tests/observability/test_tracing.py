@@ -198,6 +198,10 @@ async def test_a_turn_with_a_tool_round_trip_is_one_linked_trace(
     )
     assert "INSERT INTO messages" in statements
     assert "read a.py" not in statements  # statements, never their parameters
+    # A step's deferred writes go out together: one span says how many statements it sent.
+    batches = [s for s in database if s.name.startswith("BATCH")]
+    assert batches
+    assert max(attrs(s)["db.operation.batch.size"] for s in batches) >= 2
     assert not [s for s in in_turn if s.status.status_code is StatusCode.ERROR]
 
 

@@ -18,6 +18,7 @@ Bounded: at most ``MEMO_BYTES`` of JSON; the oldest entries are dropped first.
 from __future__ import annotations
 
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
@@ -31,9 +32,18 @@ from app.providers.encoding.anthropic_messages import (
 )
 from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
 
-__all__ = ["MEMO_BYTES", "anthropic_messages_body", "dumps", "forget", "openai_chat_body"]
+__all__ = [
+    "MEMO_BYTES",
+    "PREFIX_BYTES",
+    "anthropic_messages_body",
+    "dumps",
+    "forget",
+    "openai_chat_body",
+]
 
 MEMO_BYTES = 64 * 1024 * 1024
+# The joined Conversations of recent OpenAI bodies (``_Prefixes``).
+PREFIX_BYTES = 32 * 1024 * 1024
 
 # Stands for the messages in the serialized rest of a body. It holds U+0000, which no posted
 # text can (``app.api.limits``), so its JSON form should occur nowhere else in a body; should
@@ -98,14 +108,72 @@ class _Memo:
             self._bytes = 0
 
 
+class _Prefixes:
+    """The joined JSON of recent requests' Conversation messages, by the identity of their
+    first message's content: a turn's next request repeats the previous one's messages and
+    adds a few, so only those few are looked up and joined (a lookup per message cost more
+    than the rest of the body at 1 000 messages). A prefix is taken only when every one of its
+    messages is the very object (same content, same role) the remembered body was built from;
+    the entry keeps those objects alive, so their identities cannot be reused meanwhile.
+
+    Bounded: at most ``max_bytes`` of joined JSON; the least recently used entry goes first."""
+
+    def __init__(self, max_bytes: int) -> None:
+        self._max_bytes = max_bytes
+        self._bytes = 0
+        # id(first content) → (ids, roles, the messages (kept alive), their joined JSON)
+        self._entries: OrderedDict[int, tuple[tuple[int, ...], tuple[str, ...], Any, bytes]] = (
+            OrderedDict()
+        )
+        self._lock = threading.Lock()
+
+    def joined(self, messages: Sequence[Mapping[str, Any]], memo: _Memo) -> bytes:
+        """``b",".join`` of the messages' JSON (``memo`` for those not remembered here)."""
+        if not messages:
+            return b""
+        ids = tuple([id(m["content"]) for m in messages])
+        roles = tuple([m["role"] for m in messages])
+        entry = self._entries.get(ids[0])
+        head, known = b"", 0
+        if entry is not None:
+            size = len(entry[0])
+            if size <= len(ids) and ids[:size] == entry[0] and roles[:size] == entry[1]:
+                head, known = entry[3], size
+        get = memo.get
+        tail = b",".join([get(m, _chat_json, len) for m in messages[known:]])
+        joined = head + b"," + tail if head and tail else head or tail
+        self._put(ids, roles, list(messages), joined)
+        return joined
+
+    def _put(self, ids: tuple[int, ...], roles: tuple[str, ...], kept: Any, joined: bytes) -> None:
+        with self._lock:
+            replaced = self._entries.pop(ids[0], None)
+            if replaced is not None:
+                self._bytes -= len(replaced[3])
+            if len(joined) > self._max_bytes:
+                return
+            self._entries[ids[0]] = (ids, roles, kept, joined)
+            self._bytes += len(joined)
+            while self._bytes > self._max_bytes:
+                _, (_, _, _, dropped) = self._entries.popitem(last=False)
+                self._bytes -= len(dropped)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self._bytes = 0
+
+
 _openai_memo = _Memo(MEMO_BYTES // 2)
 _anthropic_memo = _Memo(MEMO_BYTES // 2)
+_openai_prefixes = _Prefixes(PREFIX_BYTES)
 
 
 def forget() -> None:
     """Drop every remembered message (tests start from an empty memo)."""
     _openai_memo.clear()
     _anthropic_memo.clear()
+    _openai_prefixes.clear()
 
 
 def openai_chat_body(
@@ -116,8 +184,17 @@ def openai_chat_body(
     caching: CachePlan | None = None,
 ) -> bytes:
     """``dumps(encode_openai_chat(request, ...))``."""
+    messages: Sequence[Mapping[str, Any]] = request["messages"]
+    # The System Context is read with the session row at every step (new objects each time):
+    # only the Conversation after it repeats from call to call.
+    system = 0
+    while system < len(messages) and messages[system]["role"] == "system":
+        system += 1
     get = _openai_memo.get
-    pieces = [get(m, _chat_json, len) for m in request["messages"]]
+    pieces = [get(m, _chat_json, len) for m in messages[:system]]
+    conversation = _openai_prefixes.joined(messages[system:], _openai_memo)
+    if conversation:
+        pieces.append(conversation)
     rest = encode_openai_chat(
         {**request, "messages": []}, model=model, stream=stream, caching=caching
     )

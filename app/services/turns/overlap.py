@@ -37,29 +37,42 @@ __all__ = ["PendingStep", "overlapped"]
 T = TypeVar("T")
 
 
-class _Discarded(Exception):
-    """Thrown into a pending step to roll it back."""
-
-
 class PendingStep:
-    """A step's open transaction (its exit stack) and what to do once it committed."""
+    """A step's open transaction (its exit stack), what to do once it committed, and ``done``:
+    resolved when it committed (or with what its commit raised)."""
 
     def __init__(self, stack: AsyncExitStack) -> None:
         self._stack = stack
         self.after: list[Callable[[], None]] = []
+        self.done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        self._committing: asyncio.Future[None] | None = None
 
     async def commit(self) -> None:
         """Commit (the step's own failure handling applies: a refused write raises what the
-        step raises), then run ``after``."""
-        await self._stack.aclose()
-        for action in self.after:
-            action()
+        step raises), then run ``after``. A cancellation meanwhile (the process stopping) waits
+        for the commit to end first: the step is stored as it would have been before the call,
+        and the turn it belongs to can then be interrupted."""
+        if self._committing is None:
+            self._committing = asyncio.ensure_future(self._commit())
+        try:
+            await asyncio.shield(self._committing)
+        except asyncio.CancelledError:
+            if not self._committing.done():
+                with contextlib.suppress(asyncio.CancelledError):
+                    await self._committing
+            raise
 
-    async def discard(self) -> None:
-        """Roll back (the runner is being cancelled: nothing of the step is kept)."""
-        error = _Discarded()
-        with contextlib.suppress(_Discarded):
-            await self._stack.__aexit__(_Discarded, error, None)
+    async def _commit(self) -> None:
+        try:
+            await self._stack.aclose()
+            for action in self.after:
+                action()
+        except BaseException as exc:
+            if not self.done.done():
+                self.done.set_exception(exc)
+                self.done.exception()  # retrieved: nobody need be waiting for it
+            raise
+        self.done.set_result(None)
 
 
 async def overlapped(pending: PendingStep, sink: LiveSink, call: Callable[[], Awaitable[T]]) -> T:

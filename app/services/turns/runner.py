@@ -9,7 +9,6 @@ update it announces. Terminal outcomes are raised as ``TurnEnded`` and written b
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from contextlib import AsyncExitStack
 from typing import Any, Literal
@@ -59,13 +58,10 @@ class TurnRunner(RunnerSteps):
         try:
             try:
                 await self._loop()
-            except asyncio.CancelledError:
-                await self._discard()
-                raise
             except BaseException:
-                # A step still committing (``overlap``) comes first: all that ended the loop
-                # happened after it.
-                await self._settle()
+                # A step still to commit (``overlap``) comes first: all that ended the loop
+                # (the process stopping too) happened after it.
+                await self.settle()
                 raise
         except TurnEnded as end:
             await self._finish(end)
@@ -92,7 +88,9 @@ class TurnRunner(RunnerSteps):
             if first is not None:
                 self.counter = first.counter
                 self.sent_record, self.sent_record_known = first.previous_request, True
-                return session, 1, self._ready(first.loaded, session)
+                # ``self.pending``: the start's transaction, when left open (committed as the
+                # first call is sent).
+                return session, 1, self._ready(first.loaded, session, started.pending)
             self.counter = self._base(entry)
             if self.deps.settings.apply_calibration:
                 async with unit_of_work(self.deps.db, read_only=True) as db:
@@ -258,7 +256,7 @@ class TurnRunner(RunnerSteps):
         needed to fit)."""
         compacted = False
         if prepared.budget.reaches_auto_compact_limit:
-            await self._settle()
+            await self.settle()
             prepared, compacted = await self._fit(index, prepared, session, "threshold")
         self._check_fits(prepared)
         try:

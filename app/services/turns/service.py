@@ -1,33 +1,21 @@
-"""The turn use cases and this process's runners (SPEC §6).
+"""The turn use cases (SPEC §6).
 
-``TurnService`` starts turns, hands tool results and cancel requests to them, answers reads (and
-``?wait=true``), and owns the asyncio tasks of the runners whose lease this process holds, plus
-the periodic reaper. ``owner`` identifies this process in the lease column.
-
-Stopping (``drain``, from the stop signal or the lifespan's end) ends this process's turns
-rather than leaving them to their leases: each is recorded ``interrupted`` with its lease
-released, so another replica can start the session's next turn at once. Starts and tool results
-that arrive meanwhile are refused with 503 ``shutting_down`` before anything is written: sent
-again, another replica takes them (a turn waiting for tool results continues there). A process
-that is killed still leaves its turns to lease expiry and the reaper of another process.
+``TurnService`` starts turns, hands tool results and cancel requests to them and answers reads
+(and ``?wait=true``), on top of ``RunnerSupervisor`` (this process's runners, the reaper and
+stopping: ``app.services.turns.supervisor``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
-import logging
-import os
-import socket
 import time
-import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
-from app.core.errors import Unavailable
 from app.services.cursors import TURN_CURSOR, decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
+from app.services.model_types import ModelEntry
 from app.services.turns.control import (
     DeadlinePassed,
     cancel_waiting_or_flag,
@@ -37,21 +25,18 @@ from app.services.turns.control import (
 )
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCallFailed, FirstCallPreparer
-from app.services.turns.lease import interrupt_held, lease_expired, reap_expired, watch_turn
-from app.services.turns.runner import TurnRunner
+from app.services.turns.lease import lease_expired, reap_expired
 from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
 from app.services.turns.stream import open_event_stream
-from app.services.turns.tools import DoomRecord
+from app.services.turns.supervisor import RunnerSupervisor
 from app.services.turns.views import awaiting_calls, turn_to_json
-from app.services.turns.waiting import expire_overdue, expire_waiting, tool_results_overdue
+from app.services.turns.waiting import expire_waiting, tool_results_overdue
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
 __all__ = ["TurnService"]
-
-logger = logging.getLogger(__name__)
 
 # How often a waiting reader re-reads the turn for changes made on other replicas.
 _WAIT_POLL_SECONDS = 0.5
@@ -61,174 +46,10 @@ def _settled(turn: Turn) -> bool:
     return turn.status != "running" or turn.phase == "waiting_tool_results"
 
 
-class TurnService:
+class TurnService(RunnerSupervisor):
     def __init__(self, deps: TurnDeps) -> None:
-        self._deps = deps
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-        self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
-        self._reaper: asyncio.Task[None] | None = None
-        self._reaper_stop = asyncio.Event()
-        # Set once this process stops taking turn work (``drain``).
-        self._stopping = asyncio.Event()
-        self._drained: asyncio.Future[None] | None = None
-        self._conversations = deps.conversations
+        super().__init__(deps)
         self._first_call = FirstCallPreparer(deps, self._conversations)
-
-    # ----- lifecycle -------------------------------------------------------------------------
-
-    async def start_background(self) -> None:
-        """Sweep expired leases now (turns left by a dead process) and periodically."""
-        self._reaper_stop = asyncio.Event()
-        self._stopping = asyncio.Event()
-        self._drained = None
-        self._reaper = asyncio.create_task(self._deps.observability.untraced(self._reap_forever()))
-
-    async def stop_background(self) -> None:
-        """End this process's turns (``drain``) and stop the reaper, before the database
-        closes."""
-        await self.drain()
-        await self._stop_reaper()
-
-    def begin_drain(self) -> None:
-        """Start ``drain`` without waiting for it (what the stop signal calls)."""
-        if self._drained is None:
-            self._drained = asyncio.ensure_future(self._drain())
-
-    async def drain(self) -> None:
-        """Stop taking turn work and end the turns this process runs (idempotent): runners are
-        cancelled and their turns interrupted, then ``?wait=true`` waiters are answered and the
-        event streams of this process end (clients reconnect to another replica with
-        ``Last-Event-ID``)."""
-        self.begin_drain()
-        assert self._drained is not None
-        await asyncio.shield(self._drained)
-
-    async def _drain(self) -> None:
-        self._stopping.set()
-        tasks = [t for _, t in self._runners.values()]
-        for task in tasks:
-            task.cancel()  # ``_supervise`` interrupts the turn once its runner has stopped
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._deps.events.hub.close()
-
-    async def abandon(self) -> None:
-        """What a killed process leaves behind (tests of the lease path): the reaper and every
-        runner stop and nothing is written, so the turns keep their leases until they expire.
-        ``start_background`` starts the reaper again."""
-        await self._stop_reaper()
-        tasks = [t for _, t in self._runners.values()]
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
-        self._runners.clear()
-
-    async def _stop_reaper(self) -> None:
-        # The reaper is asked to stop, not cancelled: cancelling it inside a query would leak
-        # that connection (its driver may then call back into a closed loop).
-        self._reaper_stop.set()
-        if self._reaper is not None:
-            with contextlib.suppress(Exception):
-                await self._reaper
-        self._reaper = None
-
-    async def _reap_forever(self) -> None:
-        interval = self._deps.settings.turn_reaper_interval_seconds
-        while not self._reaper_stop.is_set():
-            try:
-                await reap_expired(self._deps)
-                await expire_overdue(self._deps)
-            except Exception:
-                logger.exception("lease reaper failed; retrying")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._reaper_stop.wait(), interval)
-
-    async def idle(self) -> None:
-        """Wait until this process runs no turn (tests and benchmarks)."""
-        while self._runners:
-            await asyncio.gather(
-                *(t for _, t in list(self._runners.values())), return_exceptions=True
-            )
-
-    # ----- runners ---------------------------------------------------------------------------
-
-    def _spawn(
-        self,
-        session_id: str,
-        turn_id: str,
-        doom: DoomRecord | None = None,
-        started: Started | None = None,
-        resumed_from: str | None = None,
-    ) -> None:
-        """``resumed_from``: the turn's stored ``traceparent`` when the runner continues a turn
-        that waited for tool results (``""`` without one); ``None`` for a new turn."""
-        key = (session_id, turn_id)
-        runner = TurnRunner(
-            self._deps,
-            session_id,
-            turn_id,
-            doom=doom,
-            started=started,
-            conversations=self._conversations,
-        )
-        leg = self._deps.observability.turns.leg(
-            self._supervise(key, runner), runner, resumed_from=resumed_from
-        )
-        task = asyncio.create_task(leg)
-        self._runners[key] = (runner, task)
-
-    async def _supervise(self, key: tuple[str, str], runner: TurnRunner) -> None:
-        if self._stopping.is_set():  # accepted just as the process began to stop
-            await self._interrupt(key, runner)
-            self._forget(key, runner)
-            return
-        work = asyncio.ensure_future(runner.run())
-        watcher = asyncio.ensure_future(
-            self._deps.observability.untraced(
-                watch_turn(
-                    self._deps,
-                    key[0],
-                    key[1],
-                    self.owner,
-                    on_cancel=runner.cancel.set,
-                    on_lost=lambda: _cancel(work),
-                )
-            )
-        )
-        try:
-            # ``wait`` (not ``await work``): the runner being cancelled because its turn ended
-            # elsewhere is a normal end; only this task's own cancellation propagates.
-            await asyncio.wait({work})
-        finally:
-            for task in (work, watcher):
-                task.cancel()
-            for task in (work, watcher):
-                with contextlib.suppress(BaseException):
-                    await task
-            if self._stopping.is_set() and runner.final is None:
-                await self._interrupt(key, runner)
-            self._forget(key, runner)
-
-    def _forget(self, key: tuple[str, str], runner: TurnRunner) -> None:
-        current = self._runners.get(key)
-        if current is not None and current[0] is runner:
-            del self._runners[key]
-
-    async def _interrupt(self, key: tuple[str, str], runner: TurnRunner) -> None:
-        """The process stops and ``runner`` will not finish its turn: interrupt it now (a
-        no-op when it is not running under this process's lease: ended, or parked)."""
-        try:
-            await interrupt_held(self._deps, *key, self.owner, draft_shown=runner.sink.dirty)
-        except Exception:  # its lease still expires, and another replica interrupts it
-            logger.exception("could not interrupt turn %s while stopping", key[1])
-
-    def _refuse_while_stopping(self) -> None:
-        if self._stopping.is_set():
-            raise Unavailable(
-                "shutting_down",
-                "this replica is shutting down and takes no more turn work; send the request "
-                "again (another replica takes it)",
-                retry_after_seconds=1,
-            )
 
     # ----- use cases -------------------------------------------------------------------------
 
@@ -257,6 +78,10 @@ class TurnService:
                 turn, model_id=model_id, input_items=len(input_items)
             )
             self._spawn(session_id, turn.turn_id, started=started)
+            if started.pending is not None:
+                # Answered once the turn is stored (its runner commits the start as the first
+                # call goes out); a start that could not be stored fails this request.
+                await asyncio.shield(started.pending.done)
         if wait:
             turn = await self._wait(session_id, turn.turn_id, _settled)
         return turn_to_json(turn), created
@@ -273,11 +98,17 @@ class TurnService:
             input_items=input_items,
         )
         try:
-            return await start(first_call=self._first_call)
+            return await start(first_call=self._first_call, overlap=self._overlaps)
         except FirstCallFailed:
             # Nothing was written: start without it, and the runner's first step fails the
             # turn with the error, as for any turn.
             return await start()
+
+    def _overlaps(self, model: ModelEntry) -> bool:
+        """Whether a new turn's start may commit while its runner sends the first call: when
+        the model's client says when a request is written (``app.services.turns.overlap``)."""
+        client = self._deps.model_clients.for_model(model)
+        return bool(getattr(client, "signals_sent", False))
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))
@@ -395,7 +226,3 @@ async def _next_commit(queue: asyncio.Queue[Signal], seconds: float) -> None:
             return
         if not isinstance(signal, Delta):
             return
-
-
-def _cancel(task: asyncio.Future[None]) -> None:
-    task.cancel()

@@ -5,7 +5,8 @@ can, prepares the first model call: ``first_call``)."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from contextlib import AsyncExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,8 +25,10 @@ from app.services.models import resolve_model
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCall, FirstCallPreparer
 from app.services.turns.lease import lease_expired, lease_expiry
+from app.services.turns.overlap import PendingStep
 from app.services.turns.waiting import tool_results_overdue
 from app.storage.database import unit_of_work
+from app.storage.deferred import defer
 from app.storage.models import AgentSession, Turn
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage
@@ -53,6 +56,9 @@ class Started:
     session: AgentSession
     model: ModelEntry | None
     first: FirstCall | None = None
+    # The start's transaction, left open for the runner to commit while it sends the first
+    # call (``overlap``); ``None``: committed already.
+    pending: PendingStep | None = None
 
 
 def busy(turn_id: str) -> Conflict:
@@ -132,15 +138,20 @@ async def start_turn(
     client_request_id: str,
     input_items: Sequence[dict[str, Any]],
     first_call: FirstCallPreparer | None = None,
+    overlap: Callable[[ModelEntry], bool] | None = None,
 ) -> Started:
     """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
     (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
     ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
     the caller reaps it and starts again. ``first_call`` prepares the first model call in the
-    same transaction when it applies (the turn is then stored in phase ``running_model``).
+    same transaction when it applies (the turn is then stored in phase ``running_model``); then,
+    when ``overlap`` says the model's client tells when a request is written, the transaction is
+    handed to the runner to commit while it sends that call (``Started.pending``).
     A running turn past its deadline for tool results raises ``RunningTurnExpired`` too."""
     texts = _texts(input_items)
-    async with unit_of_work(deps.db) as db:
+    async with AsyncExitStack() as stack:
+        db = await stack.enter_async_context(unit_of_work(deps.db))
+        await defer(db)  # the messages and updates go out together (``app.storage.deferred``)
         sessions = SessionRepository(db)
         # Starts of one session queue up here (the row lock on PostgreSQL, the write lock on
         # SQLite); the partial unique index still settles any race across replicas.
@@ -200,7 +211,7 @@ async def start_turn(
             {"client_request_id": client_request_id, "input": turn.input},
             turn_id=turn.turn_id,
         )
-        first = None
+        first = pending = None
         if merged:
             assert first_call is not None
             await events.emit(
@@ -208,4 +219,6 @@ async def start_turn(
             )
             first = await first_call.prepare(db, session, turn.turn_id, model)
         await events.flush(db)
-    return Started(turn, True, session, model, first)
+        if first is not None and overlap is not None and overlap(model):
+            pending = PendingStep(stack.pop_all())
+    return Started(turn, True, session, model, first, pending)

@@ -90,7 +90,8 @@ class RunnerSteps:
         # Whether this turn's model client says when a request is written, and the step that
         # commits while the next call is sent (``app.services.turns.overlap``).
         self.overlap = False
-        self.pending: PendingStep | None = None
+        # A new turn's start may leave its transaction for this runner to commit (``Started``).
+        self.pending: PendingStep | None = started.pending if started is not None else None
 
     async def _finish(self, end: TurnEnded) -> None:
         try:
@@ -322,17 +323,11 @@ class RunnerSteps:
         except CallAbandoned:
             raise TurnEnded("cancelled") from None
 
-    async def _settle(self) -> None:
+    async def settle(self) -> None:
         """Commit the step still pending (``overlap``), if any."""
         pending, self.pending = self.pending, None
         if pending is not None:
             await pending.commit()
-
-    async def _discard(self) -> None:
-        """Roll back the step still pending, if any."""
-        pending, self.pending = self.pending, None
-        if pending is not None:
-            await pending.discard()
 
     def _ready(
         self, loaded: Loaded, session: AgentSession, pending: PendingStep | None = None

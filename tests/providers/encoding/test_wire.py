@@ -108,3 +108,61 @@ def test_text_that_holds_the_placeholder_still_gives_the_exact_body(
     # The placeholder holds U+0000, which the API refuses; a system part built elsewhere could.
     request = prepared(msg("system", text("\x00messages\x00")), msg("user", text("hi")))
     assert body(request, model="m-1", stream=True) == expected(encode, request)
+
+
+# -- the joined Conversation of recent bodies (``wire._Prefixes``) -----------------------------
+
+
+def _conversation(size: int) -> list[dict[str, Any]]:
+    return [msg("user" if i % 2 else "assistant", text(f"message {i}")) for i in range(size)]
+
+
+def _with(system: str, conversation: list[dict[str, Any]]) -> dict[str, Any]:
+    # A fresh system message each time, as a turn step reads it with the session row.
+    return prepared(msg("system", text(system)), *conversation)
+
+
+Edit = Callable[[list[dict[str, Any]]], list[dict[str, Any]]]
+EDITS: dict[str, Edit] = {
+    "append": lambda c: [*c, msg("assistant", text(f"new {len(c)}"))],
+    "replace a middle message": lambda c: [*c[:2], msg("user", text("changed")), *c[3:]],
+    "replace the first message": lambda c: [msg("user", text("first changed")), *c[1:]],
+    "the same content under another role": lambda c: [
+        c[0],
+        {"role": "assistant" if c[1]["role"] == "user" else "user", "content": c[1]["content"]},
+        *c[2:],
+    ],
+    "shorter (a compaction)": lambda c: c[:3],
+    "empty": lambda c: [],
+}
+
+
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_a_remembered_conversation_is_reused_only_where_it_still_holds(edit: str) -> None:
+    conversation = _conversation(6)
+    first = _with("sys", conversation)
+    assert wire.openai_chat_body(first, model="m-1", stream=True) == expected(
+        encode_openai_chat, first
+    )
+    changed = _with("sys again", EDITS[edit](conversation))
+    assert wire.openai_chat_body(changed, model="m-1", stream=True) == expected(
+        encode_openai_chat, changed
+    )
+    # And back: the first conversation (its entry may have been replaced) is exact too.
+    assert wire.openai_chat_body(first, model="m-1", stream=True) == expected(
+        encode_openai_chat, first
+    )
+
+
+def test_a_full_prefix_memo_drops_old_conversations_and_stays_exact(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(wire, "_openai_prefixes", wire._Prefixes(max_bytes=150))
+    sessions = [_conversation(size) for size in (2, 5, 9)]
+    for _ in range(3):
+        for index, conversation in enumerate(sessions):
+            conversation.append(msg("user", text(f"more {index}")))
+            request = _with("sys", conversation)
+            assert wire.openai_chat_body(request, model="m-1", stream=True) == expected(
+                encode_openai_chat, request
+            )

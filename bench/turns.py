@@ -13,9 +13,11 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``) and on a throw-away PostgreSQL data
    sending it, reading the stream) counts as the service's. That part is also printed on its
    own (time inside ``ModelClient.complete`` − the provider's time). Targets: ≤ 5 % of a 50 ms
    call on SQLite, ≤ 10 % on PostgreSQL, at both sizes. Also the statements and transactions of
-   one model call, counted on the engine (the database round trips). The first turn of each
-   session is a warm-up and is not counted (pool connections, statement caches); the median of
-   9 turns is reported.
+   one model call, counted on the engine (the database round trips), and a turn's path: the
+   start (the request until its first call begins), a tool step (a call's end until the next
+   call begins) and the finish (the last call's end until the answer), from the client's side.
+   The first turn of each session is a warm-up and is not counted (pool connections, statement
+   caches); the median of 9 turns is reported.
 2. Observability: the same overhead with traces off (the default) and info lines off, with the
    info lines on (JSON to a null stream, as ``ctxsvc serve`` writes them), and with traces on
    to an in-memory exporter (batch processor, as in production; FastAPI, the provider HTTP
@@ -34,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import itertools
 import json
 import logging
 import os
@@ -77,11 +80,11 @@ KEY_ENV = "CTXSVC_BENCH_FAKE_KEY"
 
 
 class TimedClient:
-    """Adds the time spent inside the provider call to a shared total."""
+    """Records when each provider call began and ended (``perf_counter``) in a shared list."""
 
-    def __init__(self, inner: ModelClient, totals: list[float]) -> None:
+    def __init__(self, inner: ModelClient, calls: list[tuple[float, float]]) -> None:
         self._inner = inner
-        self._totals = totals
+        self._calls = calls
         # Passed on: the runner overlaps a step's commit with calls of clients that say when
         # a request is written (``app.services.turns.overlap``).
         self.signals_sent: bool = getattr(inner, "signals_sent", False)
@@ -97,7 +100,7 @@ class TimedClient:
         try:
             return await self._inner.complete(request, sink=sink, caching=caching)
         finally:
-            self._totals.append(time.perf_counter() - started)
+            self._calls.append((started, time.perf_counter()))
 
 
 async def new_session(api: httpx.AsyncClient, model_id: str, messages: int) -> str:
@@ -129,30 +132,55 @@ def plan_round(i: int) -> StreamReply:
     return StreamReply(openai_stream(tool_calls=[call], finish_reason="tool_calls"))
 
 
+@dataclass(frozen=True)
+class TurnPath:
+    """Where a turn's wall time went outside its provider calls, from the client's side."""
+
+    start: float  # the request sent → its first provider call begins
+    step: float  # a call ended → the next one begins (median over the turn's tool steps)
+    finish: float  # the last call ended → the answer arrived
+
+    @staticmethod
+    def of(sent: float, answered: float, calls: list[tuple[float, float]]) -> TurnPath:
+        gaps = [after[0] - before[1] for before, after in itertools.pairwise(calls)]
+        return TurnPath(calls[0][0] - sent, statistics.median(gaps), answered - calls[-1][1])
+
+    @staticmethod
+    def median(paths: list[TurnPath]) -> TurnPath:
+        return TurnPath(
+            statistics.median(p.start for p in paths),
+            statistics.median(p.step for p in paths),
+            statistics.median(p.finish for p in paths),
+        )
+
+
 async def overhead(
     api: httpx.AsyncClient,
     server: ProviderProcess,
     sid: str,
-    totals: list[float],
+    timed: list[tuple[float, float]],
     repeats: int,
-) -> tuple[list[float], list[float]]:
-    """Per-call service time and adapter time of ``repeats`` turns of session ``sid``."""
+) -> tuple[list[float], list[float], list[TurnPath]]:
+    """Per-call service time and adapter time of ``repeats`` turns of session ``sid``, and
+    each turn's path (``timed``: the provider calls' spans, filled by ``TimedClient``)."""
     per_call: list[float] = []
     adapter: list[float] = []
+    paths: list[TurnPath] = []
     for _ in range(repeats):
         server.enqueue(
             *(plan_round(i) for i in range(4)), StreamReply(openai_stream(text=["done"]))
         )
-        totals.clear()
+        timed.clear()
         served = server.serving_seconds
         started = time.perf_counter()
         turn = await run_turn(api, sid)
-        wall = time.perf_counter() - started
+        answered = time.perf_counter()
         provider = server.serving_seconds - served
         calls = turn["model_calls"]
-        per_call.append((wall - provider) / calls)
-        adapter.append((sum(totals) - provider) / calls)
-    return per_call, adapter
+        per_call.append((answered - started - provider) / calls)
+        adapter.append((sum(end - begin for begin, end in timed) - provider) / calls)
+        paths.append(TurnPath.of(started, answered, timed))
+    return per_call, adapter, paths
 
 
 async def throughput(
@@ -182,7 +210,7 @@ class Setup:
     app: FastAPI
     exporter: InMemorySpanExporter | None = None
     info_lines: bool = False
-    totals: list[float] = field(default_factory=list)
+    calls: list[tuple[float, float]] = field(default_factory=list)
     api: httpx.AsyncClient | None = None
 
     @contextmanager
@@ -222,30 +250,36 @@ def setups(settings: Settings) -> list[Setup]:
 
 async def compare(
     runs: list[Setup], server: ProviderProcess, model_id: str, messages: int, rounds: int = 3
-) -> dict[str, tuple[float, float]]:
-    """Median service and adapter time per call of each setup, in alternating rounds of 3 turns
-    after one warm-up turn each (one session per setup)."""
+) -> dict[str, tuple[float, float, TurnPath]]:
+    """Median service and adapter time per call of each setup, and its turns' median path, in
+    alternating rounds of 3 turns after one warm-up turn each (one session per setup)."""
     sids = {}
     for run in runs:
         assert run.api is not None
         sids[run.label] = await new_session(run.api, model_id, messages)
         with run.logging():
-            await overhead(run.api, server, sids[run.label], run.totals, repeats=1)
+            await overhead(run.api, server, sids[run.label], run.calls, repeats=1)
     per_call: dict[str, list[float]] = {r.label: [] for r in runs}
     adapter: dict[str, list[float]] = {r.label: [] for r in runs}
+    paths: dict[str, list[TurnPath]] = {r.label: [] for r in runs}
     for _ in range(rounds):
         for run in runs:
             assert run.api is not None
             with run.logging():
-                calls, inside = await overhead(
-                    run.api, server, sids[run.label], run.totals, repeats=3
+                calls, inside, path = await overhead(
+                    run.api, server, sids[run.label], run.calls, repeats=3
                 )
             per_call[run.label] += calls
             adapter[run.label] += inside
+            paths[run.label] += path
             if run.exporter is not None:
                 run.exporter.clear()
     return {
-        label: (statistics.median(per_call[label]), statistics.median(adapter[label]))
+        label: (
+            statistics.median(per_call[label]),
+            statistics.median(adapter[label]),
+            TurnPath.median(paths[label]),
+        )
         for label in per_call
     }
 
@@ -362,7 +396,7 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
         for_model = container.model_clients.for_model
 
         def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
-            return TimedClient(for_model(entry), run.totals)
+            return TimedClient(for_model(entry), run.calls)
 
         container.model_clients.for_model = timed
     with ProviderProcess(latency=LATENCY) as server:
@@ -394,7 +428,7 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
                 figures = await compare(runs, server, model_id, messages)
                 base = figures[runs[0].label][0]
                 first = first or base
-                for label, (median, inside) in figures.items():
+                for label, (median, inside, _) in figures.items():
                     share = median / LATENCY * 100
                     print(
                         f"overhead per model call, {messages:>5} messages, {label}: "
@@ -402,6 +436,13 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
                         f"{LATENCY * 1000:.0f} ms call ({median / base:.2f}× traces off); "
                         f"of it in the provider adapter {inside * 1000:.1f} ms"
                     )
+                path = figures[runs[0].label][2]
+                print(
+                    f"a turn's path at {messages} messages (median, ms): "
+                    f"start {path.start * 1000:.2f} (the request → its first model call), "
+                    f"each tool step {path.step * 1000:.2f} (a call's end → the next call), "
+                    f"finish {path.finish * 1000:.2f} (the last call's end → the answer)"
+                )
                 verdict = "OK" if base / LATENCY <= target else "MISS"
                 print(
                     f"target at {messages} messages: ≤ {target * 100:.0f} % of the call:"

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ErrorBody", "parse_error_body"]
+__all__ = ["ErrorBody", "parse_error_body", "retry_after_seconds"]
 
 _MAX_MESSAGE = 300
 
@@ -43,3 +44,18 @@ def parse_error_body(raw: bytes | str | dict[str, Any] | None) -> ErrorBody:
         code=code if isinstance(code, str) else None,
         message=message if isinstance(message, str) else "",
     )
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """``retry-after-ms`` (OpenAI) or ``retry-after`` in seconds; HTTP dates are ignored."""
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is None:
+            continue
+        try:
+            seconds = float(value) * scale
+        except ValueError:
+            continue
+        if seconds >= 0:
+            return seconds
+    return None

@@ -18,9 +18,10 @@ protocol error says what was received: status, content type, size and the first 
 The transport is aiohttp (``app.providers.http_client``); its failures are ``ProviderError``s:
 its timeouts (``ServerTimeoutError``: connecting, or no bytes for ``Timeouts.idle``) are
 ``timeout``; every other ``aiohttp.ClientError`` (refused, reset or dropped connections, a body
-cut short, an unreadable response, a bad URL) is a retryable ``server_error``. aiohttp's timeout
-errors are ``TimeoutError``s too, so the adapters' own deadlines (first byte, total) are told
-apart from them by asking their scope whether it expired.
+cut short, an unreadable response) is a retryable ``server_error``. aiohttp's timeout errors are
+``TimeoutError``s too, so the adapters' own deadlines (first byte, total) are told apart from
+them by asking their scope whether it expired. A ``base_url`` ``app.providers.urls`` refuses
+fails every call with ``bad_request`` before anything is sent.
 """
 
 from __future__ import annotations
@@ -46,10 +47,11 @@ from app.providers.base import (
     missing_api_key,
 )
 from app.providers.call_stats import note_attempt, note_first_byte, note_retry, note_sent
-from app.providers.http_client import JsonBody, ProviderHTTP
+from app.providers.http_client import DIRECT, JsonBody, ProviderHTTP
 from app.providers.sse import ServerSentEvent, SSEDecoder
+from app.providers.urls import base_url_problem
 
-__all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error", "retry_after_seconds"]
+__all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -99,21 +101,6 @@ def protocol_error(what: str, state: StreamState | None = None) -> ProviderError
     )
 
 
-def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
-    """``retry-after-ms`` (OpenAI) or ``retry-after`` in seconds; HTTP dates are ignored."""
-    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
-        value = headers.get(name)
-        if value is None:
-            continue
-        try:
-            seconds = float(value) * scale
-        except ValueError:
-            continue
-        if seconds >= 0:
-            return seconds
-    return None
-
-
 class StreamingClient(abc.ABC):
     """A ``ModelClient`` over the shared ``ProviderHTTP`` session (never created per call)."""
 
@@ -135,9 +122,11 @@ class StreamingClient(abc.ABC):
         self._env = env
         self._retry = retry or RetryPolicy()
         self._timeouts = timeouts = timeouts or Timeouts()
-        # Fixed per adapter, so a call builds none of them.
+        # Fixed per adapter, so a call builds none of them. A URL registered before it was
+        # checked (``app.providers.urls``) fails each call instead of the adapter's creation.
         self._endpoint = self._url()
-        self._route = http.route(self._endpoint)
+        self._url_problem = base_url_problem(config.base_url)
+        self._route = DIRECT if self._url_problem else http.route(self._endpoint)
         self._request_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle
         )
@@ -181,6 +170,12 @@ class StreamingClient(abc.ABC):
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
     ) -> ModelResponse:
+        if self._url_problem is not None:
+            raise ProviderError.of(
+                "bad_request",
+                f"cannot call model {self._config.model_name}: provider.base_url "
+                f"{self._url_problem}; register the model again with a valid base_url",
+            )
         api_key = self._api_key()
         content = self.body(request, caching)
         loop = asyncio.get_running_loop()

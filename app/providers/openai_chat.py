@@ -21,13 +21,12 @@ from typing import Any
 
 from app.core.caching import CachePlan
 from app.core.content import ToolCallBlock
-from app.providers._errors import ErrorBody, parse_error_body
+from app.providers._errors import ErrorBody, parse_error_body, retry_after_seconds
 from app.providers._streaming import (
     Assembler,
     StreamingClient,
     StreamState,
     protocol_error,
-    retry_after_seconds,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
 from app.providers.encoding.wire import openai_chat_body

@@ -8,7 +8,9 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.capabilities import ModelCapabilities
-from app.core.errors import Conflict, NotFound
+from app.core.errors import Conflict, InvalidInput, NotFound
+from app.providers.factory import HTTP_PROVIDER_KINDS
+from app.providers.urls import base_url_problem
 from app.services.catalogue import CATALOGUE
 from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
@@ -97,6 +99,17 @@ def entry_to_json(
     }
 
 
+def _check_base_url(provider: ProviderSpec) -> None:
+    """An HTTP provider's URL must be one its adapter can send to (``invalid_base_url``)."""
+    if provider.kind not in HTTP_PROVIDER_KINDS or provider.base_url is None:
+        return
+    problem = base_url_problem(provider.base_url)
+    if problem is not None:
+        raise InvalidInput(
+            "invalid_base_url", f"provider.base_url {problem}", field="provider.base_url"
+        )
+
+
 class ModelService:
     def __init__(self, db: SessionFactory) -> None:
         self._db = db
@@ -115,6 +128,7 @@ class ModelService:
         self, model_id: str, capabilities: ModelCapabilities, provider: ProviderSpec
     ) -> tuple[ModelEntry, bool]:
         capabilities.limits()  # refuse reserves that consume the window before storing
+        _check_base_url(provider)
         row = RegisteredModel(
             id=model_id,
             context_window_tokens=capabilities.context_window_tokens,

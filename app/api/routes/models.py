@@ -41,7 +41,7 @@ async def get_model(container: ContainerDep, model_id: str = ModelId) -> Respons
     response_model=ModelOut,
     responses={
         201: {"model": ModelOut, "description": "Registered"},
-        **problems({422: ("invalid_capabilities",)}, body=True),
+        **problems({422: ("invalid_capabilities", "invalid_base_url")}, body=True),
     },
 )
 async def put_model(

@@ -15,7 +15,9 @@ on SQLite (or ``CTXSVC_BENCH_DATABASE_URL``) and on a throw-away PostgreSQL data
    call on SQLite, ≤ 10 % on PostgreSQL, at both sizes. Also the statements and transactions of
    one model call, counted on the engine (the database round trips), and a turn's path: the
    start (the request until its first call begins), a tool step (a call's end until the next
-   call begins) and the finish (the last call's end until the answer), from the client's side.
+   call begins) and the finish (the last call's end until the answer), from the client's side;
+   and the transport floor: a bare aiohttp POST of the same conversation to the same provider
+   (``bench/transport.py``), the comparator for the adapter's share.
    The first turn of each session is a warm-up and is not counted (pool connections, statement
    caches); the median of 9 turns is reported.
 2. Observability: the same overhead with traces off (the default) and info lines off, with the
@@ -73,6 +75,7 @@ from app.storage.migrate import upgrade_to_head
 from bench.compaction import batch
 from bench.provider_process import ProviderProcess
 from bench.store import DEFAULT_POSTGRES_URL, postgres_database
+from bench.transport import transport_floor
 from tests.providers.fakes import FakeToolCall, StreamReply, openai_stream
 
 LATENCY = 0.05
@@ -130,6 +133,11 @@ def plan_round(i: int) -> StreamReply:
     arguments = json.dumps({"plan": [{"step": f"step {i}", "status": "in_progress"}]})
     call = FakeToolCall(f"plan-{uuid.uuid4().hex[:8]}", "update_plan", [arguments])
     return StreamReply(openai_stream(tool_calls=[call], finish_reason="tool_calls"))
+
+
+def one_call(i: int) -> StreamReply:
+    """The ``i``-th call of the bench's turns: 4 plan rounds, then text."""
+    return plan_round(i % 5) if i % 5 < 4 else StreamReply(openai_stream(text=["done"]))
 
 
 @dataclass(frozen=True)
@@ -436,6 +444,13 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
                         f"{LATENCY * 1000:.0f} ms call ({median / base:.2f}× traces off); "
                         f"of it in the provider adapter {inside * 1000:.1f} ms"
                     )
+                floor = await transport_floor(server, messages, one_call)
+                print(
+                    f"transport floor at {messages} messages (a bare aiohttp POST of the same "
+                    f"conversation to the same provider, bench/transport.py): "
+                    f"{floor * 1000:.2f} ms per call beyond the provider's time, of the adapter's "
+                    f"{figures[runs[0].label][1] * 1000:.1f} ms"
+                )
                 path = figures[runs[0].label][2]
                 print(
                     f"a turn's path at {messages} messages (median, ms): "

@@ -29,12 +29,19 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
+from app.providers.base import ModelClient
 from app.providers.call_stats import stop_watching_sent, watch_sent
 from app.services.turns.model_call import LiveSink
 
-__all__ = ["PendingStep", "overlapped"]
+__all__ = ["PendingStep", "overlapped", "signals_sent"]
 
 T = TypeVar("T")
+
+
+def signals_sent(client: ModelClient) -> bool:
+    """Whether ``client`` says when a request is written: only then is a commit overlapped
+    with its calls (the offline clients and test doubles that do not say so never are)."""
+    return bool(getattr(client, "signals_sent", False))
 
 
 class PendingStep:

@@ -36,7 +36,7 @@ from app.services.turns.outcomes import (
     failed,
     internal_failure,
 )
-from app.services.turns.overlap import PendingStep
+from app.services.turns.overlap import PendingStep, signals_sent
 from app.services.turns.sampling import Captured, capture
 from app.services.turns.steps import RunnerSteps
 from app.services.turns.tools import handle_calls
@@ -116,7 +116,7 @@ class TurnRunner(RunnerSteps):
         session, index, ready = await self._load_turn()
         assert self.entry is not None
         client = self.deps.model_clients.for_model(self.entry)
-        self.overlap = bool(getattr(client, "signals_sent", False))
+        self.overlap = signals_sent(client)
         max_calls = int(session.agent.get("max_model_calls", 20))
         threshold = int(session.agent.get("doom_loop_threshold", 3))
         while True:

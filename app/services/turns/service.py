@@ -26,6 +26,7 @@ from app.services.turns.control import (
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCallFailed, FirstCallPreparer
 from app.services.turns.lease import lease_expired, reap_expired
+from app.services.turns.overlap import signals_sent
 from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
 from app.services.turns.stream import open_event_stream
 from app.services.turns.supervisor import RunnerSupervisor
@@ -107,8 +108,7 @@ class TurnService(RunnerSupervisor):
     def _overlaps(self, model: ModelEntry) -> bool:
         """Whether a new turn's start may commit while its runner sends the first call: when
         the model's client says when a request is written (``app.services.turns.overlap``)."""
-        client = self._deps.model_clients.for_model(model)
-        return bool(getattr(client, "signals_sent", False))
+        return signals_sent(self._deps.model_clients.for_model(model))
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))

@@ -106,6 +106,10 @@ class ScriptErrorIn(RequestModel):
 ScriptEntryIn = Annotated[ScriptReplyIn | ScriptErrorIn, Field(union_mode="left_to_right")]
 
 
+# Scheme, then a host part without credentials, then a path; no query, fragment or whitespace.
+BASE_URL_PATTERN = r"^[Hh][Tt][Tt][Pp][Ss]?://[^/?#@\s]+(/[^?#\s]*)?$"
+
+
 class _ProviderBase(RequestModel):
     base_url: str | None = Field(default=None, min_length=1, examples=["https://api.openai.com/v1"])
     model_name: str | None = Field(default=None, min_length=1, examples=["gpt-5"])
@@ -124,7 +128,16 @@ class HttpProviderIn(_ProviderBase):
     Messages (`base_url` without it)."""
 
     kind: Literal["openai_chat", "anthropic_messages"]
-    base_url: str = Field(min_length=1, examples=["https://api.openai.com/v1"])
+    base_url: str = Field(
+        min_length=1,
+        # What a pattern can say; a port out of range, port 0 or a malformed IPv6 literal is
+        # refused by the service (``invalid_base_url``: ``app.providers.urls``).
+        pattern=BASE_URL_PATTERN,
+        description="An absolute `http://` or `https://` URL with a host and no credentials, "
+        "query or fragment (the endpoint path is appended to it); a port, when given, in "
+        "1–65535 (422 `invalid_base_url` otherwise).",
+        examples=["https://api.openai.com/v1"],
+    )
     model_name: str = Field(min_length=1, examples=["gpt-5"])
 
 

@@ -16,4 +16,6 @@ export CTXSVC_TEST_POSTGRES_URL
 .venv/bin/ruff check app tests bench scripts clients
 .venv/bin/ruff format --check app tests bench scripts clients
 .venv/bin/mypy
-.venv/bin/python -m pytest "$@"
+# Two workers at most (one per core on CI; each opens its own PostgreSQL database and pools, so
+# many more would crowd the server's connections); `-n 0` after the command runs in one process.
+.venv/bin/python -m pytest -n auto --maxprocesses 2 "$@"

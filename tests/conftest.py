@@ -1,7 +1,9 @@
 """Shared fixtures: migrated databases on SQLite and PostgreSQL, and ASGI clients of the app.
 
-- SQLite: one migrated template file per test run, copied for each test (isolated and cheap).
-- PostgreSQL: one fresh database per test run on the server named by ``CTXSVC_TEST_POSTGRES_URL``,
+- SQLite: one migrated template file per test run (per xdist worker: ``scripts/test.sh`` runs
+  two), copied for each test (isolated and cheap).
+- PostgreSQL: one fresh database per test run (per worker) on the server named by
+  ``CTXSVC_TEST_POSTGRES_URL``,
   migrated with Alembic and dropped at the end; tests isolate themselves with fresh ids. When the
   server is unreachable the PostgreSQL cases skip locally but fail under ``CI=true``.
 """

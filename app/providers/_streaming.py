@@ -44,7 +44,7 @@ from app.providers.base import (
     RetryPolicy,
     StreamSink,
     Timeouts,
-    missing_api_key,
+    api_key_problem,
 )
 from app.providers.call_stats import note_attempt, note_first_byte, note_retry, note_sent
 from app.providers.http_client import DIRECT, JsonBody, ProviderHTTP
@@ -229,10 +229,10 @@ class StreamingClient(abc.ABC):
 
     def _api_key(self) -> str | None:
         """The key from the environment; ``None`` for a model that needs none."""
-        problem = missing_api_key(self._config.api_key_env, self._env)
+        problem = api_key_problem(self._config.api_key_env, self._env)
         if problem is not None:
             raise ProviderError.of(
-                "auth", f"cannot call model {self._config.model_name}: {problem}"
+                "auth", f"cannot call model {self._config.model_name}: {problem[1]}"
             )
         name = self._config.api_key_env
         return self._env[name].strip() if name is not None else None

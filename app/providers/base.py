@@ -33,6 +33,7 @@ from app.core.errors import ErrorKind, UpstreamError
 __all__ = [
     "MAX_REPORTED_TOKENS",
     "FinishReason",
+    "KeyProblem",
     "ModelClient",
     "ModelResponse",
     "ProviderConfig",
@@ -43,7 +44,7 @@ __all__ = [
     "StreamSink",
     "Timeouts",
     "Usage",
-    "missing_api_key",
+    "api_key_problem",
 ]
 
 logger = logging.getLogger(__name__)
@@ -67,16 +68,33 @@ class ProviderConfig:
     api_key_env: str | None = None
 
 
-def missing_api_key(api_key_env: str | None, env: Mapping[str, str]) -> str | None:
-    """Why a model whose key lives in ``api_key_env`` cannot be called, as a sentence (``None``
-    when it can: the variable holds a key, or the model needs none)."""
-    if api_key_env is None or env.get(api_key_env, "").strip():
+# Why a model's key cannot be used (``api_key_problem``): a stable code, as readiness shows it.
+KeyProblem: TypeAlias = Literal["api_key_missing", "api_key_invalid"]
+
+
+def api_key_problem(
+    api_key_env: str | None, env: Mapping[str, str]
+) -> tuple[KeyProblem, str] | None:
+    """Why a model whose key lives in ``api_key_env`` cannot be called: a code and a sentence
+    that never shows the key (``None`` when it can: the variable holds a usable key, or the model
+    needs none). A key is sent in a header, where a control character (a line break pasted with
+    it) is refused by the HTTP client before anything is sent."""
+    if api_key_env is None:
         return None
-    return (
-        f"the environment variable {api_key_env} named by api_key_env is not set in the service's "
-        "environment; export it where ctxsvc runs and restart, or remove api_key_env if the "
-        "server needs no key"
-    )
+    key = env.get(api_key_env, "").strip()
+    if not key:
+        return "api_key_missing", (
+            f"the environment variable {api_key_env} named by api_key_env is not set in the "
+            "service's environment; export it where ctxsvc runs and restart, or remove "
+            "api_key_env if the server needs no key"
+        )
+    if any(ch < " " or ch == "\x7f" for ch in key):
+        return "api_key_invalid", (
+            f"the environment variable {api_key_env} named by api_key_env holds a control "
+            "character (a line break, say) inside the key, which no HTTP header can carry; set "
+            "it to the key alone where ctxsvc runs and restart"
+        )
+    return None
 
 
 @dataclass(frozen=True, slots=True)

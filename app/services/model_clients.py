@@ -11,7 +11,7 @@ from app.providers.base import (
     ProviderConfig,
     RetryPolicy,
     Timeouts,
-    missing_api_key,
+    api_key_problem,
 )
 from app.providers.factory import http_model_client
 from app.providers.http_client import ProviderHTTP
@@ -79,13 +79,15 @@ class ModelClients:
 
     def readiness(self, entry: ModelEntry) -> ModelReadiness:
         """Whether ``for_model(entry)`` can call the model from this process: a key that its
-        provider names must be in this process's environment (checked again at every call)."""
-        problem = missing_api_key(entry.provider.api_key_env, self._env)
-        if problem is None or entry.provider.kind in ("local", "scripted"):
+        provider names must be in this process's environment, usable in a header (checked again
+        at every call)."""
+        if entry.provider.kind in ("local", "scripted"):
             return READY
-        return ModelReadiness(
-            "not_ready", "api_key_missing", f"calls to this model will fail: {problem}"
-        )
+        problem = api_key_problem(entry.provider.api_key_env, self._env)
+        if problem is None:
+            return READY
+        code, sentence = problem
+        return ModelReadiness("not_ready", code, f"calls to this model will fail: {sentence}")
 
     async def _take(self, model_id: str) -> ScriptEntry | None:
         # Its own short transaction: the model row is locked only while the position advances.

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from app.core.capabilities import ModelCapabilities
+from app.providers.base import KeyProblem
 
 __all__ = ["READY", "ModelEntry", "ModelReadiness", "ProviderKind", "ProviderSpec"]
 
@@ -37,7 +38,7 @@ class ModelReadiness:
     with a stable ``code`` and a ``detail`` sentence that says what to do."""
 
     status: Literal["ready", "not_ready"]
-    code: Literal["api_key_missing"] | None = None
+    code: KeyProblem | None = None
     detail: str | None = None
 
 

@@ -155,3 +155,55 @@ async def test_catalogue_models_say_whether_their_key_is_there(
     assert "OPENAI_API_KEY" in listed["gpt-5"]["detail"]
     assert listed["claude-haiku-4-5"] == READY
     assert listed["local"] == READY  # the offline kinds need no key
+
+
+@pytest.mark.parametrize("pasted", ["sk-live-abc\nsk-live-def", "sk-live-abc\rx", "sk-\x7flive"])
+async def test_a_key_variable_no_header_can_carry_says_so_and_sends_nothing(
+    api: httpx.AsyncClient,
+    provider: FakeProviderServer,
+    monkeypatch: pytest.MonkeyPatch,
+    pasted: str,
+) -> None:
+    # A line break pasted inside the key (one at either end is stripped, as before): aiohttp
+    # refuses such a header, which used to fail the turn as an internal error.
+    monkeypatch.setenv(UNSET, pasted)
+    sentence = (
+        f"the environment variable {UNSET} named by api_key_env holds a control character (a "
+        "line break, say) inside the key, which no HTTP header can carry; set it to the key "
+        "alone where ctxsvc runs and restart"
+    )
+    model_id, registered = await register(
+        api, model_body(provider, "openai_chat", api_key_env=UNSET)
+    )
+    assert registered["readiness"] == {
+        "status": "not_ready",
+        "code": "api_key_invalid",
+        "detail": f"calls to this model will fail: {sentence}",
+    }
+
+    done = await turn(api, model_id)
+
+    assert done["status"] == "failed"
+    assert done["outcome"] == {
+        "code": "model_error",
+        "message": f"model error: auth: cannot call model qwen3:8b: {sentence}",
+    }
+    assert "sk-" not in done["outcome"]["message"]
+    assert provider.requests == []
+
+
+async def test_a_key_with_a_line_break_at_either_end_is_used_stripped(
+    api: httpx.AsyncClient, provider: FakeProviderServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(UNSET, "\nsk-live-abc\r\n")
+    model_id, registered = await register(
+        api, model_body(provider, "openai_chat", api_key_env=UNSET)
+    )
+    assert registered["readiness"] == READY
+    provider.enqueue(StreamReply(openai_stream(text=["hi"])))
+
+    done = await turn(api, model_id)
+
+    assert done["outcome"] == {"final_text": "hi"}, done
+    (request,) = provider.requests
+    assert request.headers["authorization"] == "Bearer sk-live-abc"

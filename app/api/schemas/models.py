@@ -168,8 +168,11 @@ class ModelIn(CapabilitiesIn):
 
 class ModelReadinessOut(BaseModel):
     status: Literal["ready", "not_ready"]
-    code: Literal["api_key_missing"] | None = Field(
-        default=None, description="Why the model is not ready; null when it is."
+    code: Literal["api_key_missing", "api_key_invalid"] | None = Field(
+        default=None,
+        description="Why the model is not ready: the key variable is not set "
+        "(`api_key_missing`) or holds what no HTTP header can carry, such as a line break "
+        "(`api_key_invalid`); null when ready.",
     )
     detail: str | None = Field(
         default=None,

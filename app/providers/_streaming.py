@@ -20,8 +20,9 @@ its timeouts (``ServerTimeoutError``: connecting, or no bytes for ``Timeouts.idl
 ``timeout``; every other ``aiohttp.ClientError`` (refused, reset or dropped connections, a body
 cut short, an unreadable response) is a retryable ``server_error``. aiohttp's timeout errors are
 ``TimeoutError``s too, so the adapters' own deadlines (first byte, total) are told apart from
-them by asking their scope whether it expired. A ``base_url`` ``app.providers.urls`` refuses
-fails every call with ``bad_request`` before anything is sent.
+them by asking their scope whether it expired. A ``base_url`` ``app.providers.urls`` refuses, or
+a proxy variable aiohttp could not use, fails every call with ``bad_request`` before anything
+is sent.
 """
 
 from __future__ import annotations
@@ -125,8 +126,13 @@ class StreamingClient(abc.ABC):
         # Fixed per adapter, so a call builds none of them. A URL registered before it was
         # checked (``app.providers.urls``) fails each call instead of the adapter's creation.
         self._endpoint = self._url()
-        self._url_problem = base_url_problem(config.base_url)
-        self._route = DIRECT if self._url_problem else http.route(self._endpoint)
+        url_problem = base_url_problem(config.base_url)
+        self._route = DIRECT if url_problem else http.route(self._endpoint)
+        self._problem = (
+            f"provider.base_url {url_problem}; register the model again with a valid base_url"
+            if url_problem
+            else self._route.problem
+        )
         self._request_timeout = aiohttp.ClientTimeout(
             total=None, sock_connect=timeouts.connect, sock_read=timeouts.idle
         )
@@ -170,11 +176,9 @@ class StreamingClient(abc.ABC):
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
     ) -> ModelResponse:
-        if self._url_problem is not None:
+        if self._problem is not None:
             raise ProviderError.of(
-                "bad_request",
-                f"cannot call model {self._config.model_name}: provider.base_url "
-                f"{self._url_problem}; register the model again with a valid base_url",
+                "bad_request", f"cannot call model {self._config.model_name}: {self._problem}"
             )
         api_key = self._api_key()
         content = self.body(request, caching)

@@ -12,7 +12,9 @@ Failures are ``ProviderError``s whose ``code`` is one of::
     timeout            no first byte in time, an idle stream, or the call's total budget spent
     server_error       5xx / 529 / dropped connection (retried while nothing semantic arrived)
     protocol           a malformed stream or one that ended without a completed response
-    bad_request        any other 4xx: the provider refused the request itself (never retried)
+    bad_request        any other 4xx: the provider refused the request itself; or the request
+                       cannot be made as configured (a base_url or proxy that does not parse):
+                       never retried
 
 Only adapters read provider error bodies; the rest of the service looks at ``code`` and
 ``semantic_output_received`` (an overflow is only safe to compact and resubmit when no text,

@@ -152,6 +152,38 @@ def test_proxy_credentials_are_taken_out_of_the_url() -> None:
     assert (plain.proxy, plain.proxy_headers, plain.headers) == ("http://proxy:8080", None, login)
 
 
+@pytest.mark.parametrize(
+    ("proxy", "says"),
+    [
+        ("http://[::1", "is not a valid URL (Invalid IPv6 URL)"),
+        ("http://proxy:65536", "is not a valid URL (Port out of range 0-65535)"),
+        ("socks5://proxy:1080", "is not an http:// or https:// URL with a host"),
+        ("http://", "is not an http:// or https:// URL with a host"),
+        ("proxy host:8080", "contains whitespace or control characters"),
+    ],
+)
+async def test_a_proxy_aiohttp_cannot_use_fails_each_call_before_sending(
+    client_of: list[ProviderHTTP], fake_server: FakeProviderServer, proxy: str, says: str
+) -> None:
+    # These used to fail the adapter's creation (a 500 on the turn's start) or end in aiohttp's
+    # own error after two retries.
+    http = ProviderHTTP(env={"HTTP_PROXY": proxy})
+    client_of.append(http)
+    with pytest.raises(ProviderError) as failed:
+        await adapter(http, fake_server.base_url).complete(hello())
+    assert failed.value.code == "bad_request"
+    assert not failed.value.retryable
+    assert failed.value.detail == (
+        f"cannot call model gpt-test: the proxy the environment names for http:// URLs {says}; "
+        "fix HTTP_PROXY / HTTPS_PROXY / ALL_PROXY where ctxsvc runs and restart"
+    )
+    assert fake_server.requests == []
+    # A proxy at the highest port is taken as given.
+    assert env_route("http://x.example/v1", {"HTTP_PROXY": "http://proxy:65535"}) == Route(
+        "http://proxy:65535"
+    )
+
+
 # -- TLS ----------------------------------------------------------------------------------------
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
+from app.core.errors import InvalidInput
 from app.observability import CallTarget, Observability
 from app.providers.base import (
     ModelClient,
@@ -78,9 +79,18 @@ class ModelClients:
         )
 
     def readiness(self, entry: ModelEntry) -> ModelReadiness:
-        """Whether ``for_model(entry)`` can call the model from this process: a key that its
-        provider names must be in this process's environment, usable in a header (checked again
-        at every call)."""
+        """Whether ``for_model(entry)`` can call the model from this process: its capabilities
+        must leave input room, and a key that its provider names must be in this process's
+        environment, usable in a header (checked again at every call)."""
+        try:
+            entry.capabilities.limits()
+        except InvalidInput as inconsistent:  # only a row stored under other rules can be
+            return ModelReadiness(
+                "not_ready",
+                "invalid_capabilities",
+                f"calls to this model will fail: {inconsistent.detail}; register it again "
+                "with capabilities that leave input room",
+            )
         if entry.provider.kind in ("local", "scripted"):
             return READY
         problem = api_key_problem(entry.provider.api_key_env, self._env)

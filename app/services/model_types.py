@@ -38,7 +38,7 @@ class ModelReadiness:
     with a stable ``code`` and a ``detail`` sentence that says what to do."""
 
     status: Literal["ready", "not_ready"]
-    code: KeyProblem | None = None
+    code: KeyProblem | Literal["invalid_capabilities"] | None = None
     detail: str | None = None
 
 

@@ -70,7 +70,13 @@ def entry_to_json(
     entry: ModelEntry, readiness: ModelReadiness, calibration: dict[str, Any] | None = None
 ) -> dict[str, Any]:
     caps = entry.capabilities
-    limits = caps.limits()
+    try:
+        limits = caps.limits()
+        effective, auto_compact = limits.effective_input_tokens, limits.auto_compact_token_limit
+    except InvalidInput:
+        # A row stored under other rules (or edited by hand) still reads: no input room, and
+        # ``readiness`` says why (``ModelClients.readiness``).
+        effective = auto_compact = 0
     provider: dict[str, Any] = {
         "kind": entry.provider.kind,
         "base_url": entry.provider.base_url,
@@ -90,8 +96,8 @@ def entry_to_json(
         "safety_margin_tokens": caps.safety_margin_tokens,
         "token_counter": caps.token_counter,
         "prompt_caching": caps.prompt_caching,
-        "effective_input_tokens": limits.effective_input_tokens,
-        "auto_compact_token_limit": limits.auto_compact_token_limit,
+        "effective_input_tokens": effective,
+        "auto_compact_token_limit": auto_compact,
         "provider": provider,
         "builtin": entry.builtin,
         "readiness": asdict(readiness),

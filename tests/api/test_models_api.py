@@ -6,7 +6,10 @@ from typing import Any
 
 import httpx
 import pytest
+from sqlalchemy import update
 
+from app.storage.database import unit_of_work
+from app.storage.models import RegisteredModel
 from tests.api.helpers import new_session
 
 pytestmark = pytest.mark.anyio
@@ -121,3 +124,41 @@ async def test_inconsistent_models_are_refused_and_not_stored(
     assert response.status_code == 422, response.text
     assert response.json()["code"] == code
     assert (await api.get("/v1/models/bad-model")).status_code == 404
+
+
+async def test_a_stored_model_that_leaves_no_input_room_still_lists_and_says_why(
+    api: httpx.AsyncClient,
+) -> None:
+    # As a row stored under other rules (registration refuses it): one such model used to make
+    # the whole list answer 422.
+    assert (await api.put("/v1/models/old-rules", json=scripted())).status_code in (200, 201)
+    sid = await new_session(api, model_id="old-rules")
+    container = api._transport.app.state.container  # type: ignore[attr-defined]
+    async with unit_of_work(container.db) as db:
+        await db.execute(
+            update(RegisteredModel)
+            .where(RegisteredModel.id == "old-rules")
+            .values(max_output_tokens=1000)  # the whole window
+        )
+
+    listed = await api.get("/v1/models")
+    assert listed.status_code == 200, listed.text
+    model = {m["id"]: m for m in listed.json()}["old-rules"]
+    assert (model["effective_input_tokens"], model["auto_compact_token_limit"]) == (0, 0)
+    readiness = model["readiness"]
+    assert (readiness["status"], readiness["code"]) == ("not_ready", "invalid_capabilities")
+    assert readiness["detail"].startswith("calls to this model will fail: ")
+    assert readiness["detail"].endswith(
+        "; register it again with capabilities that leave input room"
+    )
+    assert (await api.get("/v1/models/old-rules")).json() == model
+    # What needs its limits refuses it plainly; the session itself still reads.
+    refused = await api.get(f"/v1/sessions/{sid}/context")
+    assert refused.status_code == 422
+    assert refused.json()["code"] == "invalid_capabilities"
+    assert (await api.get(f"/v1/sessions/{sid}")).status_code == 200
+    # Registered again with room, it is ready.
+    assert (await api.put("/v1/models/old-rules", json=scripted())).status_code == 200
+    again = (await api.get("/v1/models/old-rules")).json()
+    assert again["readiness"]["status"] == "ready"
+    assert again["effective_input_tokens"] == 900

@@ -168,11 +168,13 @@ class ModelIn(CapabilitiesIn):
 
 class ModelReadinessOut(BaseModel):
     status: Literal["ready", "not_ready"]
-    code: Literal["api_key_missing", "api_key_invalid"] | None = Field(
+    code: Literal["api_key_missing", "api_key_invalid", "invalid_capabilities"] | None = Field(
         default=None,
         description="Why the model is not ready: the key variable is not set "
         "(`api_key_missing`) or holds what no HTTP header can carry, such as a line break "
-        "(`api_key_invalid`); null when ready.",
+        "(`api_key_invalid`); a model stored under other rules whose reserves leave no input "
+        "room (`invalid_capabilities`; its `effective_input_tokens` and "
+        "`auto_compact_token_limit` read 0); null when ready.",
     )
     detail: str | None = Field(
         default=None,

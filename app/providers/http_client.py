@@ -30,12 +30,13 @@ import asyncio
 import ssl
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from urllib.parse import SplitResult, unquote, urlsplit, urlunsplit
+from urllib.parse import unquote, urlsplit, urlunsplit
 
 import aiohttp
 import certifi
 
 from app.providers.call_stats import note_sent
+from app.providers.urls import http_url
 
 __all__ = ["DIRECT", "JsonBody", "ProviderHTTP", "Route", "env_route"]
 
@@ -98,7 +99,8 @@ def env_route(url: str, env: Mapping[str, str]) -> Route:
     proxy = proxies.get(parts.scheme) or proxies.get("all")
     if not proxy:
         return DIRECT
-    proxy_parts = _proxy_parts(proxy)
+    # ``host:port`` is taken as ``http://host:port``, as urllib does.
+    proxy_parts = http_url(proxy if "://" in proxy else f"http://{proxy}")
     if isinstance(proxy_parts, str):
         return Route(
             problem=f"the proxy the environment names for {parts.scheme}:// URLs {proxy_parts}; "
@@ -114,21 +116,6 @@ def env_route(url: str, env: Mapping[str, str]) -> Route:
     if parts.scheme == "https":
         return Route(bare, proxy_headers=credentials)
     return Route(bare, headers=credentials)
-
-
-def _proxy_parts(proxy: str) -> SplitResult | str:
-    """A proxy variable's URL (``host:port`` is taken as ``http://host:port``, as urllib does),
-    or why aiohttp could not use it."""
-    if any(ch.isspace() or not ch.isprintable() for ch in proxy):
-        return "contains whitespace or control characters"
-    try:
-        parts = urlsplit(proxy if "://" in proxy else f"http://{proxy}")
-        parts.port  # noqa: B018 - parsed on access: a port out of range raises here
-    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range
-        return f"is not a valid URL ({exc})"
-    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
-        return "is not an http:// or https:// URL with a host"
-    return parts
 
 
 def _bypassed(host: str, port: int | None, no_proxy: str) -> bool:

@@ -1,37 +1,42 @@
-"""What makes a provider ``base_url`` usable by the HTTP adapters.
+"""What makes a provider ``base_url`` (or a proxy variable) usable by the HTTP adapters.
 
-Checked when a model is registered (``invalid_base_url``, nothing stored) and again by the
-adapter before a call (a row stored before the check existed fails its turn with the same
-sentence instead of an internal error). The adapter appends the endpoint path
+A ``base_url`` is checked when a model is registered (``invalid_base_url``, nothing stored) and
+again by the adapter before a call (a row stored before the check existed fails its turn with
+the same sentence instead of an internal error). The adapter appends the endpoint path
 (``/chat/completions``, ``/v1/messages``) to the URL and routes it through ``urllib.parse``
 (proxy settings) and aiohttp, so what both parse the same way and aiohttp can send is accepted.
 """
 
 from __future__ import annotations
 
-from urllib.parse import urlsplit
+from urllib.parse import SplitResult, urlsplit
 
-__all__ = ["base_url_problem"]
+__all__ = ["base_url_problem", "http_url"]
 
-_EXAMPLE = "https://api.openai.com/v1"
+
+def http_url(url: str) -> SplitResult | str:
+    """``url`` split, when it is an absolute ``http(s)://`` URL with a host that urllib and
+    aiohttp read alike; else why not (a clause completing "the URL …")."""
+    if any(ch.isspace() or not ch.isprintable() for ch in url):
+        return "contains whitespace or control characters"
+    try:
+        parts = urlsplit(url)
+        port = parts.port  # parsed on access: a port out of range raises here
+    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range
+        return f"is not a valid URL ({exc})"
+    if parts.scheme.lower() not in ("http", "https") or not parts.hostname:
+        return "is not an absolute http:// or https:// URL with a host"
+    if port == 0:
+        return "names port 0"
+    return parts
 
 
 def base_url_problem(url: str) -> str | None:
     """Why ``url`` cannot be a provider's ``base_url`` (a clause completing "base_url …"), or
     ``None`` when it can."""
-    if any(ch.isspace() or not ch.isprintable() for ch in url):
-        return "contains whitespace or control characters"
-    try:
-        parts = urlsplit(url)
-        port = parts.port
-    except ValueError as exc:  # an unclosed IPv6 bracket, a port out of range
-        return f"is not a valid URL ({exc})"
-    if parts.scheme.lower() not in ("http", "https") or not parts.netloc:
-        return f"must be an absolute http:// or https:// URL, e.g. {_EXAMPLE}"
-    if not parts.hostname:
-        return "names no host"
-    if port == 0:
-        return "names port 0"
+    parts = http_url(url)
+    if isinstance(parts, str):
+        return parts
     if parts.username is not None or parts.password is not None:
         # Keys never travel in request bodies, and aiohttp refuses URL credentials next to the
         # adapter's own authentication header.

@@ -43,7 +43,7 @@ def http_model(base_url: str, kind: str = "openai_chat") -> dict[str, Any]:
         ("http://[::1/v1", "invalid_base_url", "is not a valid URL"),
         ("http://127.0.0.1:65536/v1", "invalid_base_url", "is not a valid URL"),  # one over
         ("http://127.0.0.1:0/v1", "invalid_base_url", "names port 0"),
-        ("http://:8080/v1", "invalid_base_url", "names no host"),
+        ("http://:8080/v1", "invalid_base_url", "is not an absolute http:// or https:// URL"),
         ("http://api.exa\x01mple.com/v1", "invalid_base_url", "contains whitespace or control"),
     ],
 )

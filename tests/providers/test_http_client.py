@@ -157,8 +157,9 @@ def test_proxy_credentials_are_taken_out_of_the_url() -> None:
     [
         ("http://[::1", "is not a valid URL (Invalid IPv6 URL)"),
         ("http://proxy:65536", "is not a valid URL (Port out of range 0-65535)"),
-        ("socks5://proxy:1080", "is not an http:// or https:// URL with a host"),
-        ("http://", "is not an http:// or https:// URL with a host"),
+        ("socks5://proxy:1080", "is not an absolute http:// or https:// URL with a host"),
+        ("http://", "is not an absolute http:// or https:// URL with a host"),
+        ("http://proxy:0", "names port 0"),
         ("proxy host:8080", "contains whitespace or control characters"),
     ],
 )

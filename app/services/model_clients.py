@@ -17,6 +17,7 @@ from app.providers.base import (
 from app.providers.factory import http_model_client
 from app.providers.http_client import ProviderHTTP
 from app.providers.offline import LocalClient, ScriptedClient, ScriptEntry
+from app.providers.tokenizers import COUNTER_NAMES
 from app.services.model_types import READY, ModelEntry, ModelReadiness
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.registry import ModelRepository
@@ -80,16 +81,27 @@ class ModelClients:
 
     def readiness(self, entry: ModelEntry) -> ModelReadiness:
         """Whether ``for_model(entry)`` can call the model from this process: its capabilities
-        must leave input room, and a key that its provider names must be in this process's
-        environment, usable in a header (checked again at every call)."""
+        must leave input room and name a token counter this version has, and a key that its
+        provider names must be in this process's environment, usable in a header (checked again
+        at every call)."""
+        # Registration refuses both; only a row stored under other rules (another version, a
+        # hand edit) can get here.
         try:
             entry.capabilities.limits()
-        except InvalidInput as inconsistent:  # only a row stored under other rules can be
+        except InvalidInput as inconsistent:
             return ModelReadiness(
                 "not_ready",
                 "invalid_capabilities",
                 f"calls to this model will fail: {inconsistent.detail}; register it again "
                 "with capabilities that leave input room",
+            )
+        counter = entry.capabilities.token_counter
+        if counter not in COUNTER_NAMES:
+            return ModelReadiness(
+                "not_ready",
+                "unknown_token_counter",
+                f"calls to this model will fail: this version has no token counter {counter!r}; "
+                f"register it again with one of: {', '.join(COUNTER_NAMES)}",
             )
         if entry.provider.kind in ("local", "scripted"):
             return READY

@@ -38,7 +38,7 @@ class ModelReadiness:
     with a stable ``code`` and a ``detail`` sentence that says what to do."""
 
     status: Literal["ready", "not_ready"]
-    code: KeyProblem | Literal["invalid_capabilities"] | None = None
+    code: KeyProblem | Literal["invalid_capabilities", "unknown_token_counter"] | None = None
     detail: str | None = None
 
 

@@ -162,3 +162,29 @@ async def test_a_stored_model_that_leaves_no_input_room_still_lists_and_says_why
     again = (await api.get("/v1/models/old-rules")).json()
     assert again["readiness"]["status"] == "ready"
     assert again["effective_input_tokens"] == 900
+
+
+async def test_a_stored_model_with_a_counter_this_version_lacks_says_so(
+    api: httpx.AsyncClient,
+) -> None:
+    assert (await api.put("/v1/models/newer", json=scripted())).status_code in (200, 201)
+    sid = await new_session(api, model_id="newer")
+    container = api._transport.app.state.container  # type: ignore[attr-defined]
+    async with unit_of_work(container.db) as db:
+        await db.execute(
+            update(RegisteredModel)
+            .where(RegisteredModel.id == "newer")
+            .values(token_counter="tiktoken:o300k_base")  # as a newer version might store
+        )
+
+    model = (await api.get("/v1/models/newer")).json()
+    assert model["readiness"] == {
+        "status": "not_ready",
+        "code": "unknown_token_counter",
+        "detail": "calls to this model will fail: this version has no token counter "
+        "'tiktoken:o300k_base'; register it again with one of: estimate, tiktoken:o200k_base, "
+        "tiktoken:cl100k_base",
+    }
+    assert model["effective_input_tokens"] == 900  # its limits do not depend on the counter
+    refused = await api.get(f"/v1/sessions/{sid}/context")
+    assert (refused.status_code, refused.json()["code"]) == (422, "unknown_token_counter")

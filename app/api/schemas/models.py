@@ -168,13 +168,19 @@ class ModelIn(CapabilitiesIn):
 
 class ModelReadinessOut(BaseModel):
     status: Literal["ready", "not_ready"]
-    code: Literal["api_key_missing", "api_key_invalid", "invalid_capabilities"] | None = Field(
+    code: (
+        Literal[
+            "api_key_missing", "api_key_invalid", "invalid_capabilities", "unknown_token_counter"
+        ]
+        | None
+    ) = Field(
         default=None,
         description="Why the model is not ready: the key variable is not set "
         "(`api_key_missing`) or holds what no HTTP header can carry, such as a line break "
         "(`api_key_invalid`); a model stored under other rules whose reserves leave no input "
         "room (`invalid_capabilities`; its `effective_input_tokens` and "
-        "`auto_compact_token_limit` read 0); null when ready.",
+        "`auto_compact_token_limit` read 0) or whose token counter this version does not have "
+        "(`unknown_token_counter`); null when ready.",
     )
     detail: str | None = Field(
         default=None,

@@ -20,6 +20,7 @@ __all__ = [
     "PIPELINE",
     "PROBLEM_REF",
     "SESSION",
+    "SESSION_CONFIG",
     "TOKENIZER",
     "WORKSPACE",
     "WORLD_STATE",
@@ -43,6 +44,9 @@ _BODY: Codes = {
 }
 
 SESSION: Codes = {404: ("session_not_found",)}
+# What reads the session's stored configuration (agent, workspace, sandbox, disabled skills):
+# a row this version's API never writes (``app.services.session_config``).
+SESSION_CONFIG: Codes = {409: ("session_config_invalid",)}
 MODEL: Codes = {404: ("model_not_found",)}
 # Exact counters whose encoding files are missing or corrupt (a deployment problem).
 TOKENIZER: Codes = {503: ("tokenizer_data_missing", "tokenizer_data_invalid")}

@@ -17,6 +17,7 @@ from app.core.content import Item, text_block
 from app.core.errors import InvalidInput
 from app.core.plan import UPDATE_PLAN_TOOL
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.services.session_config import spill_directory_of, system_prompt_of, tools_of
 from app.storage.models import AgentSession, Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
@@ -49,21 +50,22 @@ class ActiveConversation:
 
 def system_context_of(session: AgentSession) -> list[SystemPart]:
     """System Context is only the agent's system prompt (acceptance §1 item 1)."""
-    return [SystemPart(AGENT_SYSTEM_KEY, [text_block(session.agent["system_prompt"])])]
+    return [SystemPart(AGENT_SYSTEM_KEY, [text_block(system_prompt_of(session))])]
 
 
 def tool_surface_of(session: AgentSession) -> list[ToolDefinition]:
     """The agent's tools in their given order, then the server-side tools: deterministic."""
     tools: list[ToolDefinition] = [
         {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
-        for t in session.agent.get("tools", [])
+        for t in tools_of(session)
     ]
     return [*tools, *SERVER_TOOLS]
 
 
 def watermark_of(session: AgentSession) -> PruningWatermark:
-    spill = (session.workspace or {}).get("spill_directory")
-    return PruningWatermark(session.tool_result_pruned_through_sequence, spill)
+    return PruningWatermark(
+        session.tool_result_pruned_through_sequence, spill_directory_of(session)
+    )
 
 
 def _checked(rows: list[StoredMessage]) -> list[StoredMessage]:

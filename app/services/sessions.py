@@ -17,6 +17,7 @@ from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.session_config import system_prompt_of
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
 from app.storage.base import utc_now
@@ -133,13 +134,13 @@ class SessionService:
     async def _check_models(self, db: AsyncSession, *model_ids: str) -> list[ModelEntry]:
         return [await resolve_model(db, model_id) for model_id in model_ids]
 
-    def _check_system_prompt(self, agent: dict[str, Any], model: ModelEntry) -> None:
+    def _check_system_prompt(self, prompt: str, model: ModelEntry) -> None:
         """The agent prompt is the System Context of every request (SPEC §3.3 caps a part at
         10 000 tokens): a prompt at the cap under the session model's counter would make every
         prepare and turn of the session fail, so the session is refused instead. The agent
         cannot be patched; a change of model is checked again."""
         counter = self._counters(model.capabilities.token_counter)
-        check_system_part(AGENT_SYSTEM_KEY, [text_block(agent["system_prompt"])], counter)
+        check_system_part(AGENT_SYSTEM_KEY, [text_block(prompt)], counter)
 
     async def create(self, spec: dict[str, Any]) -> dict[str, Any]:
         self._check_agent(spec["agent"])
@@ -148,7 +149,7 @@ class SessionService:
         now = utc_now()
         async with unit_of_work(self._db) as db:
             model, _ = await self._check_models(db, spec["model_id"], summary_model_id)
-            self._check_system_prompt(spec["agent"], model)
+            self._check_system_prompt(spec["agent"]["system_prompt"], model)
             row = AgentSession(
                 id=f"ses-{uuid.uuid4().hex}",
                 title=spec.get("title"),
@@ -192,12 +193,14 @@ class SessionService:
             models = [changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)]
             entries = await self._check_models(db, *models)
             if changes.get("model_id"):
-                self._check_system_prompt(row.agent, entries[0])
+                self._check_system_prompt(system_prompt_of(row), entries[0])
             for key in ("title", "model_id", "summary_model_id"):
                 if key in changes and (changes[key] is not None or key == "title"):
                     setattr(row, key, changes[key])
             if changes.get("sandbox") is not None:  # the settings given, over the stored ones
-                row.sandbox = {**row.sandbox, **changes["sandbox"]}
+                # (over nothing when the stored ones are not an object: this repairs them)
+                stored = row.sandbox if isinstance(row.sandbox, dict) else {}
+                row.sandbox = {**stored, **changes["sandbox"]}
             if changes.get("disabled_skills") is not None:
                 row.disabled_skills = sorted(set(changes["disabled_skills"]))
             if "workspace" in changes:

@@ -45,6 +45,7 @@ from app.core.world_state import (
 from app.core.world_state.provided import ProvidedSkill, provided_inputs
 from app.observability import Observability
 from app.services.lru import BytesLRU
+from app.services.session_config import disabled_skills_of, sandbox_of, workspace_of
 from app.settings import Settings
 from app.storage.models import AgentSession
 from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
@@ -64,7 +65,7 @@ DEFAULT_CAPTURE_TIMEOUT_SECONDS = 10.0
 
 
 def _sandbox_of(session: AgentSession) -> SandboxSettings:
-    sandbox = session.sandbox or {}
+    sandbox = sandbox_of(session)
     return SandboxSettings(
         mode=sandbox.get("mode", "auto"), available=sandbox.get("available", True)
     )
@@ -85,7 +86,7 @@ Baselines = dict[str, str | None]
 
 def _source_of(session: AgentSession) -> str:
     """Where the session's World State comes from: ``directory``, ``provided`` or ``none``."""
-    workspace = session.workspace
+    workspace = workspace_of(session)
     if not workspace:
         return "none"
     return "provided" if workspace.get("provided") is not None else "directory"
@@ -142,7 +143,7 @@ class WorldStateSampler:
         self._observability = observability or Observability()
 
     def capture_reads_files(self, session: AgentSession) -> bool:
-        workspace = session.workspace
+        workspace = workspace_of(session)
         if not workspace:
             return False
         return workspace.get("provided") is None
@@ -153,7 +154,7 @@ class WorldStateSampler:
             return await self._capture(session)
 
     async def _capture(self, session: AgentSession) -> WorkspaceInputs:
-        workspace = session.workspace
+        workspace = workspace_of(session)
         if not workspace:
             return NO_WORKSPACE
         provided = workspace.get("provided")
@@ -202,7 +203,7 @@ class WorldStateSampler:
             # Asked before ``lock``: a row loaded before the lock may show an outdated token.
             current_row = sessions.is_current(session)
             await sessions.lock(session.id)
-            sections = render_sections(inputs, _sandbox_of(session), session.disabled_skills)
+            sections = render_sections(inputs, _sandbox_of(session), disabled_skills_of(session))
             self._log_skipped(session.id, inputs, [s.dropped for s in sections])
             current = await self._stored_baselines(db, session, current_row)
             messages = diff_sections(sections, current, conversation)

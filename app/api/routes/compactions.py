@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, problems
+from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, SESSION_CONFIG, problems
 from app.api.schemas.compactions import (
     CheckpointListOut,
     CheckpointOut,
@@ -46,6 +46,7 @@ CompactionId = Annotated[str, Path(min_length=1, max_length=200)]
     response_model=CheckpointOut,
     responses=problems(
         SESSION,
+        SESSION_CONFIG,
         MODEL,
         PIPELINE,
         COMPACTION,
@@ -77,6 +78,7 @@ async def compact(
     response_model=SummaryRequestOut,
     responses=problems(
         SESSION,
+        SESSION_CONFIG,
         MODEL,
         PIPELINE,
         {

@@ -11,7 +11,15 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, WORLD_STATE, problems
+from app.api.responses import (
+    COMPACTION,
+    MODEL,
+    PIPELINE,
+    SESSION,
+    SESSION_CONFIG,
+    WORLD_STATE,
+    problems,
+)
 from app.api.schemas.prepare import EncodeName, PrepareResponse
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -37,6 +45,7 @@ class SessionPrepareResponse(PrepareResponse):
     response_model=SessionPrepareResponse,
     responses=problems(
         SESSION,
+        SESSION_CONFIG,
         MODEL,
         PIPELINE,
         WORLD_STATE,

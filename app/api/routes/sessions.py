@@ -12,7 +12,15 @@ from app.api.deps import ContainerDep
 from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, PIPELINE, SESSION, TOKENIZER, WORKSPACE, problems
+from app.api.responses import (
+    MODEL,
+    PIPELINE,
+    SESSION,
+    SESSION_CONFIG,
+    TOKENIZER,
+    WORKSPACE,
+    problems,
+)
 from app.api.schemas.fields import MAX_EXACT_INT
 from app.api.schemas.prepare import EncodeName, PrepareResponse
 from app.api.schemas.sessions import (
@@ -92,7 +100,13 @@ async def get_session(session_id: SessionId, container: ContainerDep) -> Respons
     "/{session_id}",
     response_model=SessionOut,
     responses=problems(
-        SESSION, MODEL, WORKSPACE, TOKENIZER, {422: ("system_context_part_too_large",)}, body=True
+        SESSION,
+        SESSION_CONFIG,
+        MODEL,
+        WORKSPACE,
+        TOKENIZER,
+        {422: ("system_context_part_too_large",)},
+        body=True,
     ),
 )
 async def patch_session(
@@ -155,7 +169,7 @@ async def list_messages(
 @router.get(
     "/{session_id}/context",
     response_model=ContextResponse,
-    responses=problems(SESSION, MODEL, PIPELINE, {422: ("compaction_error",)}),
+    responses=problems(SESSION, SESSION_CONFIG, MODEL, PIPELINE, {422: ("compaction_error",)}),
 )
 async def inspect_context(
     session_id: SessionId,

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, SESSION, WORLD_STATE, Codes, problems
+from app.api.responses import MODEL, SESSION, SESSION_CONFIG, WORLD_STATE, Codes, problems
 from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnPage, TurnStart
 from app.services.cursors import TURN_CURSOR
 
@@ -34,6 +34,7 @@ Wait = Annotated[
         200: {"model": TurnOut, "description": "The turn already accepted for this id"},
         **problems(
             SESSION,
+            SESSION_CONFIG,
             MODEL,
             WORLD_STATE,
             {

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Role
 from app.core.prune import PRUNE_THRESHOLD_CHARS, spill_file_name
+from app.services.session_config import spill_directory_of
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import StoredMessage
 from app.storage.repositories.sessions import SessionRepository
@@ -69,7 +70,7 @@ async def advance_pruning(db: AsyncSession, session_id: str) -> bool:
             newly.append(joined)
     if not newly:
         return False
-    spill_directory = (session.workspace or {}).get("spill_directory")
+    spill_directory = spill_directory_of(session)
     if spill_directory:
         _spill(spill_directory, newly)
     moved_to = await SessionRepository(db).advance_pruning_watermark(session_id, through)

@@ -24,6 +24,7 @@ from app.services.conversation import tool_surface_of
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.request_prefix import stored_previous
+from app.services.session_config import agent_int
 from app.services.turns.calls import CallEntry, entries_of
 from app.services.turns.deps import compactor_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
@@ -117,8 +118,11 @@ class TurnRunner(RunnerSteps):
         assert self.entry is not None
         client = self.deps.model_clients.for_model(self.entry)
         self.overlap = signals_sent(client)
-        max_calls = int(session.agent.get("max_model_calls", 20))
-        threshold = int(session.agent.get("doom_loop_threshold", 3))
+        try:
+            max_calls = agent_int(session, "max_model_calls", 20)
+            threshold = agent_int(session, "doom_loop_threshold", 3)
+        except ServiceError as exc:  # a stored row this version never writes
+            raise failed(exc.code, exc.detail) from exc
         while True:
             if ready is None:
                 if index >= max_calls:

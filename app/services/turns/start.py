@@ -22,6 +22,7 @@ from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.session_config import disabled_skills_of, workspace_of
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCall, FirstCallPreparer
 from app.services.turns.lease import lease_expired, lease_expiry
@@ -81,7 +82,7 @@ def _texts(input_items: Sequence[dict[str, Any]]) -> list[str]:
 
 
 def _snapshot(session: AgentSession, name: str, roots: Sequence[str]) -> SkillSnapshot:
-    workspace = session.workspace or {}
+    workspace = workspace_of(session) or {}
     provided = workspace.get("provided")
     if provided is not None:
         inputs = provided_inputs(
@@ -91,12 +92,12 @@ def _snapshot(session: AgentSession, name: str, roots: Sequence[str]) -> SkillSn
             provided.get("agents_md"),
             [ProvidedSkill(**s) for s in provided.get("skills", [])],
         )
-        return provided_skill_snapshot(inputs, name, session.disabled_skills)
+        return provided_skill_snapshot(inputs, name, disabled_skills_of(session))
     return read_skill_snapshot(
         workspace.get("skills_root"),
         name,
         allowed_roots=roots,
-        disabled_skills=session.disabled_skills,
+        disabled_skills=disabled_skills_of(session),
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.services.models import resolve_model
+from app.services.session_config import agent_of
 from app.services.turns.calls import CallEntry, write_results
 from app.services.turns.deps import TurnDeps
 from app.storage.base import utc_now
@@ -45,7 +46,7 @@ TIMEOUT_CODE = "tool_results_timeout"
 
 
 def _timeout_seconds(deps: TurnDeps, session: AgentSession) -> float:
-    own = session.agent.get("tool_results_timeout_seconds")
+    own = agent_of(session).get("tool_results_timeout_seconds")
     # The API stores only a number in bounds; a hand-edited row must not fail the turn's step.
     if isinstance(own, int | float) and not isinstance(own, bool) and own > 0:
         return float(own)

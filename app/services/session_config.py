@@ -1,0 +1,124 @@
+"""A session's stored configuration as the pipeline reads it, checked where it is read.
+
+The API stores only what its schemas allow (``app.api.schemas.sessions``), but a row is kept for
+ever: one written by another version or edited by hand must not turn a read into an internal
+error. Each accessor checks the shape of what it reads — type checks only, as they run on every
+turn step — and raises 409 ``session_config_invalid`` naming the field, so the caller learns
+which session cannot be used and what to do (the agent cannot be changed: a new session; the
+workspace, sandbox and disabled skills can be replaced with ``PATCH``).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.core.errors import Conflict
+from app.storage.models import AgentSession
+
+__all__ = [
+    "agent_int",
+    "agent_of",
+    "config_invalid",
+    "disabled_skills_of",
+    "sandbox_of",
+    "spill_directory_of",
+    "system_prompt_of",
+    "tools_of",
+    "workspace_of",
+]
+
+
+def config_invalid(session: AgentSession, field: str, what: str) -> Conflict:
+    return Conflict(
+        "session_config_invalid",
+        f"session {session.id} cannot be used: its stored {field} {what} (this version's API "
+        "never stores that: another version or a hand edit wrote it); the agent cannot be "
+        f"changed, so start a new session for it; workspace, sandbox and disabled_skills can "
+        f"be replaced with PATCH /v1/sessions/{session.id}",
+        field=field,
+    )
+
+
+def agent_of(session: AgentSession) -> dict[str, Any]:
+    agent = session.agent
+    if not isinstance(agent, dict):
+        raise config_invalid(session, "agent", "is not an object")
+    return agent
+
+
+def system_prompt_of(session: AgentSession) -> str:
+    prompt = agent_of(session).get("system_prompt")
+    if not isinstance(prompt, str):
+        raise config_invalid(session, "agent.system_prompt", "is not a string")
+    return prompt
+
+
+def tools_of(session: AgentSession) -> list[dict[str, Any]]:
+    """The agent's tools, each with a string name and description and an ``input_schema``
+    (passed on as stored: a hostile schema is the provider's to refuse, not a read's)."""
+    tools = agent_of(session).get("tools", [])
+    if not isinstance(tools, list):
+        raise config_invalid(session, "agent.tools", "is not a list")
+    for index, tool in enumerate(tools):
+        if not (
+            isinstance(tool, dict)
+            and isinstance(tool.get("name"), str)
+            and isinstance(tool.get("description"), str)
+            and "input_schema" in tool
+        ):
+            raise config_invalid(
+                session,
+                f"agent.tools[{index}]",
+                "is not a tool (a string name and description, an input_schema)",
+            )
+    return tools
+
+
+def agent_int(session: AgentSession, key: str, default: int) -> int:
+    """A positive count of the agent's (``max_model_calls``, ``doom_loop_threshold``): missing
+    or null is ``default``, a fraction is cut as it always was (``int``)."""
+    value = agent_of(session).get(key)
+    if value is None:
+        return default
+    if not isinstance(value, int | float) or isinstance(value, bool) or not 1 <= value < 2**63:
+        raise config_invalid(session, f"agent.{key}", "is not a positive number")
+    return int(value)
+
+
+def workspace_of(session: AgentSession) -> dict[str, Any] | None:
+    """The workspace (``None``: none); a ``provided`` one is an object too."""
+    workspace = session.workspace
+    if workspace is None:
+        return None
+    if not isinstance(workspace, dict):
+        raise config_invalid(session, "workspace", "is not an object")
+    provided = workspace.get("provided")
+    if provided is not None and not isinstance(provided, dict):
+        raise config_invalid(session, "workspace.provided", "is not an object")
+    return workspace
+
+
+def spill_directory_of(session: AgentSession) -> str | None:
+    """Where pruned tool output is written out (``None``: nowhere)."""
+    spill = (workspace_of(session) or {}).get("spill_directory")
+    if spill is not None and not isinstance(spill, str):
+        raise config_invalid(session, "workspace.spill_directory", "is not a path")
+    return spill
+
+
+def sandbox_of(session: AgentSession) -> dict[str, Any]:
+    sandbox = session.sandbox
+    if sandbox is None:
+        return {}
+    if not isinstance(sandbox, dict):
+        raise config_invalid(session, "sandbox", "is not an object")
+    return sandbox
+
+
+def disabled_skills_of(session: AgentSession) -> list[str]:
+    skills = session.disabled_skills
+    if skills is None:
+        return []
+    if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
+        raise config_invalid(session, "disabled_skills", "is not a list of names")
+    return skills

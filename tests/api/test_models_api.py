@@ -126,20 +126,25 @@ async def test_inconsistent_models_are_refused_and_not_stored(
     assert (await api.get("/v1/models/bad-model")).status_code == 404
 
 
+async def stored_model(api: httpx.AsyncClient, model_id: str, **values: Any) -> str:
+    """A scripted model whose row then holds ``values`` (what registration would refuse), and a
+    session of it."""
+    assert (await api.put(f"/v1/models/{model_id}", json=scripted())).status_code in (200, 201)
+    sid = await new_session(api, model_id=model_id)
+    container = api._transport.app.state.container  # type: ignore[attr-defined]
+    async with unit_of_work(container.db) as db:
+        await db.execute(
+            update(RegisteredModel).where(RegisteredModel.id == model_id).values(values)
+        )
+    return sid
+
+
 async def test_a_stored_model_that_leaves_no_input_room_still_lists_and_says_why(
     api: httpx.AsyncClient,
 ) -> None:
     # As a row stored under other rules (registration refuses it): one such model used to make
     # the whole list answer 422.
-    assert (await api.put("/v1/models/old-rules", json=scripted())).status_code in (200, 201)
-    sid = await new_session(api, model_id="old-rules")
-    container = api._transport.app.state.container  # type: ignore[attr-defined]
-    async with unit_of_work(container.db) as db:
-        await db.execute(
-            update(RegisteredModel)
-            .where(RegisteredModel.id == "old-rules")
-            .values(max_output_tokens=1000)  # the whole window
-        )
+    sid = await stored_model(api, "old-rules", max_output_tokens=1000)  # the whole window
 
     listed = await api.get("/v1/models")
     assert listed.status_code == 200, listed.text
@@ -167,15 +172,8 @@ async def test_a_stored_model_that_leaves_no_input_room_still_lists_and_says_why
 async def test_a_stored_model_with_a_counter_this_version_lacks_says_so(
     api: httpx.AsyncClient,
 ) -> None:
-    assert (await api.put("/v1/models/newer", json=scripted())).status_code in (200, 201)
-    sid = await new_session(api, model_id="newer")
-    container = api._transport.app.state.container  # type: ignore[attr-defined]
-    async with unit_of_work(container.db) as db:
-        await db.execute(
-            update(RegisteredModel)
-            .where(RegisteredModel.id == "newer")
-            .values(token_counter="tiktoken:o300k_base")  # as a newer version might store
-        )
+    # As a newer version might store it.
+    sid = await stored_model(api, "newer", token_counter="tiktoken:o300k_base")
 
     model = (await api.get("/v1/models/newer")).json()
     assert model["readiness"] == {

@@ -28,6 +28,7 @@ __all__ = [
     "error_result",
     "finished_payload",
     "result_messages",
+    "stored_entries",
     "write_results",
 ]
 
@@ -35,6 +36,23 @@ __all__ = [
 NOT_EXECUTED_TEXT = "tool was not executed because the turn already terminated"
 
 CallEntry = dict[str, Any]
+
+
+def stored_entries(pending: Any) -> list[CallEntry]:
+    """Copies of a turn row's ``pending_tool_calls`` entries. What no version writes (not a
+    list; an item without a string ``tool_call_id`` and ``name`` and an ``input``) is left out:
+    a hand-edited row is still read, cancelled or run out, never an internal error (its calls
+    then get no stored result; the pipeline pairs each with an interrupted one)."""
+    if not isinstance(pending, list):
+        return []
+    return [
+        dict(entry)
+        for entry in pending
+        if isinstance(entry, dict)
+        and isinstance(entry.get("tool_call_id"), str)
+        and isinstance(entry.get("name"), str)
+        and "input" in entry
+    ]
 
 
 def entries_of(calls: Sequence[ToolCallBlock]) -> list[CallEntry]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.services.models import resolve_model
-from app.services.turns.calls import CallEntry, finished_payload, write_results
+from app.services.turns.calls import CallEntry, finished_payload, stored_entries, write_results
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expiry
 from app.services.turns.tools import DoomRecord
@@ -118,7 +118,7 @@ async def post_tool_results(
             raise turn_not_waiting(turn)
         if tool_results_overdue(turn):
             raise DeadlinePassed(turn_id)  # too late: no result is taken after the deadline
-        entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
+        entries = stored_entries(turn.pending_tool_calls)
         _check_results(entries, results)
         by_id = {e["tool_call_id"]: e for e in entries}
         for result in results:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from app.services.turns.calls import stored_entries
 from app.services.turns.waiting import tool_results_remaining
 from app.storage.models import Turn
 
@@ -21,7 +22,7 @@ def awaiting_calls(turn: Turn) -> list[dict[str, Any]]:
     """Caller-executed calls still waiting for their result, in the provider's order."""
     return [
         {"tool_call_id": c["tool_call_id"], "name": c["name"], "input": c["input"]}
-        for c in turn.pending_tool_calls or []
+        for c in stored_entries(turn.pending_tool_calls)
         if c.get("caller") and c.get("result") is None
     ]
 

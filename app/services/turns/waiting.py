@@ -23,7 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.services.models import resolve_model
 from app.services.session_config import agent_of
-from app.services.turns.calls import CallEntry, write_results
+from app.services.turns.calls import stored_entries, write_results
 from app.services.turns.deps import TurnDeps
 from app.storage.base import utc_now
 from app.storage.database import unit_of_work
@@ -95,7 +95,7 @@ async def end_waiting(
     the results posted so far and, for every call still without one, the fixed not-executed
     result; then the terminal status and its ``turn_finished`` update. The terminal row, for
     the caller to report once committed (``observability.turns.finished``)."""
-    entries: list[CallEntry] = [dict(e) for e in turn.pending_tool_calls]
+    entries = stored_entries(turn.pending_tool_calls)
     model = await resolve_model(db, session.model_id)
     await write_results(
         db,
@@ -119,7 +119,11 @@ async def end_waiting(
 
 
 def _timeout_outcome(turn: Turn) -> dict[str, Any]:
-    missing = [c["tool_call_id"] for c in turn.pending_tool_calls if c.get("result") is None]
+    missing = [
+        c["tool_call_id"]
+        for c in stored_entries(turn.pending_tool_calls)
+        if c.get("result") is None
+    ]
     deadline = turn.tool_results_deadline
     when = deadline.isoformat().replace("+00:00", "Z") if deadline is not None else "?"
     return {

@@ -7,6 +7,7 @@ conversation, no user request, an undecodable artifact) changes nothing stored.
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -54,6 +55,8 @@ __all__ = [
     "runtime_state_for",
     "trigger_evidence",
 ]
+
+logger = logging.getLogger(__name__)
 
 Counters = Callable[[str], TokenCounter]
 # What a caller's summary covers, given the session and its last message (raises when unknown).
@@ -121,12 +124,27 @@ async def runtime_state_for(
     carried from the latest checkpoint, as are unknown extension keys.
     """
     latest = await CompactionRepository(db).latest(session_id)
-    previous = runtime_state_from_json(latest.runtime_state) if latest is not None else None
     plan = None
     if turn_id is not None:
         plan = _plan_of(await TurnRepository(db).plan_of(session_id, turn_id))
     rows = await MessageRepository(db).load(session_id, through_sequence=through)
-    state = derive_runtime_state([r.to_item(counter) for r in rows], previous, plan)
+    items = [r.to_item(counter) for r in rows]
+    try:
+        previous = runtime_state_from_json(latest.runtime_state) if latest is not None else None
+        state = derive_runtime_state(items, previous, plan)
+    except RuntimeStateError as unreadable:
+        if latest is None:
+            raise
+        # What the latest checkpoint carries cannot be read or rendered (another version's
+        # state, a hand edit): start afresh from the messages rather than refuse every later
+        # compaction of the session. Only the carried extensions are lost.
+        logger.warning(
+            "session %s: the runtime state of checkpoint %s is not carried (%s)",
+            session_id,
+            latest.compaction_id,
+            unreadable,
+        )
+        state = derive_runtime_state(items, None, plan)
     return state, render_reminder(state)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast, get_args
 
 from app.core.caching import CachePlan
 from app.core.compaction import is_summary_request, local_reply, local_summary
@@ -91,38 +91,71 @@ class ScriptedClient:
                 f"scripted model {self._model_id!r} has no entry left (its script has {length}); "
                 "PUT the model again to reset or extend the script",
             )
-        entry = taken.entry
-        if "error" in entry:
-            code = _SCRIPTED_ERRORS.get(str(entry["error"]))
-            if code is None:
-                raise ProviderError.of("bad_request", f"unknown scripted error {entry['error']!r}")
-            raise ProviderError.of(code, f"scripted {code} (entry {taken.index})")
-        text = str(entry.get("text", ""))
-        calls: list[ToolCallBlock] = []
-        for j, call in enumerate(entry.get("tool_calls", [])):
-            raw = call.get("input", {})
-            calls.append(
-                {
-                    "type": "tool_call",
-                    "id": str(call.get("id") or f"call_{self._model_id}_{taken.index}_{j}"),
-                    "name": str(call["name"]),
-                    # A string is sent as the raw arguments (so scripts can test invalid JSON).
-                    "input": raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True),
-                }
-            )
-        if sink is not None and text:
-            await sink.on_text_delta(text)
-        usage = entry.get("usage") or {}
-        finish: FinishReason = entry.get("finish_reason") or ("tool_calls" if calls else "stop")
-        return ModelResponse(
-            text=text,
-            tool_calls=calls,
-            finish_reason=finish,
-            usage=Usage(
-                input_tokens=usage.get("input_tokens"),
-                output_tokens=usage.get("output_tokens"),
-                cached_tokens=usage.get("cached_tokens"),
-                reasoning_tokens=usage.get("reasoning_tokens"),
-                cache_creation_tokens=usage.get("cache_creation_tokens"),
-            ),
+        response = _scripted_response(self._model_id, taken.index, taken.entry)
+        if sink is not None and response.text:
+            await sink.on_text_delta(response.text)
+        return response
+
+
+_FINISH_REASONS = frozenset(get_args(FinishReason))
+_USAGE_KEYS = (
+    "input_tokens",
+    "output_tokens",
+    "cached_tokens",
+    "reasoning_tokens",
+    "cache_creation_tokens",
+)
+
+
+def _scripted_response(model_id: str, index: int, entry: Any) -> ModelResponse:
+    """The answer a script entry stands for (or the failure it scripts). An entry no version
+    stores — registration checks the script, so another version's or a hand edit — is a
+    ``bad_request`` that says so, never an internal error of the turn."""
+
+    def unreadable(what: str) -> ProviderError:
+        return ProviderError.of(
+            "bad_request",
+            f"scripted model {model_id!r}: entry {index} of its script {what}; PUT the model "
+            "again with a valid script",
         )
+
+    if not isinstance(entry, dict):
+        raise unreadable("is not an object")
+    if "error" in entry:
+        code = _SCRIPTED_ERRORS.get(str(entry["error"]))
+        if code is None:
+            raise ProviderError.of("bad_request", f"unknown scripted error {entry['error']!r}")
+        raise ProviderError.of(code, f"scripted {code} (entry {index})")
+    text = str(entry.get("text", ""))
+    raw_calls = entry.get("tool_calls", [])
+    if not isinstance(raw_calls, list) or not all(
+        isinstance(c, dict) and isinstance(c.get("name"), str) for c in raw_calls
+    ):
+        raise unreadable("has tool_calls that are not objects with a name")
+    calls: list[ToolCallBlock] = []
+    for j, call in enumerate(raw_calls):
+        raw = call.get("input", {})
+        calls.append(
+            {
+                "type": "tool_call",
+                "id": str(call.get("id") or f"call_{model_id}_{index}_{j}"),
+                "name": call["name"],
+                # A string is sent as the raw arguments (so scripts can test invalid JSON).
+                "input": raw if isinstance(raw, str) else json.dumps(raw, sort_keys=True),
+            }
+        )
+    usage = entry.get("usage") or {}
+    if not isinstance(usage, dict) or not all(
+        usage.get(k) is None or (isinstance(usage[k], int) and not isinstance(usage[k], bool))
+        for k in _USAGE_KEYS
+    ):
+        raise unreadable("has a usage that is not whole numbers")
+    finish = entry.get("finish_reason") or ("tool_calls" if calls else "stop")
+    if finish not in _FINISH_REASONS:
+        raise unreadable(f"has an unknown finish_reason {finish!r}")
+    return ModelResponse(
+        text=text,
+        tool_calls=calls,
+        finish_reason=cast(FinishReason, finish),
+        usage=Usage(**{k: usage.get(k) for k in _USAGE_KEYS}),
+    )

@@ -10,7 +10,7 @@ from sqlalchemy import update
 
 from app.storage.database import unit_of_work
 from app.storage.models import RegisteredModel
-from tests.api.helpers import new_session
+from tests.api.helpers import new_session, run_turn
 
 pytestmark = pytest.mark.anyio
 
@@ -186,3 +186,31 @@ async def test_a_stored_model_with_a_counter_this_version_lacks_says_so(
     assert model["effective_input_tokens"] == 900  # its limits do not depend on the counter
     refused = await api.get(f"/v1/sessions/{sid}/context")
     assert (refused.status_code, refused.json()["code"]) == (422, "unknown_token_counter")
+
+
+@pytest.mark.parametrize(
+    ("script", "says"),
+    [
+        ({"hi": {"text": "x"}}, "is not an object"),
+        ([5], "is not an object"),
+        ([{"tool_calls": "read"}], "has tool_calls that are not objects with a name"),
+        ([{"tool_calls": [{"input": {}}]}], "has tool_calls that are not objects with a name"),
+        ([{"text": "x", "usage": {"input_tokens": "many"}}], "has a usage that is not whole"),
+        ([{"text": "x", "finish_reason": "done"}], "has an unknown finish_reason 'done'"),
+    ],
+)
+async def test_a_stored_script_entry_no_version_writes_fails_the_turn_plainly(
+    api: httpx.AsyncClient, script: Any, says: str
+) -> None:
+    # Registration checks a script; a row written past it used to fail the turn as an
+    # internal error (persistence_error).
+    sid = await stored_model(api, "odd-script", script=script)
+
+    done = await run_turn(api, sid)
+
+    assert done["status"] == "failed", done
+    assert done["outcome"]["code"] == "model_error"
+    message = done["outcome"]["message"]
+    assert message.startswith("model error: bad_request: scripted model 'odd-script': entry 0 ")
+    assert says in message
+    assert message.endswith("PUT the model again with a valid script")

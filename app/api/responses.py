@@ -19,6 +19,7 @@ __all__ = [
     "MODEL",
     "PIPELINE",
     "PROBLEM_REF",
+    "SEQUENCES",
     "SESSION",
     "SESSION_CONFIG",
     "TOKENIZER",
@@ -47,6 +48,9 @@ SESSION: Codes = {404: ("session_not_found",)}
 # What reads the session's stored configuration (agent, workspace, sandbox, disabled skills):
 # a row this version's API never writes (``app.services.session_config``).
 SESSION_CONFIG: Codes = {409: ("session_config_invalid",)}
+# What writes a session's messages or events: its counters behind its rows
+# (``app.storage.collisions``; ``POST …/reload`` repairs them).
+SEQUENCES: Codes = {409: ("sequence_conflict",)}
 MODEL: Codes = {404: ("model_not_found",)}
 # Exact counters whose encoding files are missing or corrupt (a deployment problem).
 TOKENIZER: Codes = {503: ("tokenizer_data_missing", "tokenizer_data_invalid")}

@@ -41,6 +41,7 @@ from sqlalchemy.pool import ConnectionPoolEntry
 
 from app.storage import deferred
 from app.storage.base import dumps_json, loads_json
+from app.storage.collisions import sequence_collision
 from app.storage.sqlite_driver import inline_dbapi
 
 __all__ = [
@@ -228,8 +229,11 @@ async def unit_of_work(
             yield session
             if not read_only:
                 await session.commit()
-        except BaseException:
+        except BaseException as exc:
             await session.rollback()
+            collision = sequence_collision(exc)
+            if collision is not None:  # a session's counters behind its rows: say how to repair
+                raise collision from exc
             raise
     finally:
         await _close(session)

@@ -10,7 +10,7 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, SESSION, TOKENIZER, problems
+from app.api.responses import MODEL, SEQUENCES, SESSION, TOKENIZER, problems
 from app.api.schemas.turns import AgentMessageBody, AgentMessageOut
 
 router = APIRouter(prefix="/v1/sessions", tags=["turns"])
@@ -22,7 +22,9 @@ SessionId = Annotated[str, Path(min_length=1, max_length=200)]
     "/{session_id}/agent-messages",
     status_code=202,
     response_model=AgentMessageOut,
-    responses=problems(SESSION, MODEL, TOKENIZER, {422: ("agent_message_too_large",)}, body=True),
+    responses=problems(
+        SESSION, SEQUENCES, MODEL, TOKENIZER, {422: ("agent_message_too_large",)}, body=True
+    ),
 )
 async def deliver_agent_message(
     session_id: SessionId,

@@ -10,7 +10,15 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import COMPACTION, MODEL, PIPELINE, SESSION, SESSION_CONFIG, problems
+from app.api.responses import (
+    COMPACTION,
+    MODEL,
+    PIPELINE,
+    SEQUENCES,
+    SESSION,
+    SESSION_CONFIG,
+    problems,
+)
 from app.api.schemas.compactions import (
     CheckpointListOut,
     CheckpointOut,
@@ -47,6 +55,7 @@ CompactionId = Annotated[str, Path(min_length=1, max_length=200)]
     responses=problems(
         SESSION,
         SESSION_CONFIG,
+        SEQUENCES,
         MODEL,
         PIPELINE,
         COMPACTION,
@@ -133,6 +142,7 @@ async def get_compaction(
     status_code=201,
     response_model=CheckpointOut,
     responses=problems(
+        SEQUENCES,
         {
             404: ("session_not_found", "compaction_not_found"),
             409: ("session_active", "reload_required", "compaction_conflict"),

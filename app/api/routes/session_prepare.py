@@ -15,6 +15,7 @@ from app.api.responses import (
     COMPACTION,
     MODEL,
     PIPELINE,
+    SEQUENCES,
     SESSION,
     SESSION_CONFIG,
     WORLD_STATE,
@@ -46,6 +47,7 @@ class SessionPrepareResponse(PrepareResponse):
     responses=problems(
         SESSION,
         SESSION_CONFIG,
+        SEQUENCES,
         MODEL,
         PIPELINE,
         WORLD_STATE,

@@ -15,6 +15,7 @@ from app.api.jsonresponse import json_response
 from app.api.responses import (
     MODEL,
     PIPELINE,
+    SEQUENCES,
     SESSION,
     SESSION_CONFIG,
     TOKENIZER,
@@ -127,6 +128,7 @@ async def patch_session(
     response_model=AppendResponse,
     responses=problems(
         SESSION,
+        SEQUENCES,
         MODEL,
         TOKENIZER,
         {

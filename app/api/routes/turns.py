@@ -10,7 +10,15 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, SESSION, SESSION_CONFIG, WORLD_STATE, Codes, problems
+from app.api.responses import (
+    MODEL,
+    SEQUENCES,
+    SESSION,
+    SESSION_CONFIG,
+    WORLD_STATE,
+    Codes,
+    problems,
+)
 from app.api.schemas.turns import ToolResultsBody, ToolResultsOut, TurnOut, TurnPage, TurnStart
 from app.services.cursors import TURN_CURSOR
 
@@ -35,6 +43,7 @@ Wait = Annotated[
         **problems(
             SESSION,
             SESSION_CONFIG,
+            SEQUENCES,
             MODEL,
             WORLD_STATE,
             {
@@ -95,6 +104,7 @@ async def get_turn(
     response_model=ToolResultsOut,
     responses=problems(
         _TURN,
+        SEQUENCES,
         {
             409: ("turn_not_waiting", "tool_result_already_posted"),
             422: ("no_tool_results", "duplicate_tool_result", "unknown_tool_call"),
@@ -120,7 +130,7 @@ async def post_tool_results(
 @router.post(
     "/{turn_id}/cancel",
     response_model=TurnOut,
-    responses=problems(_TURN, {409: ("turn_not_active",)}),
+    responses=problems(_TURN, SEQUENCES, {409: ("turn_not_active",)}),
 )
 async def cancel_turn(session_id: SessionId, turn_id: TurnId, container: ContainerDep) -> Response:
     """Cancel the running turn; answers once it is terminal (bounded wait)."""

@@ -402,7 +402,9 @@ class CompactionService(CompactionReads):
                 "logged); it still needs a reload, try again later",
             ) from exc
         async with unit_of_work(self._db) as db:
-            await SessionRepository(db).set_reload_required(session_id, False)
+            sessions = SessionRepository(db)
+            await sessions.resync_sequences(session_id)
+            await sessions.set_reload_required(session_id, False)
         checkpoint = active.checkpoint
         return {
             "session_id": session_id,

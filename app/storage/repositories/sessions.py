@@ -27,7 +27,7 @@ from app.core.errors import NotFound
 from app.storage.base import utc_now
 from app.storage.database import transaction_values
 from app.storage.deferred import queue_write_sync
-from app.storage.models import AgentSession
+from app.storage.models import AgentSession, Message, SessionEvent
 from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
 
@@ -359,6 +359,25 @@ class SessionRepository(Repository):
         if row is None or row.tool_result_pruned_through_sequence is None:
             raise session_not_found(session_id)
         return row.tool_result_pruned_through_sequence
+
+    async def resync_sequences(self, session_id: str) -> None:
+        """Raise the message and event counters to the highest stored sequences (they never go
+        down): what repairs a session whose counters fell behind its rows
+        (``app.storage.collisions``)."""
+        values = {}
+        for column, table in (
+            (_sessions.c.last_message_sequence, Message.__table__),
+            (_sessions.c.last_event_sequence, SessionEvent.__table__),
+        ):
+            stored = (
+                select(func.coalesce(func.max(table.c.sequence), 0))
+                .where(table.c.session_id == session_id)
+                .scalar_subquery()
+            )
+            values[column.key] = case((stored > column, stored), else_=column)
+        await self.session.execute(
+            update(_sessions).where(_sessions.c.id == session_id).values(values)
+        )
 
     async def set_reload_required(self, session_id: str, value: bool) -> None:
         stmt = (

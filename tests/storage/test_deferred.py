@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import Table, bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from app.core.errors import Conflict
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.deferred import checked_write, defer, write
 from app.storage.models import AgentSession, SessionEvent
@@ -131,8 +132,12 @@ async def test_a_refused_write_fails_the_commit_and_nothing_is_kept(
             await write(db, _INSERT, _event(sid, 1, {}))
             await write(db, _INSERT, _event(sid, 1, {}))  # the same key: refused
 
-    with pytest.raises(IntegrityError):
+    # A session's event sequence taken twice: the unit of work says how to repair it
+    # (``app.storage.collisions``), with the database's refusal as its cause.
+    with pytest.raises(Conflict) as refused:
         await twice()
+    assert refused.value.code == "sequence_conflict"
+    assert isinstance(refused.value.__cause__, IntegrityError)
     assert await _stored(factory, sid) == []
 
 

@@ -18,7 +18,6 @@ from app.storage.models import AgentSession
 __all__ = [
     "agent_int",
     "agent_of",
-    "config_invalid",
     "disabled_skills_of",
     "sandbox_of",
     "spill_directory_of",
@@ -28,7 +27,7 @@ __all__ = [
 ]
 
 
-def config_invalid(session: AgentSession, field: str, what: str) -> Conflict:
+def _invalid(session: AgentSession, field: str, what: str) -> Conflict:
     return Conflict(
         "session_config_invalid",
         f"session {session.id} cannot be used: its stored {field} {what} (this version's API "
@@ -42,14 +41,14 @@ def config_invalid(session: AgentSession, field: str, what: str) -> Conflict:
 def agent_of(session: AgentSession) -> dict[str, Any]:
     agent = session.agent
     if not isinstance(agent, dict):
-        raise config_invalid(session, "agent", "is not an object")
+        raise _invalid(session, "agent", "is not an object")
     return agent
 
 
 def system_prompt_of(session: AgentSession) -> str:
     prompt = agent_of(session).get("system_prompt")
     if not isinstance(prompt, str):
-        raise config_invalid(session, "agent.system_prompt", "is not a string")
+        raise _invalid(session, "agent.system_prompt", "is not a string")
     return prompt
 
 
@@ -58,7 +57,7 @@ def tools_of(session: AgentSession) -> list[dict[str, Any]]:
     (passed on as stored: a hostile schema is the provider's to refuse, not a read's)."""
     tools = agent_of(session).get("tools", [])
     if not isinstance(tools, list):
-        raise config_invalid(session, "agent.tools", "is not a list")
+        raise _invalid(session, "agent.tools", "is not a list")
     for index, tool in enumerate(tools):
         if not (
             isinstance(tool, dict)
@@ -66,7 +65,7 @@ def tools_of(session: AgentSession) -> list[dict[str, Any]]:
             and isinstance(tool.get("description"), str)
             and "input_schema" in tool
         ):
-            raise config_invalid(
+            raise _invalid(
                 session,
                 f"agent.tools[{index}]",
                 "is not a tool (a string name and description, an input_schema)",
@@ -81,7 +80,7 @@ def agent_int(session: AgentSession, key: str, default: int) -> int:
     if value is None:
         return default
     if not isinstance(value, int | float) or isinstance(value, bool) or not 1 <= value < 2**63:
-        raise config_invalid(session, f"agent.{key}", "is not a positive number")
+        raise _invalid(session, f"agent.{key}", "is not a positive number")
     return int(value)
 
 
@@ -91,10 +90,10 @@ def workspace_of(session: AgentSession) -> dict[str, Any] | None:
     if workspace is None:
         return None
     if not isinstance(workspace, dict):
-        raise config_invalid(session, "workspace", "is not an object")
+        raise _invalid(session, "workspace", "is not an object")
     provided = workspace.get("provided")
     if provided is not None and not isinstance(provided, dict):
-        raise config_invalid(session, "workspace.provided", "is not an object")
+        raise _invalid(session, "workspace.provided", "is not an object")
     return workspace
 
 
@@ -102,7 +101,7 @@ def spill_directory_of(session: AgentSession) -> str | None:
     """Where pruned tool output is written out (``None``: nowhere)."""
     spill = (workspace_of(session) or {}).get("spill_directory")
     if spill is not None and not isinstance(spill, str):
-        raise config_invalid(session, "workspace.spill_directory", "is not a path")
+        raise _invalid(session, "workspace.spill_directory", "is not a path")
     return spill
 
 
@@ -111,7 +110,7 @@ def sandbox_of(session: AgentSession) -> dict[str, Any]:
     if sandbox is None:
         return {}
     if not isinstance(sandbox, dict):
-        raise config_invalid(session, "sandbox", "is not an object")
+        raise _invalid(session, "sandbox", "is not an object")
     return sandbox
 
 
@@ -120,5 +119,5 @@ def disabled_skills_of(session: AgentSession) -> list[str]:
     if skills is None:
         return []
     if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
-        raise config_invalid(session, "disabled_skills", "is not a list of names")
+        raise _invalid(session, "disabled_skills", "is not a list of names")
     return skills

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import re
 
+from sqlalchemy.exc import IntegrityError
+
 from app.core.errors import Conflict
 
 __all__ = ["sequence_collision"]
@@ -23,8 +25,8 @@ _TABLES = ("messages", "session_events")
 _SQLITE = re.compile(r"UNIQUE constraint failed: (\w+)\.session_id, \1\.sequence")
 
 
-def _collided_table(exc: BaseException) -> str | None:
-    orig = getattr(exc, "orig", None) or exc
+def _collided_table(exc: IntegrityError) -> str | None:
+    orig = exc.orig
     diag = getattr(orig, "diag", None)  # psycopg: the server says which constraint
     if diag is not None and getattr(orig, "sqlstate", None) == "23505":
         table = diag.table_name
@@ -37,7 +39,8 @@ def _collided_table(exc: BaseException) -> str | None:
 
 def sequence_collision(exc: BaseException) -> Conflict | None:
     """The ``sequence_conflict`` to raise for ``exc`` (``None``: not such a collision)."""
-    table = _collided_table(exc)
+    # Statements and deferred writes alike reach here as SQLAlchemy's IntegrityError.
+    table = _collided_table(exc) if isinstance(exc, IntegrityError) else None
     if table is None:
         return None
     what = "message" if table == "messages" else "event"

@@ -84,12 +84,21 @@ async def test_a_usable_base_url_is_stored_as_given(api: httpx.AsyncClient, base
 
 
 async def test_offline_kinds_do_not_use_base_url(api: httpx.AsyncClient) -> None:
+    # Registered as before the check, and its turns run: nothing is sent anywhere.
     body = {
-        "context_window_tokens": 1000,
+        "context_window_tokens": 10_000,
         "max_output_tokens": 100,
         "provider": {"kind": "local", "base_url": "anything"},
     }
-    assert (await api.put("/v1/models/url-local", json=body)).status_code in (200, 201)
+    registered = await api.put("/v1/models/url-local", json=body)
+    assert registered.status_code in (200, 201), registered.text
+    assert registered.json()["readiness"]["status"] == "ready"
+    sid = await new_session(api, model_id="url-local")
+    done = await api.post(
+        f"/v1/sessions/{sid}/turns?wait=true",
+        json={"client_request_id": "r1", "input": [{"type": "text", "text": "hello"}]},
+    )
+    assert done.json()["status"] == "completed", done.text
 
 
 @pytest.mark.parametrize("bad", ["http://127.0.0.1:99999/v1", "http://[::1/v1"])

@@ -85,23 +85,62 @@ def agent_int(session: AgentSession, key: str, default: int) -> int:
 
 
 def workspace_of(session: AgentSession) -> dict[str, Any] | None:
-    """The workspace (``None``: none); a ``provided`` one is an object too."""
+    """The workspace (``None`` or empty: none): a server directory (its paths strings) or
+    ``provided`` inputs shaped as the API stores them (``ProvidedWorkspaceIn``)."""
     workspace = session.workspace
     if workspace is None:
         return None
     if not isinstance(workspace, dict):
         raise _invalid(session, "workspace", "is not an object")
     provided = workspace.get("provided")
-    if provided is not None and not isinstance(provided, dict):
-        raise _invalid(session, "workspace.provided", "is not an object")
+    if provided is not None:
+        _check_provided(session, provided)
+    elif workspace:
+        if not isinstance(workspace.get("working_directory"), str):
+            raise _invalid(session, "workspace.working_directory", "is not a path")
+        for key in ("skills_root", "spill_directory"):
+            if not isinstance(workspace.get(key), str | None):
+                raise _invalid(session, f"workspace.{key}", "is not a path")
     return workspace
+
+
+_SKILL_KEYS = frozenset({"name", "description", "path", "body"})
+
+
+def _check_provided(session: AgentSession, provided: Any) -> None:
+    """Types only: the values' own rules (sizes, names) are ``provided_inputs``'s, which every
+    reader applies."""
+    field = "workspace.provided"
+    if not isinstance(provided, dict):
+        raise _invalid(session, field, "is not an object")
+    if not isinstance(provided.get("working_directory"), str):
+        raise _invalid(session, f"{field}.working_directory", "is not a string")
+    for key in ("repository_root", "agents_md"):
+        if not isinstance(provided.get(key), str | None):
+            raise _invalid(session, f"{field}.{key}", "is not a string")
+    layout = provided.get("layout", [])
+    if not isinstance(layout, list) or not all(isinstance(entry, str) for entry in layout):
+        raise _invalid(session, f"{field}.layout", "is not a list of strings")
+    skills = provided.get("skills", [])
+    if not isinstance(skills, list):
+        raise _invalid(session, f"{field}.skills", "is not a list")
+    for index, skill in enumerate(skills):
+        if not (
+            isinstance(skill, dict)
+            and skill.keys() <= _SKILL_KEYS
+            and all(isinstance(skill.get(key), str) for key in ("name", "description", "path"))
+            and isinstance(skill.get("body"), str | None)
+        ):
+            raise _invalid(
+                session,
+                f"{field}.skills[{index}]",
+                "is not a skill (string name, description and path, an optional string body)",
+            )
 
 
 def spill_directory_of(session: AgentSession) -> str | None:
     """Where pruned tool output is written out (``None``: nowhere)."""
-    spill = (workspace_of(session) or {}).get("spill_directory")
-    if spill is not None and not isinstance(spill, str):
-        raise _invalid(session, "workspace.spill_directory", "is not a path")
+    spill: str | None = (workspace_of(session) or {}).get("spill_directory")
     return spill
 
 

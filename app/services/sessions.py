@@ -12,7 +12,7 @@ from app.core.content import text_block
 from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
 from app.core.item_caps import check_system_part
-from app.core.world_state.provided import ProvidedSkill, provided_inputs
+from app.core.world_state.provided import provided_inputs_of
 from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.model_types import ModelEntry
@@ -114,13 +114,7 @@ class SessionService:
             return None
         provided = workspace.get("provided")
         if provided is not None:
-            provided_inputs(
-                provided["working_directory"],
-                provided.get("repository_root"),
-                provided.get("layout", []),
-                provided.get("agents_md"),
-                [ProvidedSkill(**s) for s in provided.get("skills", [])],
-            )
+            provided_inputs_of(provided)
             return {"provided": provided}
         roots = self._settings.workspace_roots
         result: dict[str, Any] = {

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 import anyio
 import anyio.to_thread
@@ -42,7 +41,7 @@ from app.core.world_state import (
     render_sections,
     world_state_message_id,
 )
-from app.core.world_state.provided import ProvidedSkill, provided_inputs
+from app.core.world_state.provided import provided_inputs_of
 from app.observability import Observability
 from app.services.lru import BytesLRU
 from app.services.session_config import disabled_skills_of, sandbox_of, workspace_of
@@ -68,16 +67,6 @@ def _sandbox_of(session: AgentSession) -> SandboxSettings:
     sandbox = sandbox_of(session)
     return SandboxSettings(
         mode=sandbox.get("mode", "auto"), available=sandbox.get("available", True)
-    )
-
-
-def _provided(values: dict[str, Any]) -> WorkspaceInputs:
-    return provided_inputs(
-        values["working_directory"],
-        values.get("repository_root"),
-        values.get("layout", []),
-        values.get("agents_md"),
-        [ProvidedSkill(**s) for s in values.get("skills", [])],
     )
 
 
@@ -159,7 +148,7 @@ class WorldStateSampler:
             return NO_WORKSPACE
         provided = workspace.get("provided")
         if provided is not None:
-            return _provided(provided)
+            return provided_inputs_of(provided)
         directory: str = workspace["working_directory"]
         skills_root: str | None = workspace.get("skills_root")
 

@@ -21,6 +21,8 @@ pytestmark = pytest.mark.anyio
 AGENT = {"system_prompt": "You are terse.", "tools": []}
 TOOL = {"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}
 NO_SCHEMA = {"name": "write", "description": "Write a file"}
+SHOWN = {"working_directory": "/shown"}
+SKILL = {"name": "lint", "description": "Lint the code", "path": "skills/lint/SKILL.md"}
 
 
 async def stored(api: httpx.AsyncClient, **values: Any) -> str:
@@ -111,6 +113,11 @@ async def test_a_count_the_api_never_stores_fails_the_turn_and_null_means_the_de
     [
         ({"workspace": "/srv/repo"}, "workspace", {"workspace": None}),
         ({"workspace": {"provided": ["x"]}}, "workspace.provided", {"workspace": None}),
+        (
+            {"workspace": {"provided": {**SHOWN, "skills": [{"name": "lint"}]}}},
+            "workspace.provided.skills[0]",
+            {"workspace": {"provided": SHOWN}},
+        ),
         ({"disabled_skills": {"lint": True}}, "disabled_skills", {"disabled_skills": []}),
         ({"sandbox": "on"}, "sandbox", {"sandbox": {"mode": "auto"}}),
     ],
@@ -127,3 +134,64 @@ async def test_what_patch_can_replace_is_repaired_by_a_patch(
     prepared = await api.post(f"/v1/sessions/{sid}/prepare", json={})
     assert prepared.status_code == 200, prepared.text
     assert (await turn(api, sid)).json()["outcome"] == {"final_text": "hello"}
+
+
+@pytest.mark.parametrize(
+    ("workspace", "field"),
+    [
+        ({"provided": {}}, "workspace.provided.working_directory"),
+        ({"provided": {"working_directory": 5}}, "workspace.provided.working_directory"),
+        # A string is iterable: it was shown as one layout entry per character.
+        ({"provided": {**SHOWN, "layout": "src/"}}, "workspace.provided.layout"),
+        ({"provided": {**SHOWN, "layout": ["src/", 3]}}, "workspace.provided.layout"),
+        ({"provided": {**SHOWN, "agents_md": 5}}, "workspace.provided.agents_md"),
+        ({"provided": {**SHOWN, "repository_root": ["/"]}}, "workspace.provided.repository_root"),
+        ({"provided": {**SHOWN, "skills": {"lint": SKILL}}}, "workspace.provided.skills"),
+        ({"provided": {**SHOWN, "skills": [SKILL, "lint"]}}, "workspace.provided.skills[1]"),
+        (
+            {"provided": {**SHOWN, "skills": [{**SKILL, "body": 5}]}},
+            "workspace.provided.skills[0]",
+        ),
+        (
+            {"provided": {**SHOWN, "skills": [{**SKILL, "version": 2}]}},
+            "workspace.provided.skills[0]",
+        ),
+        ({"skills_root": "/srv/skills"}, "workspace.working_directory"),
+        ({"working_directory": 5}, "workspace.working_directory"),
+        ({"working_directory": "/srv", "skills_root": 5}, "workspace.skills_root"),
+        ({"working_directory": "/srv", "spill_directory": ["/tmp"]}, "workspace.spill_directory"),
+    ],
+)
+async def test_a_workspace_the_api_never_stores_is_named_and_starts_no_turn(
+    api: httpx.AsyncClient, workspace: dict[str, Any], field: str
+) -> None:
+    """Before, each of these answered 500 to prepare and to a turn's start (or failed the turn
+    as persistence_error, or blamed the caller's input with a 422)."""
+    sid = await stored(api, workspace=workspace)
+
+    assert (await api.get(f"/v1/sessions/{sid}")).json()["workspace"] == workspace
+    refused(await api.post(f"/v1/sessions/{sid}/prepare", json={}), field)
+    refused(await api.get(f"/v1/sessions/{sid}/context"), field)
+    refused(await turn(api, sid), field)
+    # Nothing was started, so nothing holds the session: once repaired, a turn runs.
+    assert (await api.get(f"/v1/sessions/{sid}/turns")).json()["turns"] == []
+    assert (await api.patch(f"/v1/sessions/{sid}", json={"workspace": None})).status_code == 200
+    assert (await turn(api, sid)).json()["outcome"] == {"final_text": "hello"}
+
+
+async def test_a_stored_provided_workspace_of_the_api_s_shape_is_used_as_stored(
+    api: httpx.AsyncClient,
+) -> None:
+    """The boundary of the check above: every optional part present, null or missing reads."""
+    full = {
+        **SHOWN,
+        "repository_root": None,
+        "layout": ["src/"],
+        "agents_md": "Be brief.",
+        "skills": [SKILL, {**SKILL, "name": "fmt", "body": None}],
+    }
+    for workspace in ({"provided": SHOWN}, {"provided": full}, {}):
+        sid = await stored(api, workspace=workspace)
+        prepared = await api.post(f"/v1/sessions/{sid}/prepare", json={})
+        assert prepared.status_code == 200, prepared.text
+        assert (await turn(api, sid)).json()["outcome"] == {"final_text": "hello"}

@@ -13,8 +13,9 @@ to snapshot, so selecting it is ``skill_unavailable``.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from app.core.errors import InvalidInput
 from app.core.world_state.inputs import SkillEntry, SkillSnapshot, WorkspaceInputs
@@ -32,6 +33,7 @@ __all__ = [
     "MAX_SKILL_PATH_CHARS",
     "ProvidedSkill",
     "provided_inputs",
+    "provided_inputs_of",
     "provided_skill_snapshot",
 ]
 
@@ -142,6 +144,17 @@ def provided_inputs(
     )
     render_project_context(inputs)  # raises user_project_context_error when too long
     return inputs
+
+
+def provided_inputs_of(provided: Mapping[str, Any]) -> WorkspaceInputs:
+    """``provided_inputs`` of a ``workspace.provided`` object as the API stores it."""
+    return provided_inputs(
+        provided["working_directory"],
+        provided.get("repository_root"),
+        provided.get("layout", []),
+        provided.get("agents_md"),
+        [ProvidedSkill(**skill) for skill in provided.get("skills", [])],
+    )
 
 
 def provided_skill_snapshot(

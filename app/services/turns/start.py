@@ -17,7 +17,7 @@ from app.core.counting import TokenCounter
 from app.core.errors import Conflict, InvalidInput
 from app.core.item_caps import check_skill_body
 from app.core.world_state.inputs import SkillSnapshot
-from app.core.world_state.provided import ProvidedSkill, provided_inputs, provided_skill_snapshot
+from app.core.world_state.provided import provided_inputs_of, provided_skill_snapshot
 from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
@@ -85,13 +85,7 @@ def _snapshot(session: AgentSession, name: str, roots: Sequence[str]) -> SkillSn
     workspace = workspace_of(session) or {}
     provided = workspace.get("provided")
     if provided is not None:
-        inputs = provided_inputs(
-            provided["working_directory"],
-            provided.get("repository_root"),
-            provided.get("layout", []),
-            provided.get("agents_md"),
-            [ProvidedSkill(**s) for s in provided.get("skills", [])],
-        )
+        inputs = provided_inputs_of(provided)
         return provided_skill_snapshot(inputs, name, disabled_skills_of(session))
     return read_skill_snapshot(
         workspace.get("skills_root"),

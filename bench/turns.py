@@ -68,7 +68,7 @@ from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
 from bench.compaction import batch
 from bench.provider_process import ProviderProcess
-from bench.store import DEFAULT_POSTGRES_URL, postgres_database
+from bench.store_setup import DEFAULT_POSTGRES_URL, postgres_database
 from bench.transport import transport_floor
 from bench.turn_probes import RoundTrips, TimedClient, TurnPath, hooks_alone
 from tests.providers.fakes import FakeToolCall, StreamReply, openai_stream

@@ -30,7 +30,8 @@ from app.core.world_state import (
 )
 from app.workspace import capture_filesystem
 from bench.fixtures import BENCH_CAPABILITIES, agent_conversation, system_context, tool_definitions
-from bench.store import client_of, fill, register_model_and_session, sqlite_database, timed
+from bench.store import timed
+from bench.store_setup import client_of, fill, register_model_and_session, sqlite_database
 
 
 def build(root: Path) -> tuple[Path, Path]:

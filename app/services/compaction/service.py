@@ -15,17 +15,15 @@ from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
 from app.core.compaction import (
-    Checkpoint,
     RetryPolicy,
-    compacted_projection,
-    runtime_state_to_json,
 )
 from app.core.compaction.shrink import CompactionNotSmaller, refusal_of
 from app.core.counting import TokenCounter
-from app.core.errors import ServiceError, TooLarge, Unavailable
+from app.core.errors import ServiceError, Unavailable
 from app.observability import note_source
 from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
+from app.services.compaction.checkpoint_row import Trigger, check_summary_fits, checkpoint_row
 from app.services.compaction.coverage import PostedSummary, conversation_changed
 from app.services.compaction.persist import (
     InstallHook,
@@ -36,12 +34,10 @@ from app.services.compaction.persist import (
 )
 from app.services.compaction.pruning import advance_pruning
 from app.services.compaction.reads import CompactionReads
-from app.services.compaction.records import checkpoint_to_json, new_compaction_id
+from app.services.compaction.records import checkpoint_to_json
 from app.services.compaction.refusal import record_refusal
 from app.services.compaction.rewind import store_rewind
 from app.services.compaction.source import (
-    CompactionSource,
-    conversation_tokens,
     load_source,
     require_idle,
     trigger_evidence,
@@ -59,8 +55,6 @@ from app.storage.repositories.sessions import SessionRepository
 __all__ = ["CompactionService", "InstallHook"]
 
 log = logging.getLogger(__name__)
-
-Trigger = Literal["manual", "threshold", "overflow"]
 
 
 def _ms(started: float) -> int:
@@ -240,13 +234,13 @@ class CompactionService(CompactionReads):
             generated = GeneratedSummary(posted.text, Usage(), attempts=1, elapsed_ms=0)
             model_name = provided_model or "caller"
         else:
-            _check_summary_fits(source)
+            check_summary_fits(source)
             client = self._clients.for_model(source.summary_model, purpose="summary")
             generated = await generate_summary(client, source.summary_request.request, self.policy)
             model_name = source.summary_model.id
         if kind != "manual":
             evidence = {**trigger_evidence(source.before), **(evidence or {})}
-        row = self._row(source, kind, turn_id, evidence, generated, model_name)
+        row = checkpoint_row(source, generated, self._counters, kind, turn_id, evidence, model_name)
         row.trigger_prepare_id = prepare_id
         refused = refusal_of(
             kind, source.before.conversation_tokens, row.conversation_tokens_after or 0
@@ -265,59 +259,6 @@ class CompactionService(CompactionReads):
         row = await self._store(row, source.base_compaction_id, generated.usage)
         await self._install(row)
         return row
-
-    def _row(
-        self,
-        source: CompactionSource,
-        kind: Trigger,
-        turn_id: str | None,
-        evidence: dict[str, Any] | None,
-        generated: GeneratedSummary,
-        model_name: str,
-    ) -> Compaction:
-        compaction_id = new_compaction_id()
-        checkpoint = Checkpoint(
-            compaction_id=compaction_id,
-            sequence=0,
-            kind=kind,
-            summary=generated.summary,
-            runtime_reminder=source.reminder,
-            last_user=source.last_user,
-            through_message_sequence=source.through,
-            replaced_through_message_sequence=source.through,
-        )
-        after = conversation_tokens(
-            source.session,
-            source.model,
-            self._counters(source.model.capabilities.token_counter),
-            compacted_projection(checkpoint, []),
-        )
-        return Compaction(
-            session_id=source.session.id,
-            compaction_id=compaction_id,
-            kind=kind,
-            through_message_sequence=source.through,
-            replaced_through_message_sequence=source.through,
-            source_message_count=len(source.items),
-            last_user_message_id=source.last_user.message_id,
-            last_user_message_sequence=source.last_user.sequence,
-            summary=generated.summary,
-            summary_format_version=1,
-            runtime_state=runtime_state_to_json(source.runtime_state),
-            runtime_reminder=source.reminder,
-            model=model_name,
-            input_tokens=generated.usage.input_tokens,
-            output_tokens=generated.usage.output_tokens,
-            trigger_turn_id=turn_id,
-            parent_compaction_id=None,
-            # Manual compaction records no trigger evidence (no window, no estimate).
-            trigger=evidence if kind != "manual" else None,
-            attempts=generated.attempts,
-            prepare_ms=source.prepare_ms,
-            summary_ms=generated.elapsed_ms,
-            conversation_tokens_before=source.before.conversation_tokens,
-            conversation_tokens_after=after.conversation_tokens,
-        )
 
     async def _store(
         self, row: Compaction, base_compaction_id: str | None, usage: Usage | None
@@ -411,18 +352,3 @@ class CompactionService(CompactionReads):
             "reload_required": False,
             "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
         }
-
-
-def _check_summary_fits(source: CompactionSource) -> None:
-    """Fail before the model call when the summary request cannot fit the summary model."""
-    budget = source.summary_request.budget
-    if budget.estimated_input_tokens > budget.effective_input_tokens:
-        raise TooLarge(
-            "summary_input_overflow",
-            f"the summary request needs {budget.estimated_input_tokens} input tokens but the "
-            f"summary model {source.summary_model.id} accepts {budget.effective_input_tokens}; "
-            "use a summary model with a larger window or rewind to an earlier checkpoint",
-            attempts=0,
-            estimated_input_tokens=budget.estimated_input_tokens,
-            effective_input_tokens=budget.effective_input_tokens,
-        )

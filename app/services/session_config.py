@@ -10,6 +10,7 @@ workspace, sandbox and disabled skills can be replaced with ``PATCH``).
 
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
 from app.core.errors import Conflict
@@ -92,6 +93,8 @@ def workspace_of(session: AgentSession) -> dict[str, Any] | None:
         return None
     if not isinstance(workspace, dict):
         raise _invalid(session, "workspace", "is not an object")
+    if _checked.get(session) is workspace:
+        return workspace
     provided = workspace.get("provided")
     if provided is not None:
         _check_provided(session, provided)
@@ -101,7 +104,14 @@ def workspace_of(session: AgentSession) -> dict[str, Any] | None:
         for key in ("skills_root", "spill_directory"):
             if not isinstance(workspace.get(key), str | None):
                 raise _invalid(session, f"workspace.{key}", "is not a path")
+    _checked[session] = workspace
     return workspace
+
+
+# The workspace each loaded row last passed ``workspace_of`` with: a turn step reads it several
+# times (the capture, its source, the sample), and a provided layout may hold 100 000 entries
+# (~2.5 ms to check). Keyed weakly by the row's object; a new value (a PATCH) is checked again.
+_checked: weakref.WeakKeyDictionary[AgentSession, dict[str, Any]] = weakref.WeakKeyDictionary()
 
 
 _SKILL_KEYS = frozenset({"name", "description", "path", "body"})
@@ -119,7 +129,7 @@ def _check_provided(session: AgentSession, provided: Any) -> None:
         if not isinstance(provided.get(key), str | None):
             raise _invalid(session, f"{field}.{key}", "is not a string")
     layout = provided.get("layout", [])
-    if not isinstance(layout, list) or not all(isinstance(entry, str) for entry in layout):
+    if not isinstance(layout, list) or not all(map(str.__instancecheck__, layout)):
         raise _invalid(session, f"{field}.layout", "is not a list of strings")
     skills = provided.get("skills", [])
     if not isinstance(skills, list):

@@ -13,6 +13,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from app.core.content import is_blank
 from app.core.errors import Conflict
 from app.storage.models import AgentSession
 
@@ -50,6 +51,8 @@ def system_prompt_of(session: AgentSession) -> str:
     prompt = agent_of(session).get("system_prompt")
     if not isinstance(prompt, str):
         raise _invalid(session, "agent.system_prompt", "is not a string")
+    if is_blank(prompt):  # stored before creation refused it
+        raise _invalid(session, "agent.system_prompt", "is blank")
     return prompt
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.content import text_block
+from app.core.content import is_blank, text_block
 from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
 from app.core.item_caps import check_system_part
@@ -83,6 +83,15 @@ class SessionService:
         self._counters = counters
 
     def _check_agent(self, agent: dict[str, Any]) -> None:
+        if is_blank(agent["system_prompt"]):
+            # Every prepare and turn of the session would refuse it (an empty System Context
+            # part): the session is refused instead.
+            raise InvalidInput(
+                "empty_system_context_part",
+                "the agent's system_prompt is blank; give the agent a prompt",
+                key=AGENT_SYSTEM_KEY,
+                field="agent.system_prompt",
+            )
         names = [t["name"] for t in agent.get("tools", [])]
         clash = sorted(SERVER_TOOL_NAMES.intersection(names))
         if clash:

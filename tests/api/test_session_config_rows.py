@@ -61,6 +61,7 @@ def refused(response: httpx.Response, field: str) -> None:
     [
         ({"tools": []}, "agent.system_prompt"),
         ({"system_prompt": 7, "tools": []}, "agent.system_prompt"),
+        ({"system_prompt": " \n", "tools": []}, "agent.system_prompt"),  # stored before 2026-12-04
         ({"system_prompt": "x", "tools": None}, "agent.tools"),
         ({"system_prompt": "x", "tools": [{"name": 5}]}, "agent.tools[0]"),
         ({"system_prompt": "x", "tools": [TOOL, NO_SCHEMA]}, "agent.tools[1]"),

@@ -75,6 +75,9 @@ async def test_list_is_newest_first_and_cursor_paginated(api: httpx.AsyncClient)
             "tool_name_conflict",
         ),
         ({"agent": {"system_prompt": ""}}, 422, "invalid_request"),
+        # Blank: every prepare and turn of the session would refuse it (found by a contract
+        # run with another seed: such a session was stored, then could never be used).
+        ({"agent": {"system_prompt": " \n\u3000"}}, 422, "empty_system_context_part"),
         ({"workspace": {"working_directory": "/etc"}}, 422, "workspace_not_allowed"),
         ({"sandbox": {"mode": "yolo"}}, 422, "invalid_request"),
     ],

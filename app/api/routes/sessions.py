@@ -57,6 +57,7 @@ class ContextResponse(PrepareResponse):
                 "tool_name_conflict",
                 "duplicate_tool_name",
                 "unresolvable_schema_ref",
+                "empty_system_context_part",
                 "system_context_part_too_large",
             )
         },

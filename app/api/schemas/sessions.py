@@ -52,7 +52,12 @@ class AgentToolIn(ToolDefinitionIn):
 
 
 class AgentIn(RequestModel):
-    system_prompt: str = Field(min_length=1, examples=["You are a careful coding agent."])
+    system_prompt: str = Field(
+        min_length=1,
+        examples=["You are a careful coding agent."],
+        # Checked by the service (``empty_system_context_part``): the schema states it.
+        json_schema_extra={"pattern": NOT_BLANK},
+    )
     tools: list[AgentToolIn] = Field(default_factory=list)
     max_model_calls: ModelCalls = 20
     doom_loop_threshold: DoomLoopThreshold = 3

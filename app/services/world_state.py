@@ -24,11 +24,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import anyio
 import anyio.to_thread
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app import fastjson
 from app.core.content import Item, text_block
 from app.core.errors import InvalidInput
 from app.core.world_state import (
@@ -115,6 +117,32 @@ class _BaselineCache:
         self._entries.put(session_id, (version, dict(baselines)), size)
 
 
+# The caller-provided inputs a process keeps (``_ProvidedCache``), in bytes of their JSON.
+PROVIDED_CACHE_BYTES = 32 * 1024 * 1024
+
+
+class _ProvidedCache:
+    """Per process: session id → (the stored ``workspace.provided`` value, the inputs built from
+    it by ``provided_inputs_of``), the least recently used session dropped beyond ``max_bytes``
+    of that value's JSON. A turn captures at every step, and checking and rendering a
+    100 000-entry layout again takes ~20 ms where comparing it with the value kept takes ~2:
+    the inputs are reused only when the stored value equals the one they were built from."""
+
+    def __init__(self, max_bytes: int = PROVIDED_CACHE_BYTES) -> None:
+        self._entries: BytesLRU[str, tuple[dict[str, Any], WorkspaceInputs]] = BytesLRU(max_bytes)
+
+    def inputs(self, session_id: str, provided: dict[str, Any]) -> WorkspaceInputs:
+        entry = self._entries.get(session_id)
+        if entry is not None and entry[0] == provided:
+            return entry[1]
+        inputs = provided_inputs_of(provided)  # raises for values its rules refuse: not kept
+        # A copy (a loaded row's value could be changed in place after this), through its JSON,
+        # which is also its size.
+        data = fastjson.dumps(provided)
+        self._entries.put(session_id, (fastjson.loads(data), inputs), len(data))
+        return inputs
+
+
 class WorldStateSampler:
     """Implements ``WorldStateSampling``; one per app. The baselines live in the database; the
     sampler only caches them per session (``_BaselineCache``)."""
@@ -129,6 +157,7 @@ class WorldStateSampler:
         self._roots = tuple(settings.workspace_roots)
         self._timeout = capture_timeout_seconds
         self._baselines = _BaselineCache()
+        self._provided = _ProvidedCache()
         self._observability = observability or Observability()
 
     def capture_reads_files(self, session: AgentSession) -> bool:
@@ -148,7 +177,7 @@ class WorldStateSampler:
             return NO_WORKSPACE
         provided = workspace.get("provided")
         if provided is not None:
-            return provided_inputs_of(provided)
+            return self._provided.inputs(session.id, provided)
         directory: str = workspace["working_directory"]
         skills_root: str | None = workspace.get("skills_root")
 

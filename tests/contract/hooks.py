@@ -1,10 +1,12 @@
 """Schemathesis hooks for the contract run (loaded with ``SCHEMATHESIS_HOOKS``).
 
-One check replaces schemathesis' ``positive_data_acceptance``: a request the schema allows is
-accepted, or refused only for a documented rule JSON Schema cannot state (``UNSTATABLE``:
-arithmetic across fields, order or uniqueness across array items, token counts, the server's
-configuration, stored state). ``docs/api-notes.md`` ("What the schema cannot state") lists the
-same rules with their reasons; a test keeps the two lists equal.
+Two checks replace schemathesis' own. ``schema_valid_requests_are_accepted`` replaces
+``positive_data_acceptance``: a request the schema allows is accepted, or refused only for a
+documented rule JSON Schema cannot state (``UNSTATABLE``: arithmetic across fields, order or
+uniqueness across array items, token counts, the server's configuration, stored state).
+``docs/api-notes.md`` ("What the schema cannot state") lists the same rules with their reasons;
+a test keeps the two lists equal. ``created_sessions_are_available`` replaces
+``ensure_resource_availability``, reading what a 404 says is missing.
 """
 
 from __future__ import annotations
@@ -13,7 +15,10 @@ import json
 from typing import Any
 
 import schemathesis
-from schemathesis.specs.openapi.checks import is_unexpected_http_status_case
+from schemathesis.specs.openapi.checks import (
+    ensure_resource_availability,
+    is_unexpected_http_status_case,
+)
 
 # operation label → the problem codes of rules no JSON Schema can state.
 _PIPELINE = {
@@ -95,6 +100,30 @@ def before_call(
             case.body[key] = "local"
 
 
+def _problem_code(response: schemathesis.Response) -> str | None:
+    try:
+        problem = json.loads(response.content)
+    except ValueError:
+        return None
+    code = problem.get("code") if isinstance(problem, dict) else None
+    return code if isinstance(code, str) else None
+
+
+@schemathesis.check
+def created_sessions_are_available(
+    ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case
+) -> bool | None:
+    """schemathesis' ``ensure_resource_availability`` (a resource just created answers 404 in the
+    operation that follows it), except for a 404 that names another resource than the session:
+    a rewind to a checkpoint id that names nothing (``compaction_not_found``), a cancel of a turn
+    id that names nothing (``turn_not_found``). Those say nothing about the session, which the
+    built-in check takes them for (its per-operation switch does not reach the stateful phase).
+    """
+    if response.status_code == 404 and _problem_code(response) != "session_not_found":
+        return None
+    return ensure_resource_availability(ctx, response, case)
+
+
 def _positive(case: schemathesis.Case) -> bool:
     meta = case.meta
     if meta is None or not meta.generation.mode.is_positive:
@@ -113,13 +142,7 @@ def schema_valid_requests_are_accepted(
     status = response.status_code
     if status < 400 or status in _ACCEPTED or status >= 500:  # 5xx: not_a_server_error's
         return None
-    try:
-        problem = json.loads(response.content)
-    except ValueError:
-        problem = {}
-    code = problem.get("code") if isinstance(problem, dict) else None
+    code = _problem_code(response)
     if status == 422 and code in UNSTATABLE.get(case.operation.label, set()):
         return None
-    raise AssertionError(
-        f"A request the schema allows was refused: {status} {code}: {problem.get('detail')}"
-    )
+    raise AssertionError(f"A request the schema allows was refused: {status}: {response.text}")

@@ -25,7 +25,7 @@ from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
-from app.storage.repositories.turns import NO_USAGE, TurnRepository, TurnUsage
+from app.storage.repositories.turn_usage import NO_USAGE, TurnUsage, usage_by_session
 from app.workspace.paths import validate_directory, validate_working_directory
 
 __all__ = ["SessionService", "session_to_json"]
@@ -69,7 +69,7 @@ def session_to_json(
 async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[dict[str, Any]]:
     """The JSON of ``rows`` with their usage and active history (two queries for all)."""
     ids = [r.id for r in rows]
-    usage = await TurnRepository(db).usage_by_session(ids)
+    usage = await usage_by_session(db, ids)
     history = await MessageRepository(db).active_bytes(ids)
     return [session_to_json(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
 

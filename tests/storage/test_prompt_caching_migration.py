@@ -16,6 +16,7 @@ from app.storage.migrate import alembic_config, upgrade_to_head
 from app.storage.models import Turn
 from app.storage.repositories import SessionRepository, TurnRepository
 from app.storage.repositories.registry import ModelRepository
+from app.storage.repositories.turn_usage import usage_by_session
 from tests.storage.conftest import new_agent_session
 from tests.storage.test_migrated_rows import _columns
 from tests.storage.test_migrations import _downgrade_to, _engine_at_head
@@ -121,7 +122,7 @@ async def test_earlier_models_cache_and_earlier_turns_wrote_nothing(
             models = ModelRepository(db)
             old, odd = await models.get("old"), await models.get("odd")
             turn = await TurnRepository(db).get(sid, "t-old")
-            usage = (await TurnRepository(db).usage_by_session([sid]))[sid]
+            usage = (await usage_by_session(db, [sid]))[sid]
         assert old is not None
         assert odd is not None
         assert turn is not None

@@ -8,11 +8,10 @@ lost its turn (finished by another replica, or interrupted after its lease expir
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, insert, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
@@ -34,7 +33,7 @@ from app.storage.repositories.turn_statements import (
     running_update,
 )
 
-__all__ = ["NO_USAGE", "TurnRepository", "TurnUsage"]
+__all__ = ["TurnRepository"]
 
 TERMINAL_STATUSES = ("completed", "failed", "cancelled", "interrupted")
 
@@ -44,19 +43,6 @@ _START_CANDIDATES = select(Turn).where(
     Turn.session_id == bindparam("k_session_id"),
     (Turn.client_request_id == bindparam("k_client_request_id")) | (Turn.status == "running"),
 )
-
-
-@dataclass(frozen=True, slots=True)
-class TurnUsage:
-    turns: int
-    input_tokens: int
-    output_tokens: int
-    cached_tokens: int
-    reasoning_tokens: int
-    cache_creation_tokens: int
-
-
-NO_USAGE = TurnUsage(0, 0, 0, 0, 0, 0)
 
 
 class TurnRepository(Repository):
@@ -172,26 +158,6 @@ class TurnRepository(Repository):
             )
         stmt = stmt.order_by(Turn.created_at.desc(), Turn.turn_id.desc()).limit(limit)
         return (await self.session.execute(stmt)).scalars().all()
-
-    async def usage_by_session(self, session_ids: Sequence[str]) -> dict[str, TurnUsage]:
-        """Σ of the token usage of every turn of each session (sessions without turns absent)."""
-        if not session_ids:
-            return {}
-        stmt = (
-            select(
-                Turn.session_id,
-                func.count(),
-                func.sum(Turn.input_tokens),
-                func.sum(Turn.output_tokens),
-                func.sum(Turn.cached_tokens),
-                func.sum(Turn.reasoning_tokens),
-                func.sum(Turn.cache_creation_tokens),
-            )
-            .where(Turn.session_id.in_(session_ids))
-            .group_by(Turn.session_id)
-        )
-        rows = (await self.session.execute(stmt)).all()
-        return {row[0]: TurnUsage(*(int(v) for v in row[1:])) for row in rows}
 
     async def update_running(
         self,

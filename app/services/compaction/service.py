@@ -14,9 +14,7 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Any, Literal
 
-from app.core.compaction import (
-    RetryPolicy,
-)
+from app.core.compaction import RetryPolicy
 from app.core.compaction.shrink import CompactionNotSmaller, refusal_of
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError, Unavailable

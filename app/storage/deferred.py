@@ -218,8 +218,9 @@ def observe_flushes(engine: AsyncEngine, observer: FlushObserver) -> None:
 
 def _queue_on(connection: Connection, *, pop: bool = False) -> _Queue | None:
     # An invalidated connection (its server went away) has no DBAPI connection to ask, and
-    # the queue went with the pool's record (``checkin``).
-    if connection.invalidated:
+    # the queue went with the pool's record (``checkin``); so has a closed one (the session's
+    # earlier transaction, after a session is used for another).
+    if connection.closed or connection.invalidated:
         return None
     info = connection.info
     queue: _Queue | None = info.pop(_QUEUE, None) if pop else info.get(_QUEUE)

@@ -192,3 +192,22 @@ async def test_a_write_that_needs_a_default_is_refused_before_anything_runs(
         with pytest.raises(ValueError, match="created_at"):
             await write(db, _INSERT, incomplete)
     assert await _stored(factory, sid) == []
+
+
+async def test_a_session_used_again_after_its_commit_defers_its_next_transaction(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    """The queue of a committed transaction went with its connection: the next transaction of
+    the same session starts a queue of its own (before, asking for the old one raised
+    ResourceClosedError)."""
+    sid = await make_session()
+    db = factory()
+    try:
+        for sequence in (1, 2):
+            await defer(db)
+            await write(db, _INSERT, _event(sid, sequence, {"n": sequence}))
+            await db.commit()
+    finally:
+        await db.close()
+
+    assert [row[:2] for row in await _stored(factory, sid)] == [(1, {"n": 1}), (2, {"n": 2})]

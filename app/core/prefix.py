@@ -29,9 +29,10 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, replace
 from hashlib import blake2b
+from operator import eq, is_, itemgetter
 from typing import Any
 
 from app.core.content import Item, RealOrigin, compact_json
@@ -44,6 +45,7 @@ __all__ = [
     "MAX_DIGEST_CHARS",
     "VERSION",
     "PrefixComparison",
+    "RecordBasis",
     "RequestRecord",
     "compare",
     "decode",
@@ -84,6 +86,10 @@ _COMPACTION_REASONS = frozenset(
 _CONTENT_UNIT = {
     role: b"c" + role.encode() + b"\n" for role in ("system", "user", "assistant", "tool")
 }
+
+
+_CONTENT = itemgetter("content")
+_ROLE = itemgetter("role")
 
 
 def _reference_bytes(value: Any) -> bytes:
@@ -155,6 +161,24 @@ def digest_record(digest: str) -> bytes | None:
     return data if decode(data) is not None else None
 
 
+@dataclass(frozen=True, slots=True)
+class RecordBasis:
+    """What a record's Conversation units were computed from, so that the record of the next
+    request of a conversation that grows (a turn's next model call) digests only what is new
+    (``record_request``'s ``extends``). It holds the objects it compares by identity, so no
+    other object can take their identities while it lives."""
+
+    identify_stored: bool
+    rewind_compaction_id: str | None
+    conversation: tuple[Item, ...]  # the caller's items
+    members: set[int]  # their identities: an item among them is the caller's own, unchanged
+    items: tuple[Item, ...]  # the request's items, and their messages' contents and roles
+    contents: list[Any]
+    roles: list[str]
+    digests: bytes  # the Conversation's units only
+    kinds: bytes
+
+
 def record_request(
     prepared: PreparedModelCall,
     conversation: Sequence[Item],
@@ -162,44 +186,124 @@ def record_request(
     identify_stored: bool,
     rewind_compaction_id: str | None = None,
     dumps: Callable[[Any], bytes] = _reference_bytes,
-) -> RequestRecord:
-    """The record of ``prepared``, the request built from ``conversation`` (the caller's items).
+    extends: RecordBasis | None = None,
+) -> tuple[RequestRecord, RecordBasis]:
+    """The record of ``prepared``, the request built from ``conversation`` (the caller's items),
+    and its basis.
 
     ``identify_stored``: a stored row that no stage changed is its sequence (or its id);
     else every message is digested from its JSON. ``rewind_compaction_id``: the active
     checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as SPEC §3.1
     writes them (the service passes a faster encoder of the very same bytes).
+
+    ``extends``: the basis of an earlier record. When ``conversation`` begins with that
+    record's conversation (the very objects) under the same options, the units of the leading
+    items both requests share — the same item objects, carrying the same content objects under
+    the same roles — are taken from it: an item's unit follows from those alone (and from
+    whether it is the caller's own, which the same object in a conversation that only grew
+    still is), so they are the very units computing them again would give.
     """
     request = prepared.request
     messages = request["messages"]
     tools = request["tools"]
-    system_count = len(messages) - len(prepared.items)
-    digests = bytearray()
-    kinds = bytearray()
+    items = prepared.items
+    system_count = len(messages) - len(items)
+    head = bytearray()
+    head_kinds = bytearray()
     if tools:
-        digests += blake2b(b"t" + dumps(tools), digest_size=DIGEST_BYTES).digest()
-        kinds.append(TOOLS)
+        head += blake2b(b"t" + dumps(tools), digest_size=DIGEST_BYTES).digest()
+        head_kinds.append(TOOLS)
     for message in messages[:system_count]:
-        digests += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
-        kinds.append(SYSTEM)
-    unchanged = {id(item) for item in conversation}
+        head += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
+        head_kinds.append(SYSTEM)
+    # C-level passes over the items: this is every model call's per-message cost.
+    contents = list(map(_CONTENT, messages[system_count:]))
+    roles = list(map(_ROLE, messages[system_count:]))
+    reused = 0
+    if (
+        extends is not None
+        and extends.identify_stored == identify_stored
+        and extends.rewind_compaction_id == rewind_compaction_id
+        and len(conversation) >= len(extends.conversation)
+        and _leading(map(is_, extends.conversation, conversation)) == len(extends.conversation)
+    ):
+        members = extends.members.union(map(id, conversation[len(extends.conversation) :]))
+        reused = min(
+            _leading(map(is_, extends.items, items)),
+            _leading(map(is_, extends.contents, contents)),
+            _leading(map(eq, extends.roles, roles)),
+        )
+        digests = bytearray(extends.digests[: reused * DIGEST_BYTES])
+        kinds = bytearray(extends.kinds[:reused])
+    else:
+        members = set(map(id, conversation))
+        digests = bytearray()
+        kinds = bytearray()
+    _digest_items(
+        items[reused:],
+        messages[system_count + reused :],
+        [id(item) in members for item in items[reused:]],
+        digests,
+        kinds,
+        identify_stored=identify_stored,
+        rewind_compaction_id=rewind_compaction_id,
+        dumps=dumps,
+    )
+    basis = RecordBasis(
+        identify_stored,
+        rewind_compaction_id,
+        tuple(conversation),
+        members,
+        tuple(items),
+        contents,
+        roles,
+        bytes(digests),
+        bytes(kinds),
+    )
+    record = RequestRecord(
+        1 if tools else 0, system_count, bytes(head + digests), bytes(head_kinds + kinds)
+    )
+    return record, basis
+
+
+def _leading(flags: Iterable[bool]) -> int:
+    """How many of ``flags`` are true before the first false one."""
+    listed = list(flags)
+    try:
+        return listed.index(False)
+    except ValueError:
+        return len(listed)
+
+
+def _digest_items(
+    items: Sequence[Item],
+    messages: Sequence[Any],
+    unchanged: Sequence[bool],
+    digests: bytearray,
+    kinds: bytearray,
+    *,
+    identify_stored: bool,
+    rewind_compaction_id: str | None,
+    dumps: Callable[[Any], bytes],
+) -> None:
+    """Append the units of ``items`` (their request ``messages``; ``unchanged``: whether each is
+    the caller's own object) to ``digests`` and ``kinds``."""
     append_kind = kinds.append
-    for item, message in zip(prepared.items, messages[system_count:], strict=True):
+    for item, message, same in zip(items, messages, unchanged, strict=True):
         origin = item.origin
         # The usual message first, in as few steps as it takes: a stored row no stage changed.
         # A stored row is its sequence (unique in its session, never reused, content
         # immutable): 8 bytes, no hash.
         if (
             identify_stored
+            and same
             and origin.__class__ is RealOrigin
             and origin.sequence is not None
-            and id(item) in unchanged
         ):
             digests += origin.sequence.to_bytes(DIGEST_BYTES, "big", signed=True)
             append_kind(WORLD_STATE if item.kind == "world_state" else STORED)
             continue
         if isinstance(origin, RealOrigin):
-            same = id(item) in unchanged
             if item.kind == "world_state":
                 kind = WORLD_STATE
             elif not same:
@@ -210,7 +314,7 @@ def record_request(
                 # An id without a sequence (not a row: a caller's) is hashed.
                 unit = b"i" + origin.message_id.encode()
                 digests += blake2b(unit, digest_size=DIGEST_BYTES).digest()
-                kinds.append(kind)
+                append_kind(kind)
                 continue
         elif origin.reason in _COMPACTION_REASONS:
             rewound = rewind_compaction_id is not None and (
@@ -226,13 +330,12 @@ def record_request(
         digest = blake2b(unit, digest_size=DIGEST_BYTES)
         digest.update(dumps(message["content"]))
         digests += digest.digest()
-        kinds.append(kind)
-    return RequestRecord(1 if tools else 0, system_count, bytes(digests), bytes(kinds))
+        append_kind(kind)
 
 
-def _common_units(a: bytes, b: bytes) -> int:
-    """The number of leading digests ``a`` and ``b`` share (a bisection on slice equality)."""
-    width = DIGEST_BYTES
+def _common_prefix(a: Sequence[Any], b: Sequence[Any], width: int) -> int:
+    """The number of leading runs of ``width`` elements ``a`` and ``b`` share (a bisection on
+    slice equality: C-level comparisons, a logarithmic number of them)."""
     n = min(len(a), len(b)) // width
     if a[: n * width] == b[: n * width]:
         return n
@@ -288,7 +391,7 @@ def compare(
     """
     if previous is None:
         return PrefixComparison(0, None, None)
-    matched = _common_units(previous.digests, current.digests)
+    matched = _common_prefix(previous.digests, current.digests, DIGEST_BYTES)
     tokens = _prefix_tokens(prepared, current, matched)
     if matched == previous.units:
         return PrefixComparison(tokens, None, previous.units - previous.tool_units)

@@ -28,6 +28,7 @@ from app.storage.repositories.prefixes import RequestPrefixRepository
 __all__ = [
     "decode_digest",
     "prefixed",
+    "prefixed_extending",
     "remember",
     "request_digest",
     "rewind_of",
@@ -73,16 +74,38 @@ def prefixed(
 ) -> PreparedModelCall:
     """``prepared`` with its record and its stable prefix against ``previous`` (a record; one
     that does not decode counts as no previous request)."""
-    record = prefix.record_request(
+    return prefixed_extending(
+        prepared,
+        conversation,
+        previous,
+        None,
+        identify_stored=identify_stored,
+        rewind_compaction_id=rewind_compaction_id,
+    )[0]
+
+
+def prefixed_extending(
+    prepared: PreparedModelCall,
+    conversation: Sequence[Item],
+    previous: bytes | None,
+    basis: prefix.RecordBasis | None,
+    *,
+    identify_stored: bool,
+    rewind_compaction_id: str | None = None,
+) -> tuple[PreparedModelCall, prefix.RecordBasis]:
+    """``prefixed``, with its record built on ``basis`` (an earlier record's, the same turn's
+    previous request: only what is new is digested), and the basis of this one."""
+    record, built = prefix.record_request(
         prepared,
         conversation,
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
         # Content and the tool list: strings by their schema, no float to look for.
         dumps=content_bytes,
+        extends=basis,
     )
     comparison = prefix.compare(prepared, record, prefix.decode(previous))
-    return prefix.with_prefix(prepared, record, comparison)
+    return prefix.with_prefix(prepared, record, comparison), built
 
 
 async def stored_previous(db: AsyncSession, session_id: str) -> bytes | None:

@@ -18,6 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.caching import plan_for
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
+from app.core.prefix import RecordBasis
 from app.core.prepare import prepare
 from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse
@@ -27,7 +28,7 @@ from app.services.conversation_cache import ConversationCache
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
-from app.services.request_prefix import prefixed, remember, rewind_of
+from app.services.request_prefix import prefixed_extending, remember, rewind_of
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
@@ -87,6 +88,8 @@ class RunnerSteps:
         # stores its response (or ends the turn): no transaction of its own.
         self.sent_record: bytes | None = None
         self.sent_record_known = False
+        # What the last request's record was built from: the next one digests only what is new.
+        self.record_basis: RecordBasis | None = None
         # Whether this turn's model client says when a request is written, and the step that
         # commits while the next call is sent (``app.services.turns.overlap``).
         self.overlap = False
@@ -360,10 +363,11 @@ class RunnerSteps:
                 )
                 # Against the last request sent (a re-preparation too: it replaces one that
                 # was never sent).
-                prepared = prefixed(
+                prepared, self.record_basis = prefixed_extending(
                     prepared,
                     items,
                     self.sent_record,
+                    self.record_basis,
                     identify_stored=True,
                     rewind_compaction_id=rewind_of(counted.active),
                 )

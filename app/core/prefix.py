@@ -29,13 +29,14 @@ from __future__ import annotations
 import base64
 import binascii
 import struct
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from hashlib import blake2b
-from operator import eq, is_, itemgetter
+from operator import eq, itemgetter
 from typing import Any
 
 from app.core.content import Item, RealOrigin, compact_json
+from app.core.identity import leading, same_objects
 from app.core.prepared import BreakReason, PrefixBreak, PreparedModelCall
 
 __all__ = [
@@ -225,13 +226,13 @@ def record_request(
         and extends.identify_stored == identify_stored
         and extends.rewind_compaction_id == rewind_compaction_id
         and len(conversation) >= len(extends.conversation)
-        and _leading(map(is_, extends.conversation, conversation)) == len(extends.conversation)
+        and same_objects(extends.conversation, conversation) == len(extends.conversation)
     ):
         members = extends.members.union(map(id, conversation[len(extends.conversation) :]))
         reused = min(
-            _leading(map(is_, extends.items, items)),
-            _leading(map(is_, extends.contents, contents)),
-            _leading(map(eq, extends.roles, roles)),
+            same_objects(extends.items, items),
+            same_objects(extends.contents, contents),
+            leading(map(eq, extends.roles, roles)),
         )
         digests = bytearray(extends.digests[: reused * DIGEST_BYTES])
         kinds = bytearray(extends.kinds[:reused])
@@ -264,15 +265,6 @@ def record_request(
         1 if tools else 0, system_count, bytes(head + digests), bytes(head_kinds + kinds)
     )
     return record, basis
-
-
-def _leading(flags: Iterable[bool]) -> int:
-    """How many of ``flags`` are true before the first false one."""
-    listed = list(flags)
-    try:
-        return listed.index(False)
-    except ValueError:
-        return len(listed)
 
 
 def _digest_items(

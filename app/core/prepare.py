@@ -26,7 +26,7 @@ from app.core.prepared import (
     SystemPart,
     ToolDefinition,
 )
-from app.core.single_pass import single_pass
+from app.core.single_pass import EarlierPass, single_pass
 
 __all__ = ["prepare"]
 
@@ -42,11 +42,15 @@ def prepare(
     counter: TokenCounter = ESTIMATE,
     *,
     remember: bool = True,
+    extends: PreparedModelCall | None = None,
 ) -> PreparedModelCall:
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
     ``remember=False``: the caller will never pass these very items again (a stateless
     request's), so the walk is not remembered for a later call (``app/core/resume.py``).
+    ``extends``: an earlier call's result (a turn's previous model call): the messages and
+    measures of the leading normalized items that are its very objects are taken from it when
+    it was measured by this very counter — what building them again would give.
     Raises ``InvalidInput`` with the codes of SPEC §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
@@ -56,6 +60,7 @@ def prepare(
         accepts_data_blocks=capabilities.accepts_data_blocks,
         counter_name=counter.name,
         remember=remember,
+        extends=_earlier(extends, counter),
     )
     system_measure = measure_system_context(system_context, counter)  # validates it too
     if sent.system_message_at is not None:
@@ -87,4 +92,13 @@ def prepare(
         measures,
         counter,
         pruned_through_sequence=pruning.through_sequence,
+    )
+
+
+def _earlier(prepared: PreparedModelCall | None, counter: TokenCounter) -> EarlierPass | None:
+    if prepared is None or prepared.counter is not counter:
+        return None
+    messages = prepared.request["messages"]
+    return EarlierPass(
+        prepared.items, messages[len(messages) - len(prepared.items) :], prepared.measures
     )

@@ -10,10 +10,12 @@ boundary, under the same pruning watermark and data-block acceptance, walks only
 Deterministic: a remembered walk is reused only for the identical objects it was computed from,
 and items, their content lists and blocks are never changed in place (``content.py``; the
 budget's cached measures rest on the same rule), so it is exactly what walking them again would
-give. Only stages 1–3 are remembered: the request's dicts, the provenance, the report and every
-measure are built anew on each call. A message a stage rebuilt (pruned, projected, filtered,
-renamed or synthesized) may be handed out again by a later call, as the caller's own unchanged
-items always are; like them it is immutable.
+give. Only stages 1–3 are remembered here: the request's dicts, the provenance, the report and
+every measure are built anew on each call, unless the caller hands ``prepare`` its previous
+call's result (``extends``, a turn's model calls), which then lends them for the items shared.
+A message a stage rebuilt (pruned, projected, filtered, renamed or synthesized) may be handed
+out again by a later call, as the caller's own unchanged items always are; like them it is
+immutable.
 
 Bounded: at most ``MEMO_SLOTS`` conversations and ``MEMO_BYTES`` of their content, keyed by the
 identity of their first message (an entry keeps that message alive, so the key cannot be reused

@@ -11,21 +11,33 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.core.content import Item
+from app.core.identity import same_objects
 from app.core.prepared import ProjectionReport, PruningWatermark, RequestMessage
 from app.core.resume import walk_resuming
 
-__all__ = ["ConversationPass", "single_pass"]
+__all__ = ["ConversationPass", "EarlierPass", "single_pass"]
 
 
 @dataclass(frozen=True, slots=True)
 class ConversationPass:
     items: list[Item]  # the normalized Conversation
     messages: list[RequestMessage]  # its request messages (artifacts removed)
-    # Per item, the cached figure the budget may reuse, else 0 with its index in ``unmeasured``.
+    # Per item, the cached figure the budget may reuse (or the earlier call's figure, for an item
+    # shared with it), else 0 with its index in ``unmeasured``.
     measures: list[int]
     unmeasured: list[int]  # indexes of the other items, in order: the budget measures them
     system_message_at: int | None  # index in the caller's conversation: ``Walked``
     report: ProjectionReport
+
+
+@dataclass(frozen=True, slots=True)
+class EarlierPass:
+    """An earlier call's normalized items, their request messages and final measures (by the
+    same counter): what ``single_pass`` may take for the leading items it shares."""
+
+    items: Sequence[Item]
+    messages: Sequence[RequestMessage]
+    measures: Sequence[int]
 
 
 def single_pass(
@@ -35,6 +47,7 @@ def single_pass(
     accepts_data_blocks: bool,
     counter_name: str,
     remember: bool = True,
+    extends: EarlierPass | None = None,
 ) -> ConversationPass:
     """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
 
@@ -44,23 +57,34 @@ def single_pass(
     A cached figure of ``counter_name`` is reused for every item that carries one. That is what
     the budget's rule (only the caller's own, untouched objects) gives, because no stage attaches
     a cache to an item it builds: a cached item here is one of the caller's, unchanged.
+
+    ``extends``: an earlier call's pass by the same counter; the leading items that are its
+    very objects take its messages and figures (the same item gives the same message, and the
+    same figure under the same counter), so only the rest is assembled.
     """
     walked = walk_resuming(conversation, pruning, accepts_data_blocks, remember=remember)
     items = list(walked.items)
+    # The leading items that are the very objects of an earlier call's: their messages (built
+    # by the same rule from the same item) and measures (by the same counter) are those.
+    shared = 0 if extends is None else same_objects(extends.items, items)
     # Comprehensions, not one loop with appends: this is the per-message cost of every call.
     messages: list[RequestMessage] = [
-        {"role": item.role, "content": item.content} for item in items
+        {"role": item.role, "content": item.content} for item in items[shared:]
     ]
-    for index, content in zip(walked.artifacts, walked.stripped, strict=True):
-        messages[index]["content"] = content
-    measures = [0] * len(items)
+    measures = [0] * (len(items) - shared)
     unmeasured: list[int] = []
-    for index, item in enumerate(items):
+    for index, item in enumerate(items[shared:], shared):
         cached = item.cached
         if cached is not None and cached.counter == counter_name:
-            measures[index] = cached.measure
+            measures[index - shared] = cached.measure
         else:
             unmeasured.append(index)
+    if extends is not None:
+        messages = [*extends.messages[:shared], *messages]
+        measures = [*extends.measures[:shared], *measures]
+    for index, content in zip(walked.artifacts, walked.stripped, strict=True):
+        if index >= shared:
+            messages[index]["content"] = content
     return ConversationPass(
         items,
         messages,

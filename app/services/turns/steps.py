@@ -88,7 +88,9 @@ class RunnerSteps:
         # stores its response (or ends the turn): no transaction of its own.
         self.sent_record: bytes | None = None
         self.sent_record_known = False
-        # What the last request's record was built from: the next one digests only what is new.
+        # The last request prepared and what its record was built from: the next call's
+        # prepare and record take what they share with them instead of building it again.
+        self.last_prepared: PreparedModelCall | None = None
         self.record_basis: RecordBasis | None = None
         # Whether this turn's model client says when a request is written, and the step that
         # commits while the next call is sent (``app.services.turns.overlap``).
@@ -360,6 +362,7 @@ class RunnerSteps:
                     self.entry.capabilities,
                     watermark_of(session),
                     self.counter,
+                    extends=self.last_prepared,
                 )
                 # Against the last request sent (a re-preparation too: it replaces one that
                 # was never sent).
@@ -372,6 +375,7 @@ class RunnerSteps:
                     rewind_compaction_id=rewind_of(counted.active),
                 )
                 timed.budget(prepared.budget)
+            self.last_prepared = prepared
             return prepared
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise failed(exc.code, exc.detail) from exc

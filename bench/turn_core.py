@@ -1,5 +1,5 @@
 """A turn's per-call core work — ``prepare()`` and the prefix record — with and without the
-previous call's result to build on (``prepare(extends=...)``, ``record_request(extends=...)``,
+previous call's result to build on (``prepare(extends=...)``, ``record_extending``,
 what ``RunnerSteps`` passes), alternating, in one process.
 
 A turn of five model calls on a stored conversation of N messages (each with its stored
@@ -75,12 +75,12 @@ def turn(base: list[Item], build_on: bool) -> tuple[float, list[float]]:
             ESTIMATE,
             extends=previous if build_on else None,
         )
-        _, built = prefix.record_request(
+        _, built = prefix.record_extending(
             prepared,
             items,
+            basis if build_on else None,
             identify_stored=True,
             dumps=content_bytes,
-            extends=basis if build_on else None,
         )
         times.append(time.perf_counter() - started)
         previous, basis = prepared, built

@@ -52,6 +52,7 @@ __all__ = [
     "decode",
     "digest_record",
     "record_digest",
+    "record_extending",
     "record_request",
     "with_prefix",
 ]
@@ -166,7 +167,7 @@ def digest_record(digest: str) -> bytes | None:
 class RecordBasis:
     """What a record's Conversation units were computed from, so that the record of the next
     request of a conversation that grows (a turn's next model call) digests only what is new
-    (``record_request``'s ``extends``). It holds the objects it compares by identity, so no
+    (``record_extending``). It holds the objects it compares by identity, so no
     other object can take their identities while it lives."""
 
     identify_stored: bool
@@ -187,36 +188,54 @@ def record_request(
     identify_stored: bool,
     rewind_compaction_id: str | None = None,
     dumps: Callable[[Any], bytes] = _reference_bytes,
-    extends: RecordBasis | None = None,
-) -> tuple[RequestRecord, RecordBasis]:
-    """The record of ``prepared``, the request built from ``conversation`` (the caller's items),
-    and its basis.
+) -> RequestRecord:
+    """The record of ``prepared``, the request built from ``conversation`` (the caller's items).
 
     ``identify_stored``: a stored row that no stage changed is its sequence (or its id);
     else every message is digested from its JSON. ``rewind_compaction_id``: the active
     checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as SPEC §3.1
     writes them (the service passes a faster encoder of the very same bytes).
-
-    ``extends``: the basis of an earlier record. When ``conversation`` begins with that
-    record's conversation (the very objects) under the same options, the units of the leading
-    items both requests share — the same item objects, carrying the same content objects under
-    the same roles — are taken from it: an item's unit follows from those alone (and from
-    whether it is the caller's own, which the same object in a conversation that only grew
-    still is), so they are the very units computing them again would give.
     """
-    request = prepared.request
-    messages = request["messages"]
-    tools = request["tools"]
     items = prepared.items
+    messages = prepared.request["messages"]
+    members = set(map(id, conversation))
+    digests = bytearray()
+    kinds = bytearray()
+    _digest_items(
+        items,
+        messages[len(messages) - len(items) :],
+        [id(item) in members for item in items],
+        digests,
+        kinds,
+        identify_stored=identify_stored,
+        rewind_compaction_id=rewind_compaction_id,
+        dumps=dumps,
+    )
+    return _with_head(prepared, digests, kinds, dumps)
+
+
+def record_extending(
+    prepared: PreparedModelCall,
+    conversation: Sequence[Item],
+    extends: RecordBasis | None,
+    *,
+    identify_stored: bool,
+    rewind_compaction_id: str | None = None,
+    dumps: Callable[[Any], bytes] = _reference_bytes,
+) -> tuple[RequestRecord, RecordBasis]:
+    """``record_request``, built on ``extends`` (the basis of an earlier record), and the
+    basis of this one.
+
+    When ``conversation`` begins with the earlier record's conversation (the very objects)
+    under the same options, the units of the leading items both requests share — the same item
+    objects, carrying the same content objects under the same roles — are taken from it: an
+    item's unit follows from those alone (and from whether it is the caller's own, which the
+    same object in a conversation that only grew still is), so they are the very units
+    computing them again would give.
+    """
+    items = prepared.items
+    messages = prepared.request["messages"]
     system_count = len(messages) - len(items)
-    head = bytearray()
-    head_kinds = bytearray()
-    if tools:
-        head += blake2b(b"t" + dumps(tools), digest_size=DIGEST_BYTES).digest()
-        head_kinds.append(TOOLS)
-    for message in messages[:system_count]:
-        head += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
-        head_kinds.append(SYSTEM)
     # C-level passes over the items: this is every model call's per-message cost.
     contents = list(map(_CONTENT, messages[system_count:]))
     roles = list(map(_ROLE, messages[system_count:]))
@@ -261,10 +280,31 @@ def record_request(
         bytes(digests),
         bytes(kinds),
     )
-    record = RequestRecord(
+    return _with_head(prepared, digests, kinds, dumps), basis
+
+
+def _with_head(
+    prepared: PreparedModelCall,
+    digests: bytearray,
+    kinds: bytearray,
+    dumps: Callable[[Any], bytes],
+) -> RequestRecord:
+    """The record of ``prepared`` from its Conversation's units: the tool surface's unit and
+    the system parts' before them (small: digested on every call)."""
+    request = prepared.request
+    tools = request["tools"]
+    system_count = len(request["messages"]) - len(prepared.items)
+    head = bytearray()
+    head_kinds = bytearray()
+    if tools:
+        head += blake2b(b"t" + dumps(tools), digest_size=DIGEST_BYTES).digest()
+        head_kinds.append(TOOLS)
+    for message in request["messages"][:system_count]:
+        head += blake2b(b"s" + dumps(message["content"]), digest_size=DIGEST_BYTES).digest()
+        head_kinds.append(SYSTEM)
+    return RequestRecord(
         1 if tools else 0, system_count, bytes(head + digests), bytes(head_kinds + kinds)
     )
-    return record, basis
 
 
 def _digest_items(
@@ -325,9 +365,9 @@ def _digest_items(
         append_kind(kind)
 
 
-def _common_prefix(a: Sequence[Any], b: Sequence[Any], width: int) -> int:
-    """The number of leading runs of ``width`` elements ``a`` and ``b`` share (a bisection on
-    slice equality: C-level comparisons, a logarithmic number of them)."""
+def _common_units(a: bytes, b: bytes) -> int:
+    """The number of leading digests ``a`` and ``b`` share (a bisection on slice equality)."""
+    width = DIGEST_BYTES
     n = min(len(a), len(b)) // width
     if a[: n * width] == b[: n * width]:
         return n
@@ -383,7 +423,7 @@ def compare(
     """
     if previous is None:
         return PrefixComparison(0, None, None)
-    matched = _common_prefix(previous.digests, current.digests, DIGEST_BYTES)
+    matched = _common_units(previous.digests, current.digests)
     tokens = _prefix_tokens(prepared, current, matched)
     if matched == previous.units:
         return PrefixComparison(tokens, None, previous.units - previous.tool_units)

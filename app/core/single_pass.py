@@ -67,21 +67,21 @@ def single_pass(
     # The leading items that are the very objects of an earlier call's: their messages (built
     # by the same rule from the same item) and measures (by the same counter) are those.
     shared = 0 if extends is None else same_objects(extends.items, items)
+    rest = items[shared:] if shared else items
     # Comprehensions, not one loop with appends: this is the per-message cost of every call.
-    messages: list[RequestMessage] = [
-        {"role": item.role, "content": item.content} for item in items[shared:]
-    ]
-    measures = [0] * (len(items) - shared)
+    messages: list[RequestMessage] = [{"role": item.role, "content": item.content} for item in rest]
+    measures = [0] * len(items)
     unmeasured: list[int] = []
-    for index, item in enumerate(items[shared:], shared):
+    for index, item in enumerate(rest, shared):
         cached = item.cached
         if cached is not None and cached.counter == counter_name:
-            measures[index - shared] = cached.measure
+            measures[index] = cached.measure
         else:
             unmeasured.append(index)
-    if extends is not None:
-        messages = [*extends.messages[:shared], *messages]
-        measures = [*extends.measures[:shared], *measures]
+    if shared:
+        assert extends is not None
+        messages[:0] = extends.messages[:shared]
+        measures[:shared] = extends.measures[:shared]
     for index, content in zip(walked.artifacts, walked.stripped, strict=True):
         if index >= shared:
             messages[index]["content"] = content

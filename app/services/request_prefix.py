@@ -74,14 +74,15 @@ def prefixed(
 ) -> PreparedModelCall:
     """``prepared`` with its record and its stable prefix against ``previous`` (a record; one
     that does not decode counts as no previous request)."""
-    return prefixed_extending(
+    record = prefix.record_request(
         prepared,
         conversation,
-        previous,
-        None,
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
-    )[0]
+        # Content and the tool list: strings by their schema, no float to look for.
+        dumps=content_bytes,
+    )
+    return _compared(prepared, record, previous)
 
 
 def prefixed_extending(
@@ -95,17 +96,22 @@ def prefixed_extending(
 ) -> tuple[PreparedModelCall, prefix.RecordBasis]:
     """``prefixed``, with its record built on ``basis`` (an earlier record's, the same turn's
     previous request: only what is new is digested), and the basis of this one."""
-    record, built = prefix.record_request(
+    record, built = prefix.record_extending(
         prepared,
         conversation,
+        basis,
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
-        # Content and the tool list: strings by their schema, no float to look for.
         dumps=content_bytes,
-        extends=basis,
     )
+    return _compared(prepared, record, previous), built
+
+
+def _compared(
+    prepared: PreparedModelCall, record: prefix.RequestRecord, previous: bytes | None
+) -> PreparedModelCall:
     comparison = prefix.compare(prepared, record, prefix.decode(previous))
-    return prefix.with_prefix(prepared, record, comparison), built
+    return prefix.with_prefix(prepared, record, comparison)
 
 
 async def stored_previous(db: AsyncSession, session_id: str) -> bytes | None:

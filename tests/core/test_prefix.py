@@ -48,7 +48,7 @@ def prepared_with(
     rewind: str | None = None,
 ) -> PreparedModelCall:
     prepared = prepare(system, conversation, tools, CAPS, pruning, ESTIMATE)
-    record, _ = prefix.record_request(
+    record = prefix.record_request(
         prepared, conversation, identify_stored=identify_stored, rewind_compaction_id=rewind
     )
     comparison = prefix.compare(prepared, record, prefix.decode(previous))

@@ -1,4 +1,4 @@
-"""A record built on an earlier record's basis (``record_request(extends=...)``, what a turn does
+"""A record built on an earlier record's basis (``record_extending``, what a turn does
 from one model call to the next) is byte for byte the record built from scratch, whatever
 happened between the two requests, and digests only what is new."""
 
@@ -46,8 +46,8 @@ def both(
     """The record from scratch, the record on ``basis``, and the latter's basis."""
     prepared = prepare(SYSTEM, conversation, tools, CAPS, pruning, ESTIMATE)
     options: dict[str, Any] = {"identify_stored": identify_stored, "rewind_compaction_id": rewind}
-    fresh, _ = prefix.record_request(prepared, conversation, **options)
-    extended, built = prefix.record_request(prepared, conversation, extends=basis, **options)
+    fresh = prefix.record_request(prepared, conversation, **options)
+    extended, built = prefix.record_extending(prepared, conversation, basis, **options)
     return fresh.to_bytes(), extended.to_bytes(), built
 
 
@@ -111,30 +111,24 @@ def test_only_what_is_new_is_digested() -> None:
     conversation = [item for i in range(5) for item in exchange(i)]
     heads = 1 + len(SYSTEM)  # the tool surface and each system part, digested every time
     prepared = prepare(SYSTEM, conversation, TOOLS, CAPS)
-    _, basis = prefix.record_request(prepared, conversation, identify_stored=False, dumps=dumps)
+    _, basis = prefix.record_extending(
+        prepared, conversation, None, identify_stored=False, dumps=dumps
+    )
     assert len(serialized) == heads + 15
     longer = [*conversation, *exchange(5)]
     prepared = prepare(SYSTEM, longer, TOOLS, CAPS)
     serialized.clear()
-    record, _ = prefix.record_request(
-        prepared, longer, identify_stored=False, dumps=dumps, extends=basis
-    )
+    record, _ = prefix.record_extending(prepared, longer, basis, identify_stored=False, dumps=dumps)
     assert len(serialized) == heads + 3
-    fresh, _ = prefix.record_request(prepared, longer, identify_stored=False, dumps=dumps)
+    fresh = prefix.record_request(prepared, longer, identify_stored=False, dumps=dumps)
     assert record == fresh
     # Under other options nothing is taken from it.
     serialized.clear()
-    prefix.record_request(prepared, longer, identify_stored=True, dumps=dumps, extends=basis)
+    prefix.record_extending(prepared, longer, basis, identify_stored=True, dumps=dumps)
     assert len(serialized) == heads  # stored rows are their sequences: nothing to serialize
     serialized.clear()
-    prefix.record_request(
-        prepared,
-        longer,
-        identify_stored=False,
-        dumps=dumps,
-        extends=basis,
-        rewind_compaction_id="x",
-    )
+    options: dict[str, Any] = {"dumps": dumps, "rewind_compaction_id": "x"}
+    prefix.record_extending(prepared, longer, basis, identify_stored=False, **options)
     assert len(serialized) == heads + 18
 
 
@@ -154,19 +148,19 @@ def test_a_unit_is_taken_only_for_the_same_item_carrying_the_same_content() -> N
     messages = prepared.request["messages"]
     messages[4] = {**messages[4], "content": [text_block("rewritten")]}
     options: dict[str, Any] = {"identify_stored": False}
-    _, stateless = prefix.record_request(prepared, conversation, **options)
+    _, stateless = prefix.record_extending(prepared, conversation, None, **options)
     messages[5] = {**messages[5], "content": [text_block("rewritten too")]}
-    fresh_record, _ = prefix.record_request(prepared, conversation, **options)
-    extended_record, _ = prefix.record_request(prepared, conversation, extends=stateless, **options)
+    fresh_record = prefix.record_request(prepared, conversation, **options)
+    extended_record, _ = prefix.record_extending(prepared, conversation, stateless, **options)
     assert extended_record == fresh_record
     # The same content in another item (a stage's copy: not the caller's own row).
     prepared = prepare(SYSTEM, conversation, TOOLS, CAPS)
-    _, stored = prefix.record_request(prepared, conversation, identify_stored=True)
+    _, stored = prefix.record_extending(prepared, conversation, None, identify_stored=True)
     copy = prepared.items[3]
     prepared.items[3] = Item(copy.role, copy.kind, copy.content, RealOrigin(None, None))
-    fresh_record, _ = prefix.record_request(prepared, conversation, identify_stored=True)
-    extended_record, _ = prefix.record_request(
-        prepared, conversation, identify_stored=True, extends=stored
+    fresh_record = prefix.record_request(prepared, conversation, identify_stored=True)
+    extended_record, _ = prefix.record_extending(
+        prepared, conversation, stored, identify_stored=True
     )
     assert extended_record == fresh_record
     assert fresh_record.kinds[1 + len(SYSTEM) + 3] == prefix.REWRITTEN  # tools, system, items

@@ -234,7 +234,8 @@ def test_the_fake_answers_are_responses_by_the_sdk_types() -> None:
     )
     parsed = Response.model_validate(body)
     assert parsed.output_text == "hi"
-    assert parsed.usage is not None and parsed.usage.input_tokens_details.cached_tokens == 0
+    assert parsed.usage is not None
+    assert parsed.usage.input_tokens_details.cached_tokens == 0
 
 
 def test_the_fake_stream_events_are_stream_events_by_the_sdk_types() -> None:
@@ -246,5 +247,6 @@ def test_the_fake_stream_events_are_stream_events_by_the_sdk_types() -> None:
         usage=responses_usage(10, 2),
     )
     kinds = [adapter.validate_json(event.data).type for event in events]
-    assert kinds[0] == "response.created" and kinds[-1] == "response.completed"
+    assert kinds[0] == "response.created"
+    assert kinds[-1] == "response.completed"
     assert "response.function_call_arguments.done" in kinds

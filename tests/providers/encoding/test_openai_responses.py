@@ -151,7 +151,8 @@ def test_attachments_are_input_images_files_or_notes() -> None:
             "file_data": "data:application/pdf;base64,JVBER",
         },
     ]
-    assert parts[3]["type"] == "input_text" and "src.zip" in parts[3]["text"]
+    assert parts[3]["type"] == "input_text"
+    assert "src.zip" in parts[3]["text"]
     assert_responses_body(body)
 
 

@@ -24,8 +24,9 @@ reasoning items, one ``assistant`` message whose content is its text blocks join
 (the provider takes input parts only in user, system and developer messages), when it has text,
 and one ``function_call`` per tool call. A reasoning item is the ``provider_opaque`` block of
 driver ``openai_responses``, kind ``reasoning``, whose payload is the item exactly as the provider
-returned it: it is sent back verbatim (``app.providers.openai_responses``). A thinking block without such an item, and
-opaque blocks of other drivers, are not sent (a bare thinking text is no valid input item).
+returned it: it is sent back verbatim (``app.providers.openai_responses``). A thinking block
+without such an item, and opaque blocks of other drivers, are not sent (a bare thinking text is
+no valid input item).
 Tool results carry their state line, and an empty result ``[no output]``, exactly as the Chat
 Completions encoding writes them (``tool_result_body``, SPEC §9). Attachments: images are
 ``input_image`` parts (base64 as a ``data:`` URL), base64 PDFs ``input_file`` parts, anything

@@ -33,11 +33,10 @@ class ConversationView:
     def shows(self, sequence: int) -> bool:
         if sequence <= self.epoch_after:
             return False
+        # The range holding ``sequence``, if any, starts at or just before it.
         at = bisect.bisect_right(self.hidden, (sequence, sequence)) - 1
-        for first, last in self.hidden[max(at, 0) : at + 2]:
-            if first <= sequence <= last:
-                return False
-        return True
+        near = self.hidden[max(at, 0) : at + 2]
+        return not any(first <= sequence <= last for first, last in near)
 
     def shows_checkpoint(self, checkpoint_sequence: int) -> bool:
         return checkpoint_sequence > self.epoch_checkpoint
@@ -62,7 +61,7 @@ class ConversationView:
     def new_epoch(self, last_sequence: int, checkpoint_sequence: int) -> ConversationView:
         """A view that hides every message up to ``last_sequence`` and every checkpoint up to
         ``checkpoint_sequence`` (ranges it covers are dropped: they hide nothing more)."""
-        kept = tuple((f, l) for f, l in self.hidden if l > last_sequence)
+        kept = tuple(r for r in self.hidden if r[1] > last_sequence)
         return ConversationView(
             kept,
             max(self.epoch_after, last_sequence),
@@ -101,7 +100,7 @@ def view_from_json(stored: Any) -> ConversationView | None:
         if not (isinstance(entry, list) and len(entry) == 2 and all(map(_count, entry))):
             return None
         ranges.append((entry[0], entry[1]))
-    if ranges != sorted(ranges) or any(f > l for f, l in ranges):
+    if ranges != sorted(ranges) or any(first > last for first, last in ranges):
         return None
     return ConversationView(tuple(ranges), after, checkpoint)
 

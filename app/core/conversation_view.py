@@ -93,6 +93,8 @@ def view_from_json(stored: Any) -> ConversationView | None:
         stored.get("epoch_after"),
         stored.get("epoch_checkpoint"),
     )
+    if not (isinstance(after, int) and isinstance(checkpoint, int)):
+        return None
     if not (_count(after) and _count(checkpoint) and isinstance(hidden, list)):
         return None
     ranges: list[tuple[int, int]] = []

@@ -144,6 +144,7 @@ async def _tail(
         rows = messages.appended_after(session.id, after, session.last_message_sequence)
     if rows is None:
         rows = await messages.load(session.id, after_sequence=after)
+    rows = previous.view.visible(rows)  # a message taken back stays hidden
     for row in rows:  # the guard of ``load_active`` (hand-edited databases)
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(

@@ -117,7 +117,14 @@ async def test_a_turn_over_several_tool_rounds(
     assert outputs == [("call_1", "A"), ("call_2", "B")]
 
     stored = await history(api, sid)
-    assert [m["role"] for m in stored] == ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in stored] == [
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "tool",
+        "assistant",
+    ]
     first_answer = stored[1]["content"]
     assert [b["type"] for b in first_answer] == ["thinking", "provider_opaque", "tool_call"]
     assert first_answer[0]["thinking"] == "Look at a.py first."

@@ -17,6 +17,7 @@ from tests.providers.fake_wire import SSE
 __all__ = [
     "FakeFunctionCall",
     "FakeReasoning",
+    "ResponsesPrefixCache",
     "responses_error_event",
     "responses_object",
     "responses_output",
@@ -235,3 +236,34 @@ def responses_error_event(message: str, *, code: str | None = None) -> SSE:
     """The ``error`` event a stream may carry instead of its terminal event."""
     payload = {"type": "error", "code": code, "message": message, "param": None}
     return SSE(json.dumps(payload, separators=(",", ":")), "error")
+
+
+class ResponsesPrefixCache:
+    """The prompt cache a Responses fake reports, as OpenAI documents its automatic caching:
+    a request reads the longest prefix of its input that an earlier request with the same
+    ``prompt_cache_key`` (or none) sent, once that prefix is at least 1024 tokens, in steps of
+    128 tokens. Tokens: ⌈UTF-8 bytes of each input item's compact JSON ÷ 4⌉, the instructions
+    and tools first (a deterministic stand-in for the provider's tokenizer)."""
+
+    MIN_TOKENS = 1024
+    STEP = 128
+
+    def __init__(self) -> None:
+        self._seen: dict[str | None, list[list[str]]] = {}
+
+    def observe(self, body: Mapping[str, Any]) -> tuple[int, int]:
+        """(input tokens, cached tokens) of ``body``; remembers it for later requests."""
+        units = [json.dumps([body.get("instructions"), body.get("tools")], sort_keys=True)]
+        units += [json.dumps(item, sort_keys=True) for item in body.get("input") or []]
+        sizes = [max(1, -(-len(unit.encode()) // 4)) for unit in units]
+        earlier = self._seen.setdefault(body.get("prompt_cache_key"), [])
+        shared = 0
+        for previous in earlier:
+            same = 0
+            while same < min(len(previous), len(units)) and previous[same] == units[same]:
+                same += 1
+            shared = max(shared, same)
+        earlier.append(units)
+        read = sum(sizes[:shared])
+        cached = read - read % self.STEP if read >= self.MIN_TOKENS else 0
+        return sum(sizes), cached

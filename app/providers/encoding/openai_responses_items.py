@@ -192,7 +192,7 @@ def _output(output: Any, index: int) -> list[OutputBlock]:
         return [{"type": "text", "text": output}] if output else []
     if not isinstance(output, list):
         raise _refused(index, "a function_call_output without output", "output is required")
-    return [_part(part, index) for part in output]  # type: ignore[misc]
+    return [_part(part, index) for part in output]
 
 
 def _part(part: Any, index: int) -> Any:

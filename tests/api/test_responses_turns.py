@@ -5,6 +5,7 @@ reasoning tokens) is the turn's."""
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import Iterator
 from typing import Any
@@ -107,7 +108,7 @@ async def test_a_turn_over_several_tool_rounds(
         assert body["store"] is False
         assert body["prompt_cache_key"] == bodies[0]["prompt_cache_key"]  # one per session
     # Each call's input starts with the previous one's, byte for byte.
-    for before, after in zip(bodies, bodies[1:], strict=False):
+    for before, after in itertools.pairwise(bodies):
         assert after["input"][: len(before["input"])] == before["input"]
     # The reasoning item of the first answer went back exactly as it came.
     last = bodies[2]["input"]

@@ -26,7 +26,7 @@ from agents import (
 )
 from openai import AsyncOpenAI
 
-from ctxsvc_client import AsyncClient
+from ctxsvc_client import AsyncClient, InvalidInputError
 from ctxsvc_client.agents import CtxsvcSession
 from tests.providers.fake_responses import (
     FakeFunctionCall,
@@ -222,7 +222,7 @@ async def test_items_it_cannot_hold_are_refused_and_nothing_is_stored(
 ) -> None:
     async with AsyncClient(server.url) as client:
         session = await session_on(client, provider)
-        with pytest.raises(Exception) as refused:
+        with pytest.raises(InvalidInputError) as refused:
             await session.add_items(
                 [
                     {"role": "user", "content": "hi"},

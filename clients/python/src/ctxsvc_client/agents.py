@@ -19,7 +19,7 @@ SDK (the protocol is structural): install ``ctxsvc-client[agents]`` to get it al
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Final, Literal
 
 import httpx
 
@@ -30,7 +30,7 @@ from ctxsvc_client._calls import Call
 __all__ = ["CtxsvcSession"]
 
 # The format of the items the service reads and writes.
-_FORMAT = "openai_responses"
+_FORMAT: Final[Literal["openai_responses"]] = "openai_responses"
 # Items of the prepared request that are not Conversation items: the System Context.
 _INSTRUCTION_ROLES = frozenset({"system", "developer"})
 

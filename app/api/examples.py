@@ -13,7 +13,9 @@ __all__ = [
     "AGENT_MESSAGE",
     "APPEND",
     "COMPACT",
+    "ITEMS",
     "MODEL",
+    "POP",
     "PREPARE",
     "REWIND",
     "SESSION_CREATE",
@@ -262,4 +264,32 @@ REWIND: Examples = {
         "summary": "Reinstall an earlier checkpoint (an id from GET .../compactions)",
         "value": {"compaction_id": "cmp-0123456789abcdef0123456789abcdef"},
     },
+}
+
+ITEMS: Examples = {
+    "tool_round": {
+        "summary": "A user question, the model's function call and its output",
+        "value": {
+            "format": "openai_responses",
+            "items": [
+                {"role": "user", "content": "What is the weather in Paris?"},
+                {
+                    "type": "function_call",
+                    "call_id": "call_weather_1",
+                    "name": "get_weather",
+                    "arguments": '{"city": "Paris"}',
+                },
+                {
+                    "type": "function_call_output",
+                    "call_id": "call_weather_1",
+                    "output": "Sunny, 21 °C",
+                },
+                {"role": "assistant", "content": "It is sunny in Paris, 21 °C."},
+            ],
+        },
+    },
+}
+
+POP: Examples = {
+    "pop": {"summary": "Take back the last item", "value": {"format": "openai_responses"}},
 }

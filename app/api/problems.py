@@ -82,6 +82,10 @@ async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     return problem_response(status_of(exc), exc.code, exc.detail, headers or None, **exc.extra)
 
 
+# Problem codes that schema rules raise as their error type (``app/api/schemas/items.py``).
+SCHEMA_CODES = frozenset({"unsupported_item"})
+
+
 async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     for error in exc.errors():
@@ -92,9 +96,13 @@ async def _validation_error(_: Request, exc: Exception) -> JSONResponse:
         for e in exc.errors()
     ]
     where = "; ".join(f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in errors[:5])
+    # A schema rule with a problem code of its own (a discriminator's ``custom_error_type``)
+    # answers with that code when it is the only rule broken.
+    codes = {e["type"] for e in errors}
+    (code,) = codes if len(codes) == 1 and codes <= SCHEMA_CODES else ("invalid_request",)
     return problem_response(
         422,
-        "invalid_request",
+        code,
         f"The request does not match the schema ({where}). See /docs for the expected shape.",
         errors=errors,
     )

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Body
+from fastapi import APIRouter, Body, Request
 from fastapi.responses import Response
 from pydantic import BaseModel, Field
 
+from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
 from app.api.responses import (
@@ -27,6 +28,7 @@ from app.api.responses import (
 )
 from app.api.routes.sessions import SessionId
 from app.api.schemas.fields import JsonObject, RequestModel
+from app.api.schemas.items import ResponsesItem
 from app.api.schemas.sessions import AppendedMessage, AppendResponse
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -37,11 +39,11 @@ _IDLE: Codes = {409: ("session_active",)}
 
 class ItemsBody(RequestModel):
     format: ItemFormat = Field(description="The protocol the items are written in.")
-    items: list[JsonObject] = Field(
+    items: list[ResponsesItem] = Field(
         min_length=1,
         max_length=1000,
         description="Responses input items: user and assistant messages, reasoning, "
-        "function_call and function_call_output (anything else is 422 `unsupported_item`).",
+        "function_call and function_call_output.",
     )
 
 
@@ -92,9 +94,17 @@ class EpochResponse(BaseModel):
         body=True,
     ),
 )
-async def add_items(session_id: SessionId, body: ItemsBody, container: ContainerDep) -> Response:
+async def add_items(
+    session_id: SessionId,
+    body: Annotated[ItemsBody, Body(openapi_examples=examples.ITEMS)],
+    request: Request,
+    container: ContainerDep,
+) -> Response:
     """Append Responses items as messages (all-or-nothing, SPEC §5 rules)."""
-    stored = await container.session_items.add(session_id, body.items)
+    # Validated by ``body``; stored from the JSON as sent, so a reasoning item is echoed back
+    # with its fields in the order the provider wrote them.
+    items = (await request.json())["items"]
+    stored = await container.session_items.add(session_id, items)
     return json_response({"messages": stored}, status_code=201)
 
 
@@ -106,7 +116,7 @@ async def add_items(session_id: SessionId, body: ItemsBody, container: Container
 async def pop_item(
     session_id: SessionId,
     container: ContainerDep,
-    body: Annotated[PopBody | None, Body()] = None,
+    body: Annotated[PopBody | None, Body(openapi_examples=examples.POP)] = None,
 ) -> Response:
     """Take back the last item of the Conversation: hidden, never deleted."""
     return json_response(await container.session_items.pop(session_id))

@@ -230,5 +230,5 @@ async def test_items_it_cannot_hold_are_refused_and_nothing_is_stored(
                 ]
             )
         assert getattr(refused.value, "code", None) == "unsupported_item"
-        assert "item 1" in str(refused.value)
+        assert "items.1" in str(refused.value)
         assert (await client.list_messages(session.session_id)).messages == []

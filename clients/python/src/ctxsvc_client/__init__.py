@@ -40,6 +40,7 @@ from ctxsvc_client._inputs import (
     input_blocks,
     text,
 )
+from ctxsvc_client._item_operations import EpochStarted, ItemTakenBack
 from ctxsvc_client._models import (
     AgentMessageReceipt,
     AppendedMessage,
@@ -98,9 +99,11 @@ __all__ = [
     "ConflictError",
     "Context",
     "CtxsvcError",
+    "EpochStarted",
     "Event",
     "InputBlock",
     "InvalidInputError",
+    "ItemTakenBack",
     "Message",
     "MessageIn",
     "MessagePage",

@@ -14,6 +14,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import httpx
 
+from ctxsvc_client import _item_operations as item_ops
 from ctxsvc_client import _operations as ops
 from ctxsvc_client import _turn_operations as turn_ops
 from ctxsvc_client._callkit import Encode
@@ -156,6 +157,12 @@ class AsyncClient:
     post_tool_results = _operation(turn_ops.post_tool_results)
     cancel_turn = _operation(turn_ops.cancel_turn)
     send_agent_message = _operation(turn_ops.send_agent_message)
+
+    # ----- a session kept as OpenAI Responses items (``ctxsvc_client.agents``) ----------------
+
+    add_items = _operation(item_ops.add_items)
+    pop_item = _operation(item_ops.pop_item)
+    new_epoch = _operation(item_ops.new_epoch)
 
     # ----- compaction ---------------------------------------------------------------------------
 

@@ -21,11 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Final, Literal
 
-import httpx
-
 from ctxsvc_client._async_client import AsyncClient
-from ctxsvc_client._callkit import session_path
-from ctxsvc_client._calls import Call
 
 __all__ = ["CtxsvcSession"]
 
@@ -33,10 +29,6 @@ __all__ = ["CtxsvcSession"]
 _FORMAT: Final[Literal["openai_responses"]] = "openai_responses"
 # Items of the prepared request that are not Conversation items: the System Context.
 _INSTRUCTION_ROLES = frozenset({"system", "developer"})
-
-
-def _json(response: httpx.Response) -> Any:
-    return response.json()
 
 
 class CtxsvcSession:
@@ -87,18 +79,13 @@ class CtxsvcSession:
         """Append ``items`` (all or nothing)."""
         if not items:
             return
-        body = {"format": _FORMAT, "items": [dict(item) for item in items]}
-        await self._client.send(
-            Call("POST", session_path(self.session_id, "items"), _json, json=body)
-        )
+        await self._client.add_items(self.session_id, items, format=_FORMAT)
 
     async def pop_item(self) -> Any | None:
         """Take back the most recent item (hidden by the service, never deleted); ``None``
         when there is nothing to take back."""
-        url = session_path(self.session_id, "items", "pop")
-        answer = await self._client.send(Call("POST", url, _json, json={"format": _FORMAT}))
-        return answer["item"]
+        return (await self._client.pop_item(self.session_id, format=_FORMAT)).item
 
     async def clear_session(self) -> None:
         """Start a new epoch: an empty Conversation; nothing is deleted."""
-        await self._client.send(Call("POST", session_path(self.session_id, "epochs"), _json))
+        await self._client.new_epoch(self.session_id)

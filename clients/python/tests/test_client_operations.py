@@ -139,7 +139,17 @@ def test_service_stateless_tokens_and_models(client: Client, server: ServerProce
     )
     assert created.effective_input_tokens == 6900
     assert created.prompt_caching == "off"
+    assert (created.output_reserve_tokens, created.reserved_output_tokens) == (None, 1000)
     assert client.get_model(model_id).safety_margin_tokens == 100
+    kept_short = client.put_model(
+        model_id,
+        context_window_tokens=8000,
+        max_output_tokens=1000,
+        output_reserve_tokens=250,
+        provider={"kind": "local"},
+    )
+    assert (kept_short.output_reserve_tokens, kept_short.reserved_output_tokens) == (250, 250)
+    assert kept_short.effective_input_tokens == 7750
     client.delete_model(model_id)
     assert model_id not in {m.id for m in client.list_models()}
 

@@ -253,6 +253,20 @@ AGENT_MESSAGE: Examples = {
     },
 }
 
+PIN: Examples = {
+    "constraint": {
+        "summary": "A red line the user drew",
+        "value": {
+            "kind": "constraint",
+            "text": "Never modify anything in the production database.",
+        },
+    },
+    "decision": {
+        "summary": "A decision that replaced an earlier one",
+        "value": {"kind": "decision", "text": "Use a PostgreSQL advisory lock, not Redis."},
+    },
+}
+
 COMPACT: Examples = {
     "service_summary": {"summary": "Summarize with the session's summary model", "value": {}},
 }

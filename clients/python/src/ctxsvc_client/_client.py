@@ -15,6 +15,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 import httpx
 
 from ctxsvc_client import _operations as ops
+from ctxsvc_client import _pins as pin_ops
 from ctxsvc_client import _turn_operations as turn_ops
 from ctxsvc_client._callkit import Encode
 from ctxsvc_client._calls import Call, Retries
@@ -154,6 +155,17 @@ class Client:
     post_tool_results = _operation(turn_ops.post_tool_results)
     cancel_turn = _operation(turn_ops.cancel_turn)
     send_agent_message = _operation(turn_ops.send_agent_message)
+
+    # ----- pins ---------------------------------------------------------------------------------
+
+    list_pins = _operation(pin_ops.list_pins)
+    create_pin = _operation(pin_ops.create_pin)
+    get_pin = _operation(pin_ops.get_pin)
+    replace_pin = _operation(pin_ops.replace_pin)
+    remove_pin = _operation(pin_ops.remove_pin)
+    list_pin_proposals = _operation(pin_ops.list_pin_proposals)
+    accept_pin_proposal = _operation(pin_ops.accept_pin_proposal)
+    dismiss_pin_proposal = _operation(pin_ops.dismiss_pin_proposal)
 
     # ----- compaction ---------------------------------------------------------------------------
 

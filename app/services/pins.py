@@ -269,7 +269,7 @@ class PinService:
                 "pin_proposal_not_open",
                 f"the proposal {proposal_id!r} was already {proposal.status}; only an open "
                 "proposal can be accepted or dismissed",
-                status=proposal.status,
+                proposal_status=proposal.status,
                 pin_id=proposal.pin_id,
             )
         return proposal

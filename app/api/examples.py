@@ -126,6 +126,9 @@ MODEL: Examples = {
         "value": {
             "context_window_tokens": 400_000,
             "max_output_tokens": 128_000,
+            # gpt-5 takes at most 272 000 input tokens whatever the output limit (docs/models.md).
+            "output_reserve_tokens": 32_768,
+            "fixed_reserve_tokens": 95_232,
             "safety_margin_tokens": 2_000,
             "token_counter": "tiktoken:o200k_base",
             "provider": {

@@ -41,7 +41,10 @@ async def test_a_recognized_constraint_is_proposed_and_sent_once_accepted(
     api: httpx.AsyncClient,
 ) -> None:
     sid = await new_session(api)
-    said = "Investigate the outage on node-3. Never restart node-3 without asking. 不要修改生产数据库。"
+    said = (
+        "Investigate the outage on node-3. Never restart node-3 without asking. "
+        + "不要修改生产数据库。"
+    )
     stored = (await append(api, sid, user(said), assistant("On it."))).json()
     found = await proposals(api, sid)
     assert [p["text"] for p in found] == [

@@ -5,7 +5,6 @@ provider protocol for turns."""
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -15,6 +14,7 @@ import pytest
 from tests.api.helpers import (
     append,
     assistant,
+    fake_provider_model,
     new_session,
     prepare_session,
     provenance_without_tokens,
@@ -170,18 +170,9 @@ async def test_a_turn_sends_pins_to_the_model_before_and_after_an_in_turn_compac
     api: httpx.AsyncClient, provider: FakeProviderServer
 ) -> None:
     # 4 000-token window, 500 reserved for the answer: a request compacts from 2 475 tokens.
-    model_id = f"fake-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 4000,
-        "max_output_tokens": 500,
-        "provider": {
-            "kind": "openai_chat",
-            "base_url": provider.base_url + "/v1",
-            "model_name": "fake",
-            "api_key_env": "CTXSVC_TEST_FAKE_KEY",
-        },
-    }
-    assert (await api.put(f"/v1/models/{model_id}", json=body)).status_code == 201
+    model_id = await fake_provider_model(
+        api, provider.base_url, context_window_tokens=4000, max_output_tokens=500
+    )
     sid = await new_session(api, model_id=model_id, summary_model_id="local")
     await pin(api, sid, "Never modify the prod database.")
     await pin(api, sid, "The incident is INC-42.\nIt started at 09:12 UTC.", kind="fact")
@@ -206,5 +197,5 @@ async def test_a_turn_sends_pins_to_the_model_before_and_after_an_in_turn_compac
     after = provider.requests[1].json()["messages"]
     contents = [str(m["content"]) for m in after]
     summary_at = next(i for i, c in enumerate(contents) if "continuation summary" in c)
-    pinned_at = [i for i, c in enumerate(contents) if c == PINNED]
-    assert len(pinned_at) == 1 and pinned_at[0] > summary_at
+    (pinned_at,) = [i for i, c in enumerate(contents) if c == PINNED]
+    assert pinned_at > summary_at

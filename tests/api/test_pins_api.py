@@ -191,3 +191,13 @@ async def test_every_change_is_a_durable_update(api: httpx.AsyncClient) -> None:
         {"change": change, "pin_id": created["pin_id"], "proposal_ids": []}
         for change in ("created", "replaced", "removed")
     ]
+
+
+async def test_the_proposals_path_is_never_taken_for_a_pin(api: httpx.AsyncClient) -> None:
+    sid = await new_session(api)
+    options = await api.options(pins_url(sid, "proposals"))
+    assert (options.status_code, options.headers["allow"]) == (204, "GET, HEAD, OPTIONS")
+    put = await api.put(pins_url(sid, "proposals"), json={"kind": "fact", "text": "x"})
+    problem(put, 405, "method_not_allowed")
+    item = await api.options(pins_url(sid, "pin-anything"))
+    assert item.headers["allow"] == "GET, HEAD, PUT, DELETE, OPTIONS"

@@ -7,6 +7,7 @@ from typing import Annotated
 
 from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
+from starlette.convertors import StringConvertor, register_url_convertor
 
 from app.api import examples
 from app.api.deps import ContainerDep
@@ -23,6 +24,17 @@ from app.api.schemas.pins import (
 from app.core.pins import MAX_OPEN_PROPOSALS, MAX_PIN_BYTES, MAX_PINNED_BYTES, MAX_PINS
 
 router = APIRouter(prefix="/v1/sessions/{session_id}/pins", tags=["pins"])
+
+
+class _PinIdConvertor(StringConvertor):
+    """A path segment that names a pin: anything but ``proposals``, the collection beside the
+    pins, so that ``/pins/proposals`` matches its own routes only (its ``Allow`` lists GET, and
+    a PUT there is 405, not a look-up of a pin called "proposals")."""
+
+    regex = "(?!proposals(?:/|$))[^/]+"
+
+
+register_url_convertor("pin_id", _PinIdConvertor())
 
 SessionId = Annotated[str, Path(min_length=1, max_length=200)]
 PinId = Annotated[str, Path(min_length=1, max_length=200)]
@@ -68,7 +80,6 @@ async def create_pin(
     return PinOut.model_validate(pin, from_attributes=True)
 
 
-# Before ``/{pin_id}``: ``proposals`` is this path, never a pin id (pin ids start with ``pin-``).
 @router.get("/proposals", response_model=ProposalListOut, responses=problems(SESSION))
 async def list_pin_proposals(
     session_id: SessionId,
@@ -118,13 +129,15 @@ async def dismiss_pin_proposal(
     return ProposalOut.model_validate(proposal, from_attributes=True)
 
 
-@router.get("/{pin_id}", response_model=PinOut, responses=problems(SESSION, _PIN))
+@router.get("/{pin_id:pin_id}", response_model=PinOut, responses=problems(SESSION, _PIN))
 async def get_pin(session_id: SessionId, pin_id: PinId, container: ContainerDep) -> PinOut:
     """One pin."""
     return PinOut.model_validate(await container.pins.get(session_id, pin_id), from_attributes=True)
 
 
-@router.put("/{pin_id}", response_model=PinOut, responses=problems(SESSION, _PIN, _TEXT, body=True))
+@router.put(
+    "/{pin_id:pin_id}", response_model=PinOut, responses=problems(SESSION, _PIN, _TEXT, body=True)
+)
 async def replace_pin(
     session_id: SessionId,
     pin_id: PinId,
@@ -136,7 +149,7 @@ async def replace_pin(
     return PinOut.model_validate(pin, from_attributes=True)
 
 
-@router.delete("/{pin_id}", status_code=204, responses=problems(SESSION, _PIN))
+@router.delete("/{pin_id:pin_id}", status_code=204, responses=problems(SESSION, _PIN))
 async def remove_pin(session_id: SessionId, pin_id: PinId, container: ContainerDep) -> Response:
     """Remove a pin: the next model call is told it no longer applies."""
     await container.pins.remove(session_id, pin_id)

@@ -158,18 +158,26 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+|(?<=[。！？])|\n+")
 _BULLET = re.compile(r"^(?:[-*•]|\d{1,3}[.)])\s+")
 
 
+def _recognized(text: str) -> bool:
+    # The one place pins depend on the offline summarizer's constraint rule.
+    return is_constraint(text)
+
+
 def proposed_constraints(text: str) -> list[str]:
     """The sentences of ``text`` (a user's message) to propose as constraint pins.
 
-    A sentence is proposed when the offline summarizer's constraint rule recognizes it (the one
-    place pins depend on that rule); each verbatim but for surrounding whitespace and a list
-    bullet, each once, in order, at most ``MAX_PROPOSALS_PER_MESSAGE``, and only what could be
-    pinned as it is (within ``MAX_PIN_BYTES``, no control tag).
+    A sentence is proposed when the offline summarizer's constraint rule recognizes it; each
+    verbatim but for surrounding whitespace and a list bullet, each once, in order, at most
+    ``MAX_PROPOSALS_PER_MESSAGE``, and only what could be pinned as it is (within
+    ``MAX_PIN_BYTES``, no control tag). The rule reads words, so a message it does not
+    recognize as a whole holds no sentence it would: most messages cost one search.
     """
+    if not _recognized(text):
+        return []
     proposed: list[str] = []
     for raw in _SENTENCE_END.split(text):
         sentence = _BULLET.sub("", raw.strip())
-        if not sentence or sentence in proposed or not is_constraint(sentence):
+        if not sentence or sentence in proposed or not _recognized(sentence):
             continue
         if pin_bytes(sentence) > MAX_PIN_BYTES or _control_tag(sentence) is not None:
             continue

@@ -327,12 +327,14 @@ async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: 
     figure = {"tiktoken:o200k_base": 7}
     try:
         factory = create_session_factory(engine)
-        # Just before the revision that forgets them, whichever revision that follows.
+        # The session row at head (this version's ORM writes its columns), its messages written
+        # just before the revision that forgets them, whichever revision that follows.
+        async with unit_of_work(factory) as db:
+            sid = (await SessionRepository(db).add(new_agent_session())).id
         revision = ScriptDirectory.from_config(alembic_config()).get_revision("2026_12_01_1300")
         assert isinstance(revision.down_revision, str)
         await _downgrade_to(engine, revision.down_revision)
         async with unit_of_work(factory) as db:
-            sid = (await SessionRepository(db).add(new_agent_session())).id
             await MessageRepository(db).append(
                 sid,
                 [

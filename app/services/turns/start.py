@@ -200,7 +200,6 @@ async def start_turn(
             ],
         )
         events = deps.events.batch(session_id)
-        await propose_pins(db, session_id, stored, events)
         await events.emit(
             db,
             session_id,
@@ -208,6 +207,7 @@ async def start_turn(
             {"client_request_id": client_request_id, "input": turn.input},
             turn_id=turn.turn_id,
         )
+        await propose_pins(db, session_id, stored, events)
         first = pending = None
         if merged:
             assert first_call is not None

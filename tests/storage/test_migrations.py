@@ -15,11 +15,11 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from alembic import command
 from app.core.content import Block, text_block
-from app.storage.base import UTCDateTime
+from app.storage.base import UTCDateTime, utc_now
 from app.storage.database import (
     SessionFactory,
     create_engine,
@@ -28,7 +28,7 @@ from app.storage.database import (
     unit_of_work,
 )
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
-from app.storage.models import Base, Compaction, WorldStateBaseline
+from app.storage.models import AgentSession, Base, Compaction, WorldStateBaseline
 from app.storage.repositories import (
     MessageRepository,
     NewMessage,
@@ -300,7 +300,8 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
     try:
         factory = create_session_factory(engine)
         async with unit_of_work(factory) as db:
-            sid = (await SessionRepository(db).add(new_agent_session())).id
+            # Only the columns this older schema has (later revisions add session columns).
+            sid = await _older_session(db)
             await MessageRepository(db).append(
                 sid,
                 [
@@ -317,6 +318,25 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
         await engine.dispose()
 
 
+async def _older_session(db: AsyncSession) -> str:
+    row = new_agent_session()
+    given = ("id", "title", "model_id", "summary_model_id", "agent", "sandbox", "disabled_skills")
+    now = utc_now()
+    values = {k: getattr(row, k) for k in given} | {
+        "last_message_sequence": 0,
+        "last_event_sequence": 0,
+        "reload_required": False,
+        "created_at": now,
+        "updated_at": now,
+    }
+    # A table of these columns alone: an INSERT into the mapped table would also write every
+    # column with a default, which this older schema may not have yet.
+    columns = AgentSession.__table__.c
+    table = sa.table("sessions", *(sa.column(k, columns[k].type) for k in values))
+    await db.execute(sa.insert(table).values(values))
+    return row.id
+
+
 async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: str) -> None:
     """Stored tiktoken figures of tool messages predate the counted state line (SPEC §9)."""
     engine = await _engine_at_head(empty_database_url)
@@ -327,14 +347,13 @@ async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: 
     figure = {"tiktoken:o200k_base": 7}
     try:
         factory = create_session_factory(engine)
-        # The session row at head (this version's ORM writes its columns), its messages written
-        # just before the revision that forgets them, whichever revision that follows.
-        async with unit_of_work(factory) as db:
-            sid = (await SessionRepository(db).add(new_agent_session())).id
+        # Just before the revision that forgets them, whichever revision that follows.
         revision = ScriptDirectory.from_config(alembic_config()).get_revision("2026_12_01_1300")
         assert isinstance(revision.down_revision, str)
         await _downgrade_to(engine, revision.down_revision)
         async with unit_of_work(factory) as db:
+            # Only the columns this older schema has (later revisions add session columns).
+            sid = await _older_session(db)
             await MessageRepository(db).append(
                 sid,
                 [

@@ -10,9 +10,9 @@ counts a session's pins so that a model call of a session without any reads noth
 session: ``tests/storage/test_distribution.py``). Plain ``add_column``/``drop_column`` for the
 reason given in ``2026_11_30_1300``.
 
-Revision ID: 2026_12_05_1420
-Revises: 2026_12_05_1410
-Create Date: 2026-12-05 14:20:00+00:00
+Revision ID: 2026_12_05_1540
+Revises: 2026_12_05_1530
+Create Date: 2026-12-05 15:40:00+00:00
 """
 
 from collections.abc import Sequence
@@ -21,8 +21,8 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "2026_12_05_1420"
-down_revision: str | None = "2026_12_05_1410"
+revision: str = "2026_12_05_1540"
+down_revision: str | None = "2026_12_05_1530"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -7,9 +7,9 @@ modest (at most 32 768 tokens and 40 % of the window) and becomes that bound oth
 
 Plain ``add_column``/``drop_column`` for the reason given in ``2026_11_30_1300``.
 
-Revision ID: 2026_12_05_1410
+Revision ID: 2026_12_05_1530
 Revises: 2026_12_02_1100
-Create Date: 2026-12-05 14:10:00+00:00
+Create Date: 2026-12-05 15:30:00+00:00
 """
 
 from collections.abc import Sequence
@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from alembic import op
 
-revision: str = "2026_12_05_1410"
+revision: str = "2026_12_05_1530"
 down_revision: str | None = "2026_12_02_1100"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None

@@ -14,7 +14,7 @@ from typing import Any
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, compact_json
 from app.core.marks import message_marks
-from app.core.pins import MAX_PINNED_BYTES
+from app.core.pins import MAX_PINNED_BYTES, Pin, render_pins
 from app.core.prepared import Budget
 from app.core.provenance import Provenance
 from app.core.world_state import PINNED_CONTEXT, retained_sections
@@ -137,6 +137,7 @@ class PinsView:
     # Positions of the rows that carry the pinned context (World State); none: it goes with
     # the next model call's sample.
     rows: list[int]
+    current: bool  # the latest of those rows says what is pinned now
 
 
 @dataclass(frozen=True, slots=True)
@@ -322,20 +323,29 @@ def transcript_message(message: Mapping[str, Any]) -> TranscriptMessage:
     )
 
 
+def _text(item: Item) -> str:
+    return "".join(b["text"] for b in item.content if b["type"] == "text")
+
+
 def pins_view(
     pins: PinList, proposals: Sequence[ProposalRecord], inspection: Inspection
 ) -> PinsView:
     items = inspection.prepared.items
+    rows = [
+        position
+        for position, item in enumerate(items, start=1)
+        if item.kind == "world_state" and PINNED_CONTEXT in retained_sections([item])
+    ]
+    # What the latest of them says is what is pinned now, or the next sample sends the change.
+    body = render_pins([Pin(p.kind, p.text) for p in pins.pins])
+    last = _text(items[rows[-1] - 1]) if rows else None
     return PinsView(
         pins=pins.pins,
         total_bytes=pins.total_bytes,
         max_total_bytes=MAX_PINNED_BYTES,
         proposals=[p.text for p in proposals],
-        rows=[
-            position
-            for position, item in enumerate(items, start=1)
-            if item.kind == "world_state" and PINNED_CONTEXT in retained_sections([item])
-        ],
+        rows=rows,
+        current=last is not None and body is not None and last.endswith(body),
     )
 
 

@@ -341,6 +341,7 @@ def test_pins_and_proposals_show_on_the_map_and_follow_the_session(
         )
         # Pinned, not yet sent: no row carries it until a model call samples the World State.
         expect(page.locator("#pins-sent")).to_have_attribute("data-rows", "")
+        expect(page.locator("#pins-sent")).to_have_attribute("data-current", "false")
         expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
 
         client.append_messages(
@@ -360,6 +361,7 @@ def test_pins_and_proposals_show_on_the_map_and_follow_the_session(
         context = client.get_context(session.id).model_dump(mode="json")
     sent = page.locator("#pins-sent")
     expect(sent).not_to_have_attribute("data-rows", "", timeout=WAIT_MS)
+    expect(sent).to_have_attribute("data-current", "true")
     (position,) = [int(p) for p in (sent.get_attribute("data-rows") or "").split()]
     row = page.locator(f'li.row[data-position="{position}"]')
     expect(row).to_have_attribute("data-role", "user")
@@ -368,4 +370,9 @@ def test_pins_and_proposals_show_on_the_map_and_follow_the_session(
     # Counted in the budget: the map's rows still add up to the Conversation region.
     assert_map_equals_context(page, context)
     page.screenshot(path=shots / "context-map-pins.png", full_page=True)
+    # A change after the last sample: the map says the next model call sends it.
+    with Client(server.url, timeout=60) as client:
+        client.remove_pin(session.id, pinned.pin_id)
+    expect(sent).to_have_attribute("data-current", "false", timeout=WAIT_MS)
+    expect(sent).to_contain_text("the next model call sends the change")
     assert offline_page.blocked == []

@@ -22,6 +22,7 @@ from app.services.inspection import InspectionService
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.models import ModelService
+from app.services.pins import PinService
 from app.services.session_items import SessionItemService
 from app.services.session_prepare import SessionPrepareService
 from app.services.sessions import SessionService
@@ -63,6 +64,7 @@ class Container:
         self.conversations = ConversationCache(self.settings.conversation_cache_bytes)
         self.messages = MessageService(self.db, self.counter, self.events)
         self.session_items = SessionItemService(self.db, self.messages)
+        self.pins = PinService(self.db, self.events)
         self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)
         self.inspection = InspectionService(
             self.db,

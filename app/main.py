@@ -21,6 +21,7 @@ from app.api.routes import (
     compactions,
     events,
     models,
+    pins,
     prepare,
     service,
     session_items,
@@ -115,6 +116,7 @@ def create_app(
         turns.router,
         events.router,
         agent_messages.router,
+        pins.router,
     ):
         app.include_router(router, dependencies=secured)
     install_web(app)  # the context map: pages open, their data parts under the same key check

@@ -128,6 +128,9 @@ MODEL: Examples = {
         "value": {
             "context_window_tokens": 400_000,
             "max_output_tokens": 128_000,
+            # gpt-5 takes at most 272 000 input tokens whatever the output limit (docs/models.md).
+            "output_reserve_tokens": 32_768,
+            "fixed_reserve_tokens": 95_232,
             "safety_margin_tokens": 2_000,
             "token_counter": "tiktoken:o200k_base",
             "provider": {
@@ -252,6 +255,20 @@ AGENT_MESSAGE: Examples = {
             "body": "No breaking changes since 1.4; two deprecations are listed under 1.5.",
             "agent_message_id": "am-changelog-1",
         },
+    },
+}
+
+PIN: Examples = {
+    "constraint": {
+        "summary": "A red line the user drew",
+        "value": {
+            "kind": "constraint",
+            "text": "Never modify anything in the production database.",
+        },
+    },
+    "decision": {
+        "summary": "A decision that replaced an earlier one",
+        "value": {"kind": "decision", "text": "Use a PostgreSQL advisory lock, not Redis."},
     },
 }
 

@@ -68,7 +68,7 @@ def budget_of(
     conversation_tokens = counter.tokens(conversation_measure) + counter.request_overhead_tokens
     tool_tokens = counter.tokens(counter.measure_tools(tools)) if tools else 0
     estimated = system_tokens + conversation_tokens + tool_tokens
-    reserved = limits.max_output_tokens
+    reserved = limits.output_reserve_tokens
     input_budget = limits.effective_input_tokens
     dynamic = input_budget - system_tokens - tool_tokens
     return Budget(

@@ -82,7 +82,8 @@ def prepare(
     request: dict[str, Any] = {
         "messages": messages,
         "tools": list(tools),
-        "max_output_tokens": capabilities.max_output_tokens,
+        # The output reserve is the output limit the request sends (spec §3.2).
+        "max_output_tokens": limits.output_reserve_tokens,
     }
     return PreparedModelCall(
         request,

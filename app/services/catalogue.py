@@ -2,12 +2,15 @@
 
 Figures as published by the providers, read on 2026-11-30 through stored copies of their pages:
 - OpenAI model pages (platform.openai.com/docs/models): gpt-5 / gpt-5-mini 400 000-token window
-  with up to 128 000 output tokens (input is capped at 272 000 = 400 000 − 128 000, which is
-  exactly what ``effective_input_tokens`` derives); gpt-4.1 1 047 576 / 32 768; gpt-4o
-  128 000 / 16 384; o3 and o4-mini 200 000 / 100 000. Served by the Responses API only (so
-  catalogued with kind ``openai_responses``): gpt-5-codex 400 000 / 128 000 and o3-pro
-  200 000 / 100 000. The models that Chat Completions also serves keep kind ``openai_chat``:
-  an id keeps its protocol (docs/decisions.md, "OpenAI Responses as a provider protocol").
+  with up to 128 000 output tokens; gpt-4.1 1 047 576 / 32 768; gpt-4o 128 000 / 16 384; o3 and
+  o4-mini 200 000 / 100 000. Served by the Responses API only (so catalogued with kind
+  ``openai_responses``): gpt-5-codex 400 000 / 128 000 and o3-pro 200 000 / 100 000. The models
+  that Chat Completions also serves keep kind ``openai_chat``: an id keeps its protocol
+  (docs/decisions.md, "OpenAI Responses as a provider protocol").
+- gpt-5's input is capped at 272 000 tokens whatever output limit a request sends (OpenAI's
+  launch post; the API answers "Input tokens exceed the configured limit of 272,000 tokens"):
+  the part of the 128 000 its default output reserve (32 768) does not take is stated as a fixed
+  reserve, so ``effective_input_tokens`` is exactly that cap (gpt-5-codex likewise).
 - Anthropic models overview (platform.claude.com/docs/en/about-claude/models/overview, as quoted
   on 2026-05-09): claude-opus-4-7 1 000 000 / 128 000; claude-sonnet-4-6 1 000 000 / 64 000;
   claude-haiku-4-5 200 000 / 64 000.
@@ -16,20 +19,28 @@ A registered model with the same id overrides a catalogue entry; PUT /v1/models/
 
 from __future__ import annotations
 
-from app.core.capabilities import ModelCapabilities
+from app.core.capabilities import ModelCapabilities, default_output_reserve
 from app.services.model_types import ModelEntry, ProviderKind, ProviderSpec
 
 __all__ = ["CATALOGUE"]
 
 
 def _openai(
-    model_id: str, window: int, output: int, kind: ProviderKind = "openai_chat"
+    model_id: str,
+    window: int,
+    output: int,
+    kind: ProviderKind = "openai_chat",
+    *,
+    input_cap: int | None = None,
 ) -> ModelEntry:
+    # ``input_cap``: the provider's own bound on input, below window − output reserve.
+    fixed = 0 if input_cap is None else window - default_output_reserve(window, output) - input_cap
     return ModelEntry(
         id=model_id,
         capabilities=ModelCapabilities(
             context_window_tokens=window,
             max_output_tokens=output,
+            fixed_reserve_tokens=fixed,
             accepts_data_blocks=True,
             token_counter="tiktoken:o200k_base",
         ),
@@ -72,13 +83,13 @@ CATALOGUE: dict[str, ModelEntry] = {
     e.id: e
     for e in (
         _LOCAL,
-        _openai("gpt-5", 400_000, 128_000),
-        _openai("gpt-5-mini", 400_000, 128_000),
+        _openai("gpt-5", 400_000, 128_000, input_cap=272_000),
+        _openai("gpt-5-mini", 400_000, 128_000, input_cap=272_000),
         _openai("gpt-4.1", 1_047_576, 32_768),
         _openai("gpt-4o", 128_000, 16_384),
         _openai("o3", 200_000, 100_000),
         _openai("o4-mini", 200_000, 100_000),
-        _openai("gpt-5-codex", 400_000, 128_000, "openai_responses"),
+        _openai("gpt-5-codex", 400_000, 128_000, "openai_responses", input_cap=272_000),
         _openai("o3-pro", 200_000, 100_000, "openai_responses"),
         _anthropic("claude-opus-4-7", 1_000_000, 128_000),
         _anthropic("claude-sonnet-4-6", 1_000_000, 64_000),

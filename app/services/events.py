@@ -53,6 +53,8 @@ UPDATE_TYPES = frozenset(
         # Messages stored outside a turn (an API append, a session prepare's World State):
         # a turn announces its own writes with the updates above.
         "messages_appended",
+        # A session's pins or pin proposals changed (``app.services.pins``).
+        "pins_changed",
     }
 )
 DELTA_TYPES = frozenset({"text_delta", "reasoning_delta"})

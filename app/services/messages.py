@@ -11,6 +11,7 @@ from app.core.content import Block
 from app.core.counting import TokenCounter
 from app.services.events import EventEmitter, messages_appended
 from app.services.models import resolve_model
+from app.services.pins import propose_pins
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage, StoredMessage
@@ -84,6 +85,7 @@ class MessageService:
             await self._events.emit(
                 db, session_id, "messages_appended", messages_appended(sequences)
             )
+            await propose_pins(db, session_id, stored, self._events)
         return stored
 
     async def page(self, session_id: str, *, after_sequence: int, limit: int) -> dict[str, Any]:

@@ -15,7 +15,6 @@ from app.services.catalogue import CATALOGUE
 from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
-from app.storage.models.registry import prompt_caching_of
 from app.storage.repositories.registry import ModelRepository
 from app.storage.repositories.sessions import SessionRepository
 
@@ -25,16 +24,7 @@ __all__ = ["ModelService", "entry_to_json", "resolve_model"]
 def _entry(row: RegisteredModel) -> ModelEntry:
     return ModelEntry(
         id=row.id,
-        capabilities=ModelCapabilities(
-            context_window_tokens=row.context_window_tokens,
-            max_output_tokens=row.max_output_tokens,
-            max_reasoning_tokens=row.max_reasoning_tokens,
-            accepts_data_blocks=row.accepts_data_blocks,
-            fixed_reserve_tokens=row.fixed_reserve_tokens,
-            safety_margin_tokens=row.safety_margin_tokens,
-            token_counter=row.token_counter,
-            prompt_caching=prompt_caching_of(row.prompt_caching),
-        ),
+        capabilities=row.capabilities(),
         provider=ProviderSpec(
             kind=row.provider_kind,  # type: ignore[arg-type]
             base_url=row.provider_base_url,
@@ -72,11 +62,12 @@ def entry_to_json(
     caps = entry.capabilities
     try:
         limits = caps.limits()
+        reserved = limits.output_reserve_tokens
         effective, auto_compact = limits.effective_input_tokens, limits.auto_compact_token_limit
     except InvalidInput:
         # A row stored under other rules (or edited by hand) still reads: no input room, and
         # ``readiness`` says why (``ModelClients.readiness``).
-        effective = auto_compact = 0
+        reserved = effective = auto_compact = 0
     provider: dict[str, Any] = {
         "kind": entry.provider.kind,
         "base_url": entry.provider.base_url,
@@ -94,8 +85,10 @@ def entry_to_json(
         "accepts_data_blocks": caps.accepts_data_blocks,
         "fixed_reserve_tokens": caps.fixed_reserve_tokens,
         "safety_margin_tokens": caps.safety_margin_tokens,
+        "output_reserve_tokens": caps.output_reserve_tokens,
         "token_counter": caps.token_counter,
         "prompt_caching": caps.prompt_caching,
+        "reserved_output_tokens": reserved,
         "effective_input_tokens": effective,
         "auto_compact_token_limit": auto_compact,
         "provider": provider,
@@ -143,6 +136,7 @@ class ModelService:
             accepts_data_blocks=capabilities.accepts_data_blocks,
             fixed_reserve_tokens=capabilities.fixed_reserve_tokens,
             safety_margin_tokens=capabilities.safety_margin_tokens,
+            output_reserve_tokens=capabilities.output_reserve_tokens,
             token_counter=capabilities.token_counter,
             prompt_caching=capabilities.prompt_caching,
             provider_kind=provider.kind,

@@ -46,6 +46,7 @@ from app.core.world_state import (
 from app.core.world_state.provided import provided_inputs_of
 from app.observability import Observability
 from app.services.lru import BytesLRU
+from app.services.pins import pins_section
 from app.services.session_config import disabled_skills_of, sandbox_of, workspace_of
 from app.settings import Settings
 from app.storage.models import AgentSession
@@ -222,6 +223,7 @@ class WorldStateSampler:
             current_row = sessions.is_current(session)
             await sessions.lock(session.id)
             sections = render_sections(inputs, _sandbox_of(session), disabled_skills_of(session))
+            sections.append(await pins_section(db, session, current_row))
             self._log_skipped(session.id, inputs, [s.dropped for s in sections])
             current = await self._stored_baselines(db, session, current_row)
             messages = diff_sections(sections, current, conversation)

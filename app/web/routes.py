@@ -36,6 +36,7 @@ SESSIONS_PER_PAGE = 25
 TURNS_SHOWN = 20
 CHECKPOINTS_SHOWN = 50
 TRANSCRIPT_PAGE = 50
+PROPOSALS_SHOWN = 20
 
 pages = APIRouter(prefix="/ui", include_in_schema=False)
 parts = APIRouter(
@@ -146,7 +147,12 @@ async def context_part_html(container: Container, session_id: str) -> str:
     inspection = await container.inspection.inspection(session_id)
     checkpoints = await container.compactor.list(session_id, limit=CHECKPOINTS_SHOWN)
     turns = await container.turns.list(session_id, limit=TURNS_SHOWN, cursor=None)
-    view = views.context_map(session, inspection, checkpoints["compactions"], turns["turns"])
+    pins = views.pins_view(
+        await container.pins.pins(session_id),
+        await container.pins.proposals(session_id, "open", limit=PROPOSALS_SHOWN),
+        inspection,
+    )
+    view = views.context_map(session, inspection, checkpoints["compactions"], turns["turns"], pins)
     return render("parts/context.html", map=view)
 
 

@@ -14,16 +14,20 @@ from typing import Any
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, compact_json
 from app.core.marks import message_marks
+from app.core.pins import MAX_PINNED_BYTES, Pin, render_pins
 from app.core.prepared import Budget
 from app.core.provenance import Provenance
+from app.core.world_state import PINNED_CONTEXT, retained_sections
 from app.services.calibration import Calibration
 from app.services.inspection import Inspection, auto_compact_percent
+from app.services.pins import PinList, PinRecord, ProposalRecord
 from app.web.blocks import BlockView, block_view, clip, preview
 
 __all__ = [
     "CalibrationView",
     "CheckpointView",
     "ContextMap",
+    "PinsView",
     "RowView",
     "Segment",
     "SessionRow",
@@ -125,6 +129,18 @@ class TranscriptMessage:
 
 
 @dataclass(frozen=True, slots=True)
+class PinsView:
+    pins: list[PinRecord]
+    total_bytes: int
+    max_total_bytes: int
+    proposals: list[str]  # the open proposals' texts, newest first
+    # Positions of the rows that carry the pinned context (World State); none: it goes with
+    # the next model call's sample.
+    rows: list[int]
+    current: bool  # the latest of those rows says what is pinned now
+
+
+@dataclass(frozen=True, slots=True)
 class ContextMap:
     session_id: str
     title: str | None
@@ -141,6 +157,7 @@ class ContextMap:
     checkpoints: list[CheckpointView]
     turns: list[TurnView]
     calibration: CalibrationView | None
+    pins: PinsView
 
 
 @dataclass(frozen=True, slots=True)
@@ -306,11 +323,38 @@ def transcript_message(message: Mapping[str, Any]) -> TranscriptMessage:
     )
 
 
+def _text(item: Item) -> str:
+    return "".join(b["text"] for b in item.content if b["type"] == "text")
+
+
+def pins_view(
+    pins: PinList, proposals: Sequence[ProposalRecord], inspection: Inspection
+) -> PinsView:
+    items = inspection.prepared.items
+    rows = [
+        position
+        for position, item in enumerate(items, start=1)
+        if item.kind == "world_state" and PINNED_CONTEXT in retained_sections([item])
+    ]
+    # What the latest of them says is what is pinned now, or the next sample sends the change.
+    body = render_pins([Pin(p.kind, p.text) for p in pins.pins])
+    last = _text(items[rows[-1] - 1]) if rows else None
+    return PinsView(
+        pins=pins.pins,
+        total_bytes=pins.total_bytes,
+        max_total_bytes=MAX_PINNED_BYTES,
+        proposals=[p.text for p in proposals],
+        rows=rows,
+        current=last is not None and body is not None and last.endswith(body),
+    )
+
+
 def context_map(
     session: Mapping[str, Any],
     inspection: Inspection,
     checkpoints: Sequence[Mapping[str, Any]],
     turns: Sequence[Mapping[str, Any]],
+    pins: PinsView,
 ) -> ContextMap:
     prepared = inspection.prepared
     turn_views = [turn_view(t) for t in turns]
@@ -331,6 +375,7 @@ def context_map(
         checkpoints=[checkpoint_view(c, installed) for c in checkpoints],
         turns=turn_views,
         calibration=_calibration(inspection.calibration),
+        pins=pins,
     )
 
 

@@ -19,7 +19,11 @@ async def model_with_line(api: httpx.AsyncClient, line: int) -> str:
     model_id = f"line-{uuid.uuid4().hex[:8]}"
     # ⌊line / 0.85⌋ is the largest effective input whose 85 % rounds up to ``line``.
     window = line * 100 // 85 + MAX_OUTPUT
-    body = {"context_window_tokens": window, "max_output_tokens": MAX_OUTPUT}
+    body = {
+        "context_window_tokens": window,
+        "max_output_tokens": MAX_OUTPUT,
+        "output_reserve_tokens": MAX_OUTPUT,
+    }
     response = await api.put(f"/v1/models/{model_id}", json={**body, "provider": {"kind": "local"}})
     assert response.status_code == 201, response.text
     return model_id

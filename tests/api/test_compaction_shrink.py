@@ -16,7 +16,11 @@ pytestmark = pytest.mark.anyio
 
 # Effective input 1 500, trigger line 1 275: the reserved output (1 500) alone crosses it, so a
 # short history triggers a threshold compaction whose summary would be longer than the history.
-RESERVING = {"context_window_tokens": 3000, "max_output_tokens": 1500}
+RESERVING = {
+    "context_window_tokens": 3000,
+    "max_output_tokens": 1500,
+    "output_reserve_tokens": 1500,
+}
 
 
 async def session_for(api: httpx.AsyncClient, script: list[dict[str, Any]], **agent: Any) -> str:

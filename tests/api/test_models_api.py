@@ -104,7 +104,9 @@ async def test_an_override_a_session_uses_may_go_back_to_the_catalogue(
 @pytest.mark.parametrize(
     ("body", "code"),
     [
-        (scripted(max_output_tokens=1000), "invalid_capabilities"),
+        (scripted(max_output_tokens=1000, output_reserve_tokens=1000), "invalid_capabilities"),
+        (scripted(output_reserve_tokens=101), "invalid_capabilities"),  # over max_output_tokens
+        (scripted(output_reserve_tokens=0), "invalid_request"),
         (scripted(safety_margin_tokens=500, fixed_reserve_tokens=400), "invalid_capabilities"),
         (scripted(max_reasoning_tokens=900), "invalid_capabilities"),
         (scripted(context_window_tokens=-5), "invalid_request"),
@@ -144,7 +146,8 @@ async def test_a_stored_model_that_leaves_no_input_room_still_lists_and_says_why
 ) -> None:
     # As a row stored under other rules (registration refuses it): one such model used to make
     # the whole list answer 422.
-    sid = await stored_model(api, "old-rules", max_output_tokens=1000)  # the whole window
+    # The whole window kept for the answer.
+    sid = await stored_model(api, "old-rules", max_output_tokens=1000, output_reserve_tokens=1000)
 
     listed = await api.get("/v1/models")
     assert listed.status_code == 200, listed.text

@@ -87,6 +87,11 @@ async def concrete(api: httpx.AsyncClient, path: str, value: Any) -> tuple[str, 
     if path.endswith("/rewind"):
         sid, compaction_id = await compacted(api)
         return path.format(session_id=sid), {**value, "compaction_id": compaction_id}
+    if "{pin_id}" in path:
+        sid = await new_session(api)
+        pin = {"kind": "fact", "text": "A pin the example replaces."}
+        created = await api.post(f"/v1/sessions/{sid}/pins", json=pin)
+        return path.format(session_id=sid, pin_id=created.json()["pin_id"]), value
     if path.endswith("/compactions"):
         sid, _ = await compacted(api)  # a conversation to summarize again
         return path.format(session_id=sid), value

@@ -176,7 +176,9 @@ async def test_a_catalogue_model_id_can_replace_capabilities(
     del payload["model"]
     budget = (await prepare(stateless_client, payload)).json()["budget"]
     assert budget["context_window_tokens"] == 200_000
-    assert budget["reserved_output_tokens"] == 64_000
+    # 64 000 of output at most; the default reserve keeps 32 768 of the window for it.
+    assert budget["reserved_output_tokens"] == 32_768
+    assert budget["effective_input_tokens"] == 200_000 - 32_768
 
 
 @pytest.mark.parametrize(
@@ -220,7 +222,11 @@ async def test_a_catalogue_model_id_can_replace_capabilities(
             "empty_system_context_key",
         ),
         (lambda b: b["model"].update(max_output_tokens=-1), 422, "invalid_request"),
-        (lambda b: b["model"].update(max_output_tokens=1000), 422, "invalid_capabilities"),
+        (
+            lambda b: b["model"].update(max_output_tokens=1000, output_reserve_tokens=1000),
+            422,
+            "invalid_capabilities",
+        ),
         (
             lambda b: b["model"].update(safety_margin_tokens=300, fixed_reserve_tokens=300),
             422,

@@ -322,3 +322,57 @@ def test_the_map_is_readable_on_a_phone(server: ServerProcess, offline_page: Off
     assert page.evaluate("document.documentElement.scrollWidth <= window.innerWidth")
     expect(page.locator(".bar")).to_be_visible()
     assert offline_page.blocked == []
+
+
+def test_pins_and_proposals_show_on_the_map_and_follow_the_session(
+    server: ServerProcess, offline_page: OfflinePage, shots: Path
+) -> None:
+    page = offline_page.page
+    with Client(server.url, timeout=60) as client:
+        session = client.create_session(model_id="local", title="Pinned session", agent=AGENT)
+        pinned = client.create_pin(
+            session.id, kind="fact", text="The incident is INC-42.\nIt began at 09:12 UTC."
+        )
+        open_map(page, f"{server.url}/ui/sessions/{session.id}")
+        shown = page.locator(f'li.pin[data-pin="{pinned.pin_id}"]')
+        expect(shown).to_have_attribute("data-kind", "fact")
+        expect(shown.locator(".pin-text")).to_have_text(
+            "The incident is INC-42.\nIt began at 09:12 UTC."
+        )
+        # Pinned, not yet sent: no row carries it until a model call samples the World State.
+        expect(page.locator("#pins-sent")).to_have_attribute("data-rows", "")
+        expect(page.locator("#pins-sent")).to_have_attribute("data-current", "false")
+        expect(page.locator("#live")).to_have_attribute("data-state", "live", timeout=WAIT_MS)
+
+        client.append_messages(
+            session.id,
+            [{"role": "user", "content": [text("Check it. Never restart the database.")]}],
+        )
+        proposal = page.locator("li.proposal")
+        expect(proposal).to_have_text("Never restart the database.", timeout=WAIT_MS)
+        (open_one,) = client.list_pin_proposals(session.id).proposals
+        accepted = client.accept_pin_proposal(session.id, open_one.proposal_id)
+        expect(page.locator(f'li.pin[data-pin="{accepted.pin_id}"]')).to_have_attribute(
+            "data-kind", "constraint", timeout=WAIT_MS
+        )
+        expect(proposal).to_have_count(0)
+
+        client.prepare_session(session.id)  # samples the World State: the pins are sent
+        context = client.get_context(session.id).model_dump(mode="json")
+    sent = page.locator("#pins-sent")
+    expect(sent).not_to_have_attribute("data-rows", "", timeout=WAIT_MS)
+    expect(sent).to_have_attribute("data-current", "true")
+    (position,) = [int(p) for p in (sent.get_attribute("data-rows") or "").split()]
+    row = page.locator(f'li.row[data-position="{position}"]')
+    expect(row).to_have_attribute("data-role", "user")
+    expect(row.locator(".kind")).to_have_text("world state")
+    expect(row.locator(".preview")).to_contain_text("pinned_context")
+    # Counted in the budget: the map's rows still add up to the Conversation region.
+    assert_map_equals_context(page, context)
+    page.screenshot(path=shots / "context-map-pins.png", full_page=True)
+    # A change after the last sample: the map says the next model call sends it.
+    with Client(server.url, timeout=60) as client:
+        client.remove_pin(session.id, pinned.pin_id)
+    expect(sent).to_have_attribute("data-current", "false", timeout=WAIT_MS)
+    expect(sent).to_contain_text("the next model call sends the change")
+    assert offline_page.blocked == []

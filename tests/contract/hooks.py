@@ -72,6 +72,9 @@ UNSTATABLE: dict[str, set[str]] = {
     },
     "POST /v1/sessions/{session_id}/agent-messages": {"agent_message_too_large"},  # tokens
     "POST /v1/sessions/{session_id}/rewind": {"invalid_rewind"},  # the checkpoint's kind
+    # A size in UTF-8 bytes; the control tags a pin may not hold, in any case.
+    "POST /v1/sessions/{session_id}/pins": {"pin_too_large", "invalid_pin_text"},
+    "PUT /v1/sessions/{session_id}/pins/{pin_id}": {"pin_too_large", "invalid_pin_text"},
 }
 
 _ACCEPTED = {401, 403, 404, 409, 429}

@@ -261,7 +261,7 @@ def test_a_resumed_walk_names_the_callers_index_too() -> None:
 
 
 def test_capabilities_are_validated_before_anything_else() -> None:
-    bad = ModelCapabilities(1000, 1000)
+    bad = ModelCapabilities(1000, 1000, output_reserve_tokens=1000)
     with pytest.raises(InvalidInput) as info:
         prepare([part("", "")], [Item(cast(Any, "system"), "normal", [])], [], bad)
     assert info.value.code == "invalid_capabilities"

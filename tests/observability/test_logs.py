@@ -226,7 +226,11 @@ async def test_a_compaction_that_would_not_shrink_is_logged_as_not_installed(
     # The reserved output alone crosses the line, so a short history triggers a threshold
     # compaction whose summary would be longer than the history: not installed, the turn goes on.
     api = served.api
-    small = {"context_window_tokens": 3000, "max_output_tokens": 1500}
+    small = {
+        "context_window_tokens": 3000,
+        "max_output_tokens": 1500,
+        "output_reserve_tokens": 1500,
+    }
     model_id = await scripted_model(api, [{"text": "Recovered."}], **small)
     sid = await new_session(
         api, model_id=model_id, summary_model_id="local", agent={"system_prompt": "Be brief."}

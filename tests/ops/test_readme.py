@@ -64,13 +64,14 @@ def documents(output: str) -> tuple[list[Any], str]:
     return found, rest
 
 
-def test_the_tour_has_its_three_blocks() -> None:
+def test_the_tour_has_its_four_blocks() -> None:
     blocks = tour_blocks()
-    assert len(blocks) == 3
+    assert len(blocks) == 4
     assert "/v1/prepare" in blocks[0]
     assert '"model_id": "local"' in blocks[1]
     assert '"kind": "scripted"' in blocks[2]
     assert "/tool-results" in blocks[2]
+    assert "/pins" in blocks[3]
 
 
 def test_the_stateless_prepare_answers_as_the_readme_says(server: ServerProcess) -> None:
@@ -128,3 +129,14 @@ def test_the_tool_round_trip_can_be_run_again(server: ServerProcess) -> None:
         assert done.returncode == 0, done.stderr
         (_, turn), _ = documents(done.stdout)
         assert turn["status"] == "completed", turn
+
+
+def test_a_pin_reaches_the_request_as_the_readme_says(server: ServerProcess) -> None:
+    done = run_block(tour_blocks()[3], server)
+    assert done.returncode == 0, done.stderr
+    (pin, prepared), rest = documents(done.stdout)
+    assert rest == ""
+    assert (pin["kind"], pin["position"]) == ("constraint", 1)
+    last = prepared["request"]["messages"][-1]["content"][0]["text"]
+    assert last.startswith('<pinned_context format_version="1">')
+    assert "## Constraints\n- Never modify anything in the production database.\n" in last

@@ -19,7 +19,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from alembic import command
 from app.core.content import Block, text_block
-from app.storage.base import UTCDateTime
+from app.storage.base import UTCDateTime, utc_now
 from app.storage.database import (
     SessionFactory,
     create_engine,
@@ -321,7 +321,19 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
 async def _older_session(db: AsyncSession) -> str:
     row = new_agent_session()
     given = ("id", "title", "model_id", "summary_model_id", "agent", "sandbox", "disabled_skills")
-    await db.execute(sa.insert(AgentSession).values({k: getattr(row, k) for k in given}))
+    now = utc_now()
+    values = {k: getattr(row, k) for k in given} | {
+        "last_message_sequence": 0,
+        "last_event_sequence": 0,
+        "reload_required": False,
+        "created_at": now,
+        "updated_at": now,
+    }
+    # A table of these columns alone: an INSERT into the mapped table would also write every
+    # column with a default, which this older schema may not have yet.
+    columns = AgentSession.__table__.c
+    table = sa.table("sessions", *(sa.column(k, columns[k].type) for k in values))
+    await db.execute(sa.insert(table).values(values))
     return row.id
 
 

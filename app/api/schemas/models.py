@@ -37,6 +37,15 @@ class CapabilitiesIn(RequestModel):
     accepts_data_blocks: Flag = True
     fixed_reserve_tokens: TokenCount = 0
     safety_margin_tokens: TokenCount = 0
+    output_reserve_tokens: PositiveTokenCount | None = Field(
+        default=None,
+        description="How much of the window each request keeps for the answer, and the output "
+        "limit it sends (`max_completion_tokens`, `max_tokens`); at most `max_output_tokens`. "
+        "Null: the default rule, the ceiling while it is modest — `min(max_output_tokens, "
+        "32768, 40 % of the window)` (docs/models.md). Summary requests send their own "
+        "`min(16384, max_output_tokens)`.",
+        examples=[None],
+    )
     token_counter: TokenCounterName = "estimate"
     prompt_caching: PromptCaching = Field(
         default="auto",
@@ -201,8 +210,15 @@ class ModelOut(BaseModel):
     accepts_data_blocks: bool
     fixed_reserve_tokens: int
     safety_margin_tokens: int
+    output_reserve_tokens: int | None = Field(
+        description="The output reserve as registered; null: the default rule."
+    )
     token_counter: str
     prompt_caching: PromptCaching
+    reserved_output_tokens: int = Field(
+        description="The output reserve in force (the registered one, else the default rule): "
+        "what the budget reserves and what each request sends as its output limit."
+    )
     effective_input_tokens: int
     auto_compact_token_limit: int
     provider: dict[str, Any]

@@ -77,8 +77,9 @@ def summary_capabilities(model: ModelCapabilities) -> ModelCapabilities:
 
     ``max_output_tokens`` becomes ``SUMMARY_MAX_OUTPUT_TOKENS`` (16 384) — or the model's own
     maximum when that is smaller, because a provider refuses a larger ``max_tokens`` and a small
-    window would otherwise leave no input room. Everything else (window, reserves, counter,
-    data-block support) is the model's, so the budget of the summary call is measured alike.
+    window would otherwise leave no input room — and it is the summary call's output reserve
+    too, whatever reserve the model keeps for its turns. Everything else (window, reserves,
+    counter, data-block support) is the model's, so the summary call is measured alike.
     """
     cap = min(SUMMARY_MAX_OUTPUT_TOKENS, model.max_output_tokens)
-    return dataclasses.replace(model, max_output_tokens=cap)
+    return dataclasses.replace(model, max_output_tokens=cap, output_reserve_tokens=cap)

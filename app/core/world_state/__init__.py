@@ -1,4 +1,4 @@
-"""World State (SPEC §4): render the four sections, diff them against the baselines.
+"""World State (spec §4): render the sections, diff them against the baselines.
 
 Pure: the inputs come from ``app.workspace`` (a server directory) or from ``provided_inputs``
 (values a caller supplies); the service samples, stores and advances the baselines. Typical use::
@@ -45,6 +45,7 @@ from app.core.world_state.render import (
 )
 from app.core.world_state.sections import (
     AGENTS_MD,
+    PINNED_CONTEXT,
     PROJECT_CONTEXT,
     SANDBOX_POLICY,
     SECTION_IDS,
@@ -67,6 +68,7 @@ __all__ = [
     "MAX_SKILLS",
     "MAX_SKILL_FILE_BYTES",
     "NO_WORKSPACE",
+    "PINNED_CONTEXT",
     "PROJECT_CONTEXT",
     "SANDBOX_POLICY",
     "SECTION_IDS",

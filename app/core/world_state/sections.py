@@ -1,7 +1,8 @@
-"""The four World State sections: ids, fixed order, open tags and notices (SPEC §4).
+"""The World State sections: ids, fixed order, open tags and notices (spec §4).
 
 The open tag is what the retained-section scan looks for at the start of a ``world_state``
-message, so it is declared next to the notices that may precede it.
+message, so it is declared next to the notices that may precede it. The four sections of
+spec §4 come first; the session's pins (``app.core.pins``) are a fifth, last.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from dataclasses import dataclass
 
 __all__ = [
     "AGENTS_MD",
+    "PINNED_CONTEXT",
     "PROJECT_CONTEXT",
     "SANDBOX_POLICY",
     "SECTIONS",
@@ -23,6 +25,7 @@ PROJECT_CONTEXT = "runtime/user-project-context"
 AGENTS_MD = "project/AGENTS.md"
 SKILLS_CATALOG = "skills/catalog"
 SANDBOX_POLICY = "runtime/sandbox-policy"
+PINNED_CONTEXT = "session/pins"
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,7 +36,7 @@ class SectionSpec:
     removal_notice: str
 
 
-# Fixed order: project context, AGENTS.md, skills catalog, sandbox policy.
+# Fixed order: project context, AGENTS.md, skills catalog, sandbox policy, pins.
 SECTIONS: tuple[SectionSpec, ...] = (
     SectionSpec(
         PROJECT_CONTEXT,
@@ -59,6 +62,12 @@ SECTIONS: tuple[SectionSpec, ...] = (
         "<sandbox_policy>",
         "The sandbox policy below replaces the previous one.",
         "The previous sandbox policy no longer applies.",
+    ),
+    SectionSpec(
+        PINNED_CONTEXT,
+        "<pinned_context",
+        "The pinned items below replace all previously pinned items.",
+        "The previously pinned items no longer apply; nothing is pinned now.",
     ),
 )
 

@@ -22,6 +22,7 @@ from app.core.world_state.skill_file import skill_instruction_item
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.pins import propose_pins
 from app.services.session_config import disabled_skills_of, workspace_of
 from app.services.turns.deps import TurnDeps
 from app.services.turns.first_call import FirstCall, FirstCallPreparer
@@ -189,7 +190,7 @@ async def start_turn(
             content=content,
             token_counts=exact_counts(counter, "user", content),
         )
-        await MessageRepository(db).append(
+        stored = await MessageRepository(db).append(
             session_id,
             [
                 NewMessage(
@@ -206,6 +207,7 @@ async def start_turn(
             {"client_request_id": client_request_id, "input": turn.input},
             turn_id=turn.turn_id,
         )
+        await propose_pins(db, session_id, stored, events)
         first = pending = None
         if merged:
             assert first_call is not None

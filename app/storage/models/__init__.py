@@ -2,6 +2,7 @@
 
 from app.storage.base import Base
 from app.storage.models.conversation import COMPACTION_KINDS, Compaction, Message, ToolCall
+from app.storage.models.pins import PinProposal, SessionPin
 from app.storage.models.registry import CalibrationSample, RegisteredModel
 from app.storage.models.session import AgentSession
 from app.storage.models.state import (
@@ -21,8 +22,10 @@ __all__ = [
     "CalibrationSample",
     "Compaction",
     "Message",
+    "PinProposal",
     "RegisteredModel",
     "SessionEvent",
+    "SessionPin",
     "SessionRequestPrefix",
     "ToolCall",
     "Turn",

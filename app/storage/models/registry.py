@@ -43,6 +43,8 @@ class RegisteredModel(Base):
     accepts_data_blocks: Mapped[bool] = mapped_column(Boolean)
     fixed_reserve_tokens: Mapped[int] = mapped_column(Integer, default=0)
     safety_margin_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    # NULL: the default rule (``app.core.capabilities.default_output_reserve``).
+    output_reserve_tokens: Mapped[int | None] = mapped_column(Integer)
     token_counter: Mapped[str] = mapped_column(String(64), default="estimate")
     # ``off`` | ``auto`` (``app.core.caching``); any other stored value is read as ``auto``.
     prompt_caching: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
@@ -67,6 +69,7 @@ class RegisteredModel(Base):
             safety_margin_tokens=self.safety_margin_tokens,
             token_counter=self.token_counter,
             prompt_caching=prompt_caching_of(self.prompt_caching),
+            output_reserve_tokens=self.output_reserve_tokens,
         )
 
 

@@ -4,11 +4,11 @@ The two ``last_*_sequence`` columns are allocators: a writer bumps them with one
 ``UPDATE … RETURNING`` inside its transaction, which both hands out gap-free per-session sequences
 and (on PostgreSQL) row-locks the session so writers of one session queue up instead of colliding.
 
-Three more columns summarize other tables, kept up to date by the repository that writes those
-tables in the same transaction, so a turn step that has just loaded the session row (locked) can
-skip the reads that almost never find anything new: ``mailbox_pending`` (queued agent messages),
-``latest_compaction_id`` (the checkpoint in force) and ``world_state_version`` (a token naming the
-stored World State baselines).
+More columns summarize other tables, kept up to date by the repository that writes those tables
+in the same transaction, so a turn step that has just loaded the session row (locked) can skip
+the reads that almost never find anything new: ``mailbox_pending`` (queued agent messages),
+``latest_compaction_id`` (the checkpoint in force), ``world_state_version`` (a token naming the
+stored World State baselines) and ``pin_count`` (the session's pins).
 """
 
 from __future__ import annotations
@@ -68,6 +68,8 @@ class AgentSession(Base):
     reload_required: Mapped[bool] = mapped_column(Boolean, default=False)
     # Undelivered rows of ``agent_messages`` (MailboxRepository.enqueue / mark_delivered).
     mailbox_pending: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    # Rows of ``session_pins`` (PinRepository keeps it with every change): 0 = nothing to render.
+    pin_count: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # Rows of ``tool_calls`` without a result (MessageRepository keeps it with every append).
     open_tool_calls: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     # ``compaction_id`` of the highest-sequence checkpoint (CompactionRepository.add); NULL = none.

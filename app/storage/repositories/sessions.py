@@ -84,6 +84,7 @@ _ADD_OPEN_TOOL_CALLS = _summary_update(
 )
 _SET_LATEST_COMPACTION = _summary_update("latest_compaction_id", _value("latest_compaction_id"))
 _SET_WORLD_STATE_VERSION = _summary_update("world_state_version", _value("world_state_version"))
+_SET_PIN_COUNT = _summary_update("pin_count", _value("pin_count"))
 
 # Keys in ``Session.info``: the sessions whose row this transaction already holds locked, and
 # those whose loaded object was built by a locking read (see ``is_current``).
@@ -310,6 +311,10 @@ class SessionRepository(Repository):
             _SET_WORLD_STATE_VERSION, "world_state_version", session_id, new_world_state_version()
         )
         return str(value)
+
+    async def set_pin_count(self, session_id: str, count: int) -> None:
+        """Record how many pins the session has (``PinRepository`` keeps it)."""
+        await self._set_summary(_SET_PIN_COUNT, "pin_count", session_id, count)
 
     async def _set_summary(
         self,

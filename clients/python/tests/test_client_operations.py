@@ -15,7 +15,11 @@ from ctxsvc_client import (
     AsyncClient,
     Checkpoint,
     Client,
+    ConflictError,
     Context,
+    InvalidInputError,
+    NotFoundError,
+    Pin,
     Session,
     Turn,
     text,
@@ -61,6 +65,18 @@ METHODS = {
     ("GET", "/v1/sessions/{session_id}/replay"): "replay",
     ("GET", "/v1/sessions/{session_id}/transcript"): "transcript",
     ("POST", "/v1/sessions/{session_id}/reload"): "reload_session",
+    ("GET", "/v1/sessions/{session_id}/pins"): "list_pins",
+    ("POST", "/v1/sessions/{session_id}/pins"): "create_pin",
+    ("GET", "/v1/sessions/{session_id}/pins/{pin_id}"): "get_pin",
+    ("PUT", "/v1/sessions/{session_id}/pins/{pin_id}"): "replace_pin",
+    ("DELETE", "/v1/sessions/{session_id}/pins/{pin_id}"): "remove_pin",
+    ("GET", "/v1/sessions/{session_id}/pins/proposals"): "list_pin_proposals",
+    ("POST", "/v1/sessions/{session_id}/pins/proposals/{proposal_id}/accept"): (
+        "accept_pin_proposal"
+    ),
+    ("POST", "/v1/sessions/{session_id}/pins/proposals/{proposal_id}/dismiss"): (
+        "dismiss_pin_proposal"
+    ),
 }
 
 
@@ -142,7 +158,17 @@ def test_service_stateless_tokens_and_models(client: Client, server: ServerProce
     )
     assert created.effective_input_tokens == 6900
     assert created.prompt_caching == "off"
+    assert (created.output_reserve_tokens, created.reserved_output_tokens) == (None, 1000)
     assert client.get_model(model_id).safety_margin_tokens == 100
+    kept_short = client.put_model(
+        model_id,
+        context_window_tokens=8000,
+        max_output_tokens=1000,
+        output_reserve_tokens=250,
+        provider={"kind": "local"},
+    )
+    assert (kept_short.output_reserve_tokens, kept_short.reserved_output_tokens) == (250, 250)
+    assert kept_short.effective_input_tokens == 7750
     client.delete_model(model_id)
     assert model_id not in {m.id for m in client.list_models()}
 
@@ -261,6 +287,57 @@ def test_compaction_rewind_replay_transcript_and_reload(client: Client) -> None:
     assert transcript.has_more is True
     reloaded = client.reload_session(session.id)
     assert reloaded.reload_required is False
+
+
+def test_pins_and_proposals(client: Client) -> None:
+    session = client.create_session(model_id="local", agent=AGENT)
+    pin = client.create_pin(session.id, kind="constraint", text="Never write to production.")
+    assert isinstance(pin, Pin)
+    assert (pin.kind, pin.bytes, pin.position, pin.proposal_id) == ("constraint", 26, 1, None)
+    replaced = client.replace_pin(
+        session.id, pin.pin_id, kind="decision", text="Deploy on Tuesdays only."
+    )
+    assert (replaced.pin_id, replaced.kind, replaced.position) == (pin.pin_id, "decision", 1)
+    assert client.get_pin(session.id, pin.pin_id).text == "Deploy on Tuesdays only."
+    with pytest.raises(ConflictError) as duplicate:
+        client.create_pin(session.id, kind="fact", text="Deploy on Tuesdays only.")
+    assert duplicate.value.code == "duplicate_pin"
+    with pytest.raises(InvalidInputError) as tagged:
+        client.create_pin(session.id, kind="fact", text="</pinned_context> ok")
+    assert tagged.value.code == "invalid_pin_text"
+
+    # Sent verbatim in the next request, as World State.
+    prepared = client.prepare_session(session.id)
+    assert any(
+        "- Deploy on Tuesdays only." in block.get("text", "")
+        for message in prepared.request.messages
+        for block in message.content
+    )
+
+    client.append_messages(
+        session.id,
+        [{"role": "user", "content": [text("Check the logs. Do not restart any node.")]}],
+    )
+    proposals = client.list_pin_proposals(session.id).proposals
+    assert [p.text for p in proposals] == ["Do not restart any node."]
+    accepted = client.accept_pin_proposal(session.id, proposals[0].proposal_id)
+    assert (accepted.kind, accepted.proposal_id) == ("constraint", proposals[0].proposal_id)
+    listed = client.list_pins(session.id)
+    assert [p.pin_id for p in listed.pins] == [pin.pin_id, accepted.pin_id]
+    assert listed.limits.max_pins == 64
+    assert listed.open_proposals == 0
+    client.append_messages(
+        session.id, [{"role": "user", "content": [text("Never delete the logs.")]}]
+    )
+    (other,) = client.list_pin_proposals(session.id).proposals
+    assert client.dismiss_pin_proposal(session.id, other.proposal_id).status == "dismissed"
+    decided = client.list_pin_proposals(session.id, status="all", limit=10).proposals
+    assert [p.status for p in decided] == ["dismissed", "accepted"]
+
+    client.remove_pin(session.id, pin.pin_id)
+    with pytest.raises(NotFoundError) as gone:
+        client.get_pin(session.id, pin.pin_id)
+    assert gone.value.code == "pin_not_found"
 
 
 def run_python_example(readme: Path, server: ServerProcess) -> dict[str, object]:

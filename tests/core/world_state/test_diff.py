@@ -5,6 +5,7 @@ import pytest
 from app.core.content import Item, RealOrigin, text_block
 from app.core.world_state import (
     AGENTS_MD,
+    PINNED_CONTEXT,
     PROJECT_CONTEXT,
     SANDBOX_POLICY,
     SECTION_IDS,
@@ -39,6 +40,10 @@ NOTICES = {
     SANDBOX_POLICY: (
         "The sandbox policy below replaces the previous one.",
         "The previous sandbox policy no longer applies.",
+    ),
+    PINNED_CONTEXT: (
+        "The pinned items below replace all previously pinned items.",
+        "The previously pinned items no longer apply; nothing is pinned now.",
     ),
 }
 NO_BASELINE = object()

@@ -5,7 +5,8 @@ answers raise the exceptions of ``_errors`` (one class per family a caller branc
 that are safe to repeat are retried on connection errors, 429 and 503. The helpers
 ``run_turn``, ``events`` and ``byo_compact`` do what a calling service would otherwise write:
 run a turn with your tools, follow the live updates across dropped connections, compact with
-your own model.
+your own model. Pins (``create_pin`` and the rest) keep what must never be forgotten in every
+request.
 """
 
 from ctxsvc_client._async_client import AsyncClient
@@ -78,6 +79,7 @@ from ctxsvc_client._models import (
     Usage,
 )
 from ctxsvc_client._operations import UNSET
+from ctxsvc_client._pins import Pin, PinKind, PinLimits, PinList, PinProposal, PinProposalPage
 from ctxsvc_client._tools import ToolFunction, ToolResult
 
 __all__ = [
@@ -110,6 +112,12 @@ __all__ = [
     "Model",
     "NotFoundError",
     "PendingToolCall",
+    "Pin",
+    "PinKind",
+    "PinLimits",
+    "PinList",
+    "PinProposal",
+    "PinProposalPage",
     "Prepared",
     "PreparedRequest",
     "ProblemError",

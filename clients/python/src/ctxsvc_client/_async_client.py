@@ -16,6 +16,7 @@ import httpx
 
 from ctxsvc_client import _item_operations as item_ops
 from ctxsvc_client import _operations as ops
+from ctxsvc_client import _pins as pin_ops
 from ctxsvc_client import _turn_operations as turn_ops
 from ctxsvc_client._callkit import Encode
 from ctxsvc_client._calls import Call, Retries
@@ -163,6 +164,16 @@ class AsyncClient:
     add_items = _operation(item_ops.add_items)
     pop_item = _operation(item_ops.pop_item)
     new_epoch = _operation(item_ops.new_epoch)
+    # ----- pins ---------------------------------------------------------------------------------
+
+    list_pins = _operation(pin_ops.list_pins)
+    create_pin = _operation(pin_ops.create_pin)
+    get_pin = _operation(pin_ops.get_pin)
+    replace_pin = _operation(pin_ops.replace_pin)
+    remove_pin = _operation(pin_ops.remove_pin)
+    list_pin_proposals = _operation(pin_ops.list_pin_proposals)
+    accept_pin_proposal = _operation(pin_ops.accept_pin_proposal)
+    dismiss_pin_proposal = _operation(pin_ops.dismiss_pin_proposal)
 
     # ----- compaction ---------------------------------------------------------------------------
 

@@ -202,8 +202,10 @@ class Model(_Result):
     accepts_data_blocks: bool
     fixed_reserve_tokens: int
     safety_margin_tokens: int
+    output_reserve_tokens: int | None = None  # as registered; ``None``: the default rule
     token_counter: str
     prompt_caching: str = "auto"
+    reserved_output_tokens: int = 0  # the reserve in force: each request's output limit
     effective_input_tokens: int
     auto_compact_token_limit: int
     provider: dict[str, Any]

@@ -120,8 +120,11 @@ def put_model(
     safety_margin_tokens: int | None = None,
     token_counter: str | None = None,
     prompt_caching: Literal["off", "auto"] | None = None,
+    output_reserve_tokens: int | None = None,
 ) -> Call[Model]:
-    """Register or replace a model; ``provider`` is ``{kind, base_url, model_name, ...}``."""
+    """Register or replace a model; ``provider`` is ``{kind, base_url, model_name, ...}``.
+    ``output_reserve_tokens``: what each request keeps of the window for the answer (and sends
+    as its output limit), at most ``max_output_tokens``; omitted, the service's default rule."""
     body = body_of(
         context_window_tokens=context_window_tokens,
         max_output_tokens=max_output_tokens,
@@ -131,6 +134,7 @@ def put_model(
         safety_margin_tokens=safety_margin_tokens,
         token_counter=token_counter,
         prompt_caching=prompt_caching,
+        output_reserve_tokens=output_reserve_tokens,
         provider=dict(provider),
     )
     # PUT replaces: sending it twice leaves the same model.

@@ -204,11 +204,14 @@ async def load_source(
             "the conversation is empty and cannot be compacted; append messages first",
         )
     through = last if covered is None else await covered(db, session, last)
-    bound = None if through == last else through
-    active = await load_active(db, session, summary_counter.name, through=bound)
+    # Every fact of the checkpoint comes from the messages up to ``through``, read with that
+    # bound: on PostgreSQL each statement of this transaction sees what others committed
+    # before it, so an unbounded read could add a message appended after ``last`` was read
+    # (a last user request beyond the checkpoint's own boundary).
+    active = await load_active(db, session, summary_counter.name, through=through)
     last_user = select_last_user_request(active.items)
     state, reminder = await runtime_state_for(
-        db, session_id, turn_id=turn_id, counter=summary_counter.name, through=bound
+        db, session_id, turn_id=turn_id, counter=summary_counter.name, through=through
     )
     summary_request = prepare(
         system_context_of(session),

@@ -136,7 +136,7 @@ async def test_a_17000_char_old_tool_result_is_pruned(stateless_client: httpx.As
     assert response.status_code == 200, response.text
     result = response.json()["request"]["messages"][-1]["content"][0]
     assert (
-        "... [tool result pruned: 11880 characters omitted. Full result at /spill/call_1.txt"
+        "... [tool result pruned: 11880 characters omitted. Full result at /spill/call_1.c5fb05e4d7a4906f.txt"
         " — read it if you still need it]" in result["output"][0]["text"]
     )
     assert response.json()["projection"]["pruned_tool_results"] == 1

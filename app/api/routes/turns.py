@@ -48,7 +48,12 @@ Wait = Annotated[
             WORLD_STATE,
             {
                 409: ("busy", "reload_required"),
-                422: ("empty_input", "skill_unavailable", "skill_too_large"),
+                422: (
+                    "empty_input",
+                    "client_request_id_reused",
+                    "skill_unavailable",
+                    "skill_too_large",
+                ),
                 503: ("shutting_down",),  # this replica is stopping: send it again
             },
             body=True,
@@ -61,7 +66,7 @@ async def start_turn(
     container: ContainerDep,
     wait: Wait = False,
 ) -> Response:
-    """Start a turn (202), or return the turn already accepted for this client_request_id (200)."""
+    """Start a turn (202), or return the one accepted for this client_request_id and input (200)."""
     turn, created = await container.turns.start(
         session_id,
         client_request_id=body.client_request_id,

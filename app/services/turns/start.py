@@ -71,6 +71,18 @@ def busy(turn_id: str) -> Conflict:
     )
 
 
+def reused(turn: Turn) -> InvalidInput:
+    """The same ``client_request_id`` with another input: a new request under an old key (as
+    the IETF Idempotency-Key draft answers a key reused with a different payload: 422)."""
+    return InvalidInput(
+        "client_request_id_reused",
+        f"client_request_id {turn.client_request_id!r} was already used for turn {turn.turn_id} "
+        "with a different input; send the same input to get that turn again, or use a new "
+        "client_request_id for a new request",
+        turn_id=turn.turn_id,
+    )
+
+
 def _texts(input_items: Sequence[dict[str, Any]]) -> list[str]:
     texts = [i["text"] for i in input_items if i["type"] == "text" and not is_blank(i["text"])]
     if not texts:
@@ -136,7 +148,8 @@ async def start_turn(
     overlap: Callable[[ModelEntry], bool] | None = None,
 ) -> Started:
     """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
-    (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
+    (the accepted turn, ``created=False``, when the input is the same; else
+    ``client_request_id_reused``) → ``busy``; then skills. Raises
     ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
     the caller reaps it and starts again. ``first_call`` prepares the first model call in the
     same transaction when it applies (the turn is then stored in phase ``running_model``); then,
@@ -163,6 +176,8 @@ async def start_turn(
         if running is not None and (lease_expired(running) or tool_results_overdue(running)):
             raise RunningTurnExpired(running.turn_id)
         if existing is not None:
+            if existing.input != [dict(i) for i in input_items]:
+                raise reused(existing)
             return Started(existing, False, session, None)
         if running is not None:
             raise busy(running.turn_id)

@@ -77,7 +77,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
         raise InvalidInput("no_tool_results", "post at least one result")
     by_id = {e["tool_call_id"]: e for e in entries if e.get("caller")}
     seen: set[str] = set()
-    for result in results:
+    for index, result in enumerate(results):
         call_id = result["tool_call_id"]
         if call_id in seen:
             raise InvalidInput(
@@ -94,6 +94,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
                 f"tool call {call_id!r} is not waiting for a result in this turn; "
                 f"waiting: {sorted(k for k, e in by_id.items() if e['result'] is None)}",
                 tool_call_id=call_id,
+                field=f"results.{index}.tool_call_id",
             )
         if entry["result"] is not None:
             raise Conflict(

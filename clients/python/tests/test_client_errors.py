@@ -73,6 +73,24 @@ def test_a_second_turn_while_one_runs_is_busy_naming_the_running_turn(
     assert not isinstance(active.value, BusyError)
 
 
+def test_an_id_in_a_body_that_names_nothing_is_invalid_input_naming_the_field(
+    client: Client,
+) -> None:
+    with pytest.raises(InvalidInputError) as model:
+        client.create_session(model_id="no-such-model", agent=AGENT)
+    assert (model.value.status, model.value.code) == (422, "unknown_model_id")
+    assert model.value.body["field"] == "model_id"
+    session = client.create_session(model_id="local", agent=AGENT)
+    client.run_turn(session.id, "Something to compact.")
+    client.compact(session.id)
+    with pytest.raises(InvalidInputError) as rewind:
+        client.rewind(session.id, "cmp-nope")
+    assert (rewind.value.code, rewind.value.body["field"]) == (
+        "unknown_compaction_id",
+        "compaction_id",
+    )
+
+
 def test_a_request_id_reused_with_another_input_is_invalid_input_naming_the_turn(
     client: Client, server: ServerProcess
 ) -> None:

@@ -157,8 +157,8 @@ class MessageRepository(MessageReads):
             return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
         except InvalidInput as refused:
             call_id, index = refused.extra.get("tool_call_id"), refused.extra.get("index")
-            answered = isinstance(call_id, str) and await self._answered(session_id, call_id)
-            if refused.code == "unknown_tool_call" and answered:
+            unknown = refused.code == "unknown_tool_call" and isinstance(call_id, str)
+            if unknown and await self._answered(session_id, str(call_id)):
                 # The call exists and has its result: a state conflict (another writer's
                 # result won), not an id that names nothing.
                 raise Conflict(

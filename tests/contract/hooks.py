@@ -62,6 +62,7 @@ UNSTATABLE: dict[str, set[str]] = {
         "invalid_block_order",  # the order of blocks in an array
         "duplicate_tool_result",  # unique call ids across array items
         "unknown_tool_call",  # the session's calls waiting for a result (stored state)
+        "message_too_large",  # bytes of a whole message, or tokens of the session's model
     },
     "GET /v1/sessions/{session_id}/context": _PIPELINE,
     "POST /v1/sessions/{session_id}/prepare": _PIPELINE | _WORLD_STATE,
@@ -74,12 +75,14 @@ UNSTATABLE: dict[str, set[str]] = {
     },
     "POST /v1/sessions/{session_id}/turns": {
         "client_request_id_reused",  # the turns accepted before (stored state)
+        "message_too_large",  # the input's tokens for the session's model
         "skill_unavailable",  # the session's skills (stored state)
         "skill_too_large",  # a token count
     },
     "POST /v1/sessions/{session_id}/turns/{turn_id}/tool-results": {
         "duplicate_tool_result",  # unique call ids across array items
         "unknown_tool_call",  # the turn's pending calls (stored state)
+        "message_too_large",  # the UTF-8 bytes of the whole result
     },
     "POST /v1/sessions/{session_id}/agent-messages": {"agent_message_too_large"},  # tokens
     # The session's checkpoints (stored state), and the kind of the one named.

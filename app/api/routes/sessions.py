@@ -136,6 +136,7 @@ async def patch_session(
         {
             409: ("duplicate_tool_call_id", "tool_result_already_posted"),
             422: (
+                "message_too_large",
                 "unknown_tool_call",
                 "duplicate_tool_result",
                 "system_message_in_conversation",

@@ -50,6 +50,7 @@ Wait = Annotated[
                 409: ("busy", "reload_required"),
                 422: (
                     "empty_input",
+                    "message_too_large",
                     "client_request_id_reused",
                     "skill_unavailable",
                     "skill_too_large",
@@ -112,7 +113,12 @@ async def get_turn(
         SEQUENCES,
         {
             409: ("turn_not_waiting", "tool_result_already_posted"),
-            422: ("no_tool_results", "duplicate_tool_result", "unknown_tool_call"),
+            422: (
+                "no_tool_results",
+                "duplicate_tool_result",
+                "unknown_tool_call",
+                "message_too_large",
+            ),
             503: ("shutting_down",),
         },
         body=True,

@@ -6,8 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.message_limits import check_message_bytes
+from app.fastjson import ESTIMATE
 from app.services.models import resolve_model
-from app.services.turns.calls import CallEntry, finished_payload, stored_entries, write_results
+from app.services.turns.calls import (
+    CallEntry,
+    finished_payload,
+    result_content,
+    stored_entries,
+    write_results,
+)
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expiry
 from app.services.turns.tools import DoomRecord
@@ -102,6 +110,12 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
                 f"a result for tool call {call_id!r} was already recorded; results are final",
                 tool_call_id=call_id,
             )
+        # The message it becomes obeys the limit of one stored message (its tokens do not
+        # matter: a tool result is projected to its share of every request, SPEC §2.2).
+        content = result_content(entry, result)
+        check_message_bytes(
+            f"result {index}", ESTIMATE.measure_message("tool", content), index=index
+        )
 
 
 async def post_tool_results(

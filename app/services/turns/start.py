@@ -19,7 +19,7 @@ from app.core.item_caps import check_skill_body
 from app.core.world_state.inputs import SkillSnapshot
 from app.core.world_state.provided import provided_inputs_of, provided_skill_snapshot
 from app.core.world_state.skill_file import skill_instruction_item
-from app.services.messages import exact_counts
+from app.services.messages import checked_message, exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.session_config import disabled_skills_of, workspace_of
@@ -202,7 +202,7 @@ async def start_turn(
             role="user",
             kind="normal",
             content=content,
-            token_counts=exact_counts(counter, "user", content),
+            token_counts=checked_message("user", content, counter, model, where="the turn's input"),
         )
         await MessageRepository(db).append(
             session_id,

@@ -4,8 +4,6 @@ on). See ``app/core/message_limits.py``."""
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -15,6 +13,7 @@ from app.core.json_limits import MAX_JSON_CHARS
 from app.core.message_limits import MAX_MESSAGE_BYTES
 from tests.api.helpers import append, assistant, new_session, run_turn, scripted_model, user
 from tests.api.test_turns import agent, call, history, ok, post_results
+from tests.api.test_turns_control import provider, provider_model  # noqa: F401 (fixture)
 from tests.conftest import client_for, make_settings
 from tests.providers.fakes import FakeProviderServer, FakeToolCall, StreamReply, openai_stream
 
@@ -98,27 +97,8 @@ async def a_tool_result_over_the_byte_limit(api: httpx.AsyncClient) -> None:
     assert done.json()["outcome"] == {"final_text": "Read it."}
 
 
-@pytest.fixture
-def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
-    monkeypatch.setenv("CTXSVC_TEST_FAKE_KEY", "sk-test")
-    with FakeProviderServer() as server:
-        yield server
-
-
 async def provider_session(api: httpx.AsyncClient, server: FakeProviderServer) -> str:
-    model_id = f"fake-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": "openai_chat",
-            "base_url": server.base_url + "/v1",
-            "model_name": "gpt-fake",
-            "api_key_env": "CTXSVC_TEST_FAKE_KEY",
-        },
-    }
-    assert (await api.put(f"/v1/models/{model_id}", json=body)).status_code == 201
-    return await new_session(api, model_id=model_id, agent=agent())
+    return await new_session(api, model_id=await provider_model(api, server), agent=agent())
 
 
 def chunks(text: str, size: int = 65_536) -> list[str]:
@@ -126,7 +106,8 @@ def chunks(text: str, size: int = 65_536) -> list[str]:
 
 
 async def test_a_provider_answer_past_its_output_limit_is_cut_and_marked(
-    api: httpx.AsyncClient, provider: FakeProviderServer
+    api: httpx.AsyncClient,
+    provider: FakeProviderServer,  # noqa: F811
 ) -> None:
     runaway = "word " * 1_000_000  # 5 000 000 bytes from a model allowed 1 000 output tokens
     provider.enqueue(StreamReply(openai_stream(text=chunks(runaway))))
@@ -147,7 +128,8 @@ async def test_a_provider_answer_past_its_output_limit_is_cut_and_marked(
 
 
 async def test_tool_arguments_over_the_limit_are_not_stored_and_the_model_is_told(
-    api: httpx.AsyncClient, provider: FakeProviderServer
+    api: httpx.AsyncClient,
+    provider: FakeProviderServer,  # noqa: F811
 ) -> None:
     arguments = '{"path": "' + "p" * 3_000_069 + '"}'
     assert len(arguments) == 3_000_081

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -201,13 +202,20 @@ async def test_unknown_extensions_survive_through_the_database(harness: Harness)
     assert rewind["runtime_state"]["extensions"]["x-other"]["value"] == {"keep": ["me"]}
 
 
+async def with_spill(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Path]]:
+    """A harness whose workspace root is ``tmp_path``, and a spill directory in it."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    async for h in harness_for(
+        make_settings(database_url, workspace_roots=[str(tmp_path)], **FAST)
+    ):
+        yield h, spill
+
+
 async def test_pruning_that_is_enough_makes_no_summary_and_no_checkpoint(
     database_url: str, tmp_path: Path
 ) -> None:
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    settings = make_settings(database_url, workspace_roots=[str(tmp_path)], **FAST)
-    async for h in harness_for(settings):
+    async for h, spill in with_spill(database_url, tmp_path):
         # Window 12000, output 1000: line 9350; each big result is ~5000 tokens.
         await scripted_model(
             h.api, "small", [], context_window_tokens=12000, max_output_tokens=1000
@@ -252,10 +260,7 @@ async def test_pruning_that_is_enough_makes_no_summary_and_no_checkpoint(
 async def test_results_whose_ids_sanitize_alike_spill_to_files_of_their_own(
     database_url: str, tmp_path: Path
 ) -> None:
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    settings = make_settings(database_url, workspace_roots=[str(tmp_path)], **FAST)
-    async for h in harness_for(settings):
+    async for h, spill in with_spill(database_url, tmp_path):
         sid = await new_session(
             h.api, workspace={"working_directory": str(tmp_path), "spill_directory": str(spill)}
         )

@@ -22,6 +22,7 @@ from app.services.inspection import InspectionService
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.models import ModelService
+from app.services.session_items import SessionItemService
 from app.services.session_prepare import SessionPrepareService
 from app.services.sessions import SessionService
 from app.services.tokens import MemoizedCounter
@@ -61,6 +62,7 @@ class Container:
         # prepare decode only what was stored since.
         self.conversations = ConversationCache(self.settings.conversation_cache_bytes)
         self.messages = MessageService(self.db, self.counter, self.events)
+        self.session_items = SessionItemService(self.db, self.messages)
         self.calibration = CalibrationService(self.db, apply=self.settings.apply_calibration)
         self.inspection = InspectionService(
             self.db,

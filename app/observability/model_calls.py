@@ -36,6 +36,7 @@ log = logging.getLogger("ctxsvc.model_calls")
 _PROVIDER_NAMES = {
     "openai_chat": "openai",
     "anthropic_messages": "anthropic",
+    "openai_responses": "openai",
     "local": "ctxsvc.local",
     "scripted": "ctxsvc.scripted",
 }

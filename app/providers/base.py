@@ -51,7 +51,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-ProviderKind: TypeAlias = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
+ProviderKind: TypeAlias = Literal[
+    "openai_chat", "anthropic_messages", "openai_responses", "scripted", "local"
+]
 FinishReason: TypeAlias = Literal["stop", "tool_calls", "length", "content_filter", "other"]
 ProviderErrorCode: TypeAlias = Literal[
     "context_overflow", "rate_limited", "auth", "timeout", "server_error", "protocol", "bad_request"

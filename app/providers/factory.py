@@ -8,10 +8,11 @@ from app.providers.anthropic_messages import AnthropicMessagesClient
 from app.providers.base import ModelClient, ProviderConfig, RetryPolicy, Timeouts
 from app.providers.http_client import ProviderHTTP
 from app.providers.openai_chat import OpenAIChatClient
+from app.providers.openai_responses import OpenAIResponsesClient
 
 __all__ = ["HTTP_PROVIDER_KINDS", "http_model_client"]
 
-HTTP_PROVIDER_KINDS = frozenset({"openai_chat", "anthropic_messages"})
+HTTP_PROVIDER_KINDS = frozenset({"openai_chat", "anthropic_messages", "openai_responses"})
 
 
 def http_model_client(
@@ -28,4 +29,6 @@ def http_model_client(
         return OpenAIChatClient(http, config, env=env, retry=retry, timeouts=timeouts)
     if config.kind == "anthropic_messages":
         return AnthropicMessagesClient(http, config, env=env, retry=retry, timeouts=timeouts)
+    if config.kind == "openai_responses":
+        return OpenAIResponsesClient(http, config, env=env, retry=retry, timeouts=timeouts)
     raise ValueError(f"provider kind {config.kind!r} is not an HTTP provider")

@@ -4,7 +4,10 @@ Figures as published by the providers, read on 2026-11-30 through stored copies 
 - OpenAI model pages (platform.openai.com/docs/models): gpt-5 / gpt-5-mini 400 000-token window
   with up to 128 000 output tokens (input is capped at 272 000 = 400 000 − 128 000, which is
   exactly what ``effective_input_tokens`` derives); gpt-4.1 1 047 576 / 32 768; gpt-4o
-  128 000 / 16 384; o3 and o4-mini 200 000 / 100 000.
+  128 000 / 16 384; o3 and o4-mini 200 000 / 100 000. Served by the Responses API only (so
+  catalogued with kind ``openai_responses``): gpt-5-codex 400 000 / 128 000 and o3-pro
+  200 000 / 100 000. The models that Chat Completions also serves keep kind ``openai_chat``:
+  an id keeps its protocol (docs/decisions.md, "OpenAI Responses as a provider protocol").
 - Anthropic models overview (platform.claude.com/docs/en/about-claude/models/overview, as quoted
   on 2026-05-09): claude-opus-4-7 1 000 000 / 128 000; claude-sonnet-4-6 1 000 000 / 64 000;
   claude-haiku-4-5 200 000 / 64 000.
@@ -14,12 +17,14 @@ A registered model with the same id overrides a catalogue entry; PUT /v1/models/
 from __future__ import annotations
 
 from app.core.capabilities import ModelCapabilities
-from app.services.model_types import ModelEntry, ProviderSpec
+from app.services.model_types import ModelEntry, ProviderKind, ProviderSpec
 
 __all__ = ["CATALOGUE"]
 
 
-def _openai(model_id: str, window: int, output: int) -> ModelEntry:
+def _openai(
+    model_id: str, window: int, output: int, kind: ProviderKind = "openai_chat"
+) -> ModelEntry:
     return ModelEntry(
         id=model_id,
         capabilities=ModelCapabilities(
@@ -29,7 +34,7 @@ def _openai(model_id: str, window: int, output: int) -> ModelEntry:
             token_counter="tiktoken:o200k_base",
         ),
         provider=ProviderSpec(
-            kind="openai_chat",
+            kind=kind,
             base_url="https://api.openai.com/v1",
             model_name=model_id,
             api_key_env="OPENAI_API_KEY",
@@ -73,6 +78,8 @@ CATALOGUE: dict[str, ModelEntry] = {
         _openai("gpt-4o", 128_000, 16_384),
         _openai("o3", 200_000, 100_000),
         _openai("o4-mini", 200_000, 100_000),
+        _openai("gpt-5-codex", 400_000, 128_000, "openai_responses"),
+        _openai("o3-pro", 200_000, 100_000, "openai_responses"),
         _anthropic("claude-opus-4-7", 1_000_000, 128_000),
         _anthropic("claude-sonnet-4-6", 1_000_000, 64_000),
         _anthropic("claude-haiku-4-5", 200_000, 64_000),

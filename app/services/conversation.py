@@ -14,10 +14,16 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.compaction.checkpoint import Checkpoint, LastUserRequest, compacted_projection
 from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
 from app.core.content import Item, text_block
+from app.core.conversation_view import EMPTY_VIEW, ConversationView
 from app.core.errors import InvalidInput
 from app.core.plan import UPDATE_PLAN_TOOL
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
-from app.services.session_config import spill_directory_of, system_prompt_of, tools_of
+from app.services.session_config import (
+    conversation_view_of,
+    spill_directory_of,
+    system_prompt_of,
+    tools_of,
+)
 from app.storage.models import AgentSession, Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
@@ -43,9 +49,15 @@ SERVER_TOOL_NAMES = frozenset(t["name"] for t in SERVER_TOOLS)
 @dataclass(frozen=True, slots=True)
 class ActiveConversation:
     items: list[Item]
+    # The checkpoint that projects into the Conversation (none before one, or after a new
+    # epoch until the next one).
     checkpoint: Checkpoint | None
-    # Stored messages the projection shows (the tail after the install boundary, or all).
+    # Stored messages the projection shows (the tail after the install boundary, or all, less
+    # those the view hides).
     stored: list[StoredMessage]
+    # What the read was made on: the session's latest checkpoint (projected or not) and view.
+    latest_compaction_id: str | None = None
+    view: ConversationView = EMPTY_VIEW
 
 
 def system_context_of(session: AgentSession) -> list[SystemPart]:
@@ -116,22 +128,25 @@ async def load_active(
 ) -> ActiveConversation:
     """All messages in order, or after a compaction: its three items + the messages after it;
     with ``through``, only the stored messages up to that sequence (what a summary request
-    served back then covered)."""
+    served back then covered). Messages and checkpoints the session's view hides are left out
+    (``app.core.conversation_view``)."""
     messages = MessageRepository(db)
+    view = conversation_view_of(session)
+    latest_id = session.latest_compaction_id
     # The session row names its latest checkpoint: a session never compacted needs no lookup.
     latest = None
-    if session.latest_compaction_id is not None:
+    if latest_id is not None:
         latest = await CompactionRepository(db).latest(session.id)
-    if latest is None:
-        rows = _checked(await messages.load(session.id, through_sequence=through))
-        return ActiveConversation([r.to_item(counter) for r in rows], None, rows)
-    checkpoint = await load_checkpoint(db, latest)
-    rows = _checked(
-        await messages.load(
-            session.id,
-            after_sequence=latest.replaced_through_message_sequence,
-            through_sequence=through,
-        )
+    if latest is not None and not view.shows_checkpoint(latest.sequence):
+        latest = None
+    after = max(view.epoch_after, latest.replaced_through_message_sequence if latest else 0)
+    rows = view.visible(
+        _checked(await messages.load(session.id, after_sequence=after, through_sequence=through))
     )
-    items = compacted_projection(checkpoint, [r.to_item(counter) for r in rows])
-    return ActiveConversation(items, checkpoint, rows)
+    tail = [r.to_item(counter) for r in rows]
+    if latest is None:
+        return ActiveConversation(tail, None, rows, latest_id, view)
+    checkpoint = await load_checkpoint(db, latest)
+    return ActiveConversation(
+        compacted_projection(checkpoint, tail), checkpoint, rows, latest_id, view
+    )

@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core.content import Block
 from app.core.counting import TokenCounter
 from app.core.message_limits import check_message_bytes, check_message_tokens
@@ -78,30 +80,39 @@ class MessageService:
     ) -> list[dict[str, Any]]:
         """All-or-nothing: a refused message rolls the whole batch back."""
         async with unit_of_work(self._db) as db:
-            session = await SessionRepository(db).require(session_id)
-            model = await resolve_model(db, session.model_id)
-            counter = self._counters(model.capabilities.token_counter)
-            # The repository checks the SPEC §5 rules (app.core.chat_rules) under the session
-            # lock, so concurrent appenders on any replica are judged one after the other.
-            stored = await MessageRepository(db).append(
-                session_id,
-                [
-                    NewMessage(
-                        role=role,  # type: ignore[arg-type]
-                        kind=kind,  # type: ignore[arg-type]
-                        content=content,
-                        token_counts=checked_message(
-                            role, content, counter, model, where=f"message {i}", index=i
-                        ),
-                    )
-                    for i, (role, kind, content) in enumerate(batch)
-                ],
-            )
-            # In the same transaction: a listener (the context map) learns of the append.
-            await self._events.emit(
-                db, session_id, "messages_appended", messages_appended([s.sequence for s in stored])
-            )
+            stored = await self.append_in(db, session_id, batch)
             return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]
+
+    async def append_in(
+        self, db: AsyncSession, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
+    ) -> list[StoredMessage]:
+        """``append`` in the caller's transaction."""
+        session = await SessionRepository(db).require(session_id)
+        model = await resolve_model(db, session.model_id)
+        counter = self._counters(model.capabilities.token_counter)
+        # The repository checks the SPEC §5 rules (app.core.chat_rules) under the session
+        # lock, so concurrent appenders on any replica are judged one after the other.
+        stored = await MessageRepository(db).append(
+            session_id,
+            [
+                NewMessage(
+                    role=role,  # type: ignore[arg-type]
+                    kind=kind,  # type: ignore[arg-type]
+                    content=content,
+                    token_counts=checked_message(
+                        role, content, counter, model, where=f"message {i}", index=i
+                    ),
+                )
+                for i, (role, kind, content) in enumerate(batch)
+            ],
+        )
+        if stored:
+            # In the same transaction: a listener (the context map) learns of the append.
+            sequences = [s.sequence for s in stored]
+            await self._events.emit(
+                db, session_id, "messages_appended", messages_appended(sequences)
+            )
+        return stored
 
     async def page(self, session_id: str, *, after_sequence: int, limit: int) -> dict[str, Any]:
         async with unit_of_work(self._db, read_only=True) as db:

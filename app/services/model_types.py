@@ -10,7 +10,7 @@ from app.providers.base import KeyProblem
 
 __all__ = ["READY", "ModelEntry", "ModelReadiness", "ProviderKind", "ProviderSpec"]
 
-ProviderKind = Literal["openai_chat", "anthropic_messages", "scripted", "local"]
+ProviderKind = Literal["openai_chat", "anthropic_messages", "openai_responses", "scripted", "local"]
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,12 +14,14 @@ import weakref
 from typing import Any
 
 from app.core.content import is_blank
+from app.core.conversation_view import ConversationView, view_from_json
 from app.core.errors import Conflict
 from app.storage.models import AgentSession
 
 __all__ = [
     "agent_int",
     "agent_of",
+    "conversation_view_of",
     "disabled_skills_of",
     "sandbox_of",
     "spill_directory_of",
@@ -173,3 +175,11 @@ def disabled_skills_of(session: AgentSession) -> list[str]:
     if not isinstance(skills, list) or not all(isinstance(s, str) for s in skills):
         raise _invalid(session, "disabled_skills", "is not a list of names")
     return skills
+
+
+def conversation_view_of(session: AgentSession) -> ConversationView:
+    """The messages taken back and the latest epoch (``app.core.conversation_view``)."""
+    view = view_from_json(session.conversation_view)
+    if view is None:
+        raise _invalid(session, "conversation_view", "is not a view this version writes")
+    return view

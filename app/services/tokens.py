@@ -40,6 +40,7 @@ from app.core.prepared import Budget, PruningWatermark, SystemPart, ToolDefiniti
 from app.providers.tokenizers import count_text
 from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
+from app.services.session_config import conversation_view_of
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
 from app.storage.repositories.messages import MessageRepository
@@ -124,12 +125,18 @@ async def _tail(
     ``session`` is the row loaded in ``db``'s transaction: its ``latest_compaction_id`` is kept
     by every checkpoint write (``CompactionRepository.add``), so no query is needed to see one."""
     checkpoint = previous.checkpoint
-    if session.latest_compaction_id != (checkpoint.compaction_id if checkpoint else None):
+    if session.latest_compaction_id != previous.latest_compaction_id:
+        return None
+    # Messages taken back or a new epoch change what the earlier read showed: read again.
+    if conversation_view_of(session) != previous.view:
         return None
     if previous.stored:
         after = previous.stored[-1].sequence
     else:
-        after = checkpoint.replaced_through_message_sequence if checkpoint else 0
+        after = max(
+            previous.view.epoch_after,
+            checkpoint.replaced_through_message_sequence if checkpoint else 0,
+        )
     messages = MessageRepository(db)
     rows = None
     if SessionRepository(db).is_current(session):
@@ -137,6 +144,7 @@ async def _tail(
         rows = messages.appended_after(session.id, after, session.last_message_sequence)
     if rows is None:
         rows = await messages.load(session.id, after_sequence=after)
+    rows = previous.view.visible(rows)  # a message taken back stays hidden
     for row in rows:  # the guard of ``load_active`` (hand-edited databases)
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(

@@ -64,6 +64,11 @@ UNSTATABLE: dict[str, set[str]] = {
         "unknown_tool_call",  # the session's calls waiting for a result (stored state)
         "message_too_large",  # bytes of a whole message, or tokens of the session's model
     },
+    "POST /v1/sessions/{session_id}/items": {
+        "duplicate_tool_result",  # unique call ids across array items
+        "unknown_tool_call",  # the session's calls waiting for a result (stored state)
+        "message_too_large",  # bytes of a whole message, or tokens of the session's model
+    },
     "GET /v1/sessions/{session_id}/context": _PIPELINE,
     "POST /v1/sessions/{session_id}/prepare": _PIPELINE | _WORLD_STATE,
     "GET /v1/sessions/{session_id}/compactions/request": _PIPELINE,

@@ -15,7 +15,7 @@ from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 from sqlalchemy import inspect
 from sqlalchemy.engine import Connection
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
 from alembic import command
 from app.core.content import Block, text_block
@@ -28,7 +28,7 @@ from app.storage.database import (
     unit_of_work,
 )
 from app.storage.migrate import alembic_config, is_at_head, upgrade_to_head
-from app.storage.models import Base, Compaction, WorldStateBaseline
+from app.storage.models import AgentSession, Base, Compaction, WorldStateBaseline
 from app.storage.repositories import (
     MessageRepository,
     NewMessage,
@@ -300,7 +300,8 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
     try:
         factory = create_session_factory(engine)
         async with unit_of_work(factory) as db:
-            sid = (await SessionRepository(db).add(new_agent_session())).id
+            # Only the columns this older schema has (later revisions add session columns).
+            sid = await _older_session(db)
             await MessageRepository(db).append(
                 sid,
                 [
@@ -315,6 +316,13 @@ async def test_open_tool_calls_are_backfilled(empty_database_url: str) -> None:
             assert (await SessionRepository(db).require(sid)).open_tool_calls == 1
     finally:
         await engine.dispose()
+
+
+async def _older_session(db: AsyncSession) -> str:
+    row = new_agent_session()
+    given = ("id", "title", "model_id", "summary_model_id", "agent", "sandbox", "disabled_skills")
+    await db.execute(sa.insert(AgentSession).values({k: getattr(row, k) for k in given}))
+    return row.id
 
 
 async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: str) -> None:
@@ -332,7 +340,8 @@ async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: 
         assert isinstance(revision.down_revision, str)
         await _downgrade_to(engine, revision.down_revision)
         async with unit_of_work(factory) as db:
-            sid = (await SessionRepository(db).add(new_agent_session())).id
+            # Only the columns this older schema has (later revisions add session columns).
+            sid = await _older_session(db)
             await MessageRepository(db).append(
                 sid,
                 [

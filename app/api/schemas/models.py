@@ -124,10 +124,10 @@ class _ProviderBase(RequestModel):
 
 
 class HttpProviderIn(_ProviderBase):
-    """A model API over HTTP: OpenAI Chat Completions (`base_url` with `/v1`) or Anthropic
-    Messages (`base_url` without it)."""
+    """A model API over HTTP: OpenAI Chat Completions or Responses (`base_url` with `/v1`), or
+    Anthropic Messages (`base_url` without it)."""
 
-    kind: Literal["openai_chat", "anthropic_messages"]
+    kind: Literal["openai_chat", "anthropic_messages", "openai_responses"]
     base_url: str = Field(
         min_length=1,
         # What a pattern can say; a port out of range, port 0 or a malformed IPv6 literal is

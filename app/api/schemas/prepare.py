@@ -27,7 +27,7 @@ __all__ = [
     "ToolResultPruningIn",
 ]
 
-EncodeName = Literal["openai_chat", "anthropic_messages"]
+EncodeName = Literal["openai_chat", "anthropic_messages", "openai_responses"]
 
 
 class SystemPartIn(RequestModel):

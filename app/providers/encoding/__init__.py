@@ -12,18 +12,21 @@ from typing import Any, Literal, TypeAlias
 from app.core.caching import CachePlan
 from app.providers.encoding.anthropic_messages import ANTHROPIC_DRIVER, encode_anthropic_messages
 from app.providers.encoding.openai_chat import encode_openai_chat
+from app.providers.encoding.openai_responses import RESPONSES_DRIVER, encode_openai_responses
 
 __all__ = [
     "ANTHROPIC_DRIVER",
     "PROTOCOLS",
+    "RESPONSES_DRIVER",
     "Protocol",
     "encode",
     "encode_anthropic_messages",
     "encode_openai_chat",
+    "encode_openai_responses",
 ]
 
-Protocol: TypeAlias = Literal["openai_chat", "anthropic_messages"]
-PROTOCOLS: tuple[Protocol, ...] = ("openai_chat", "anthropic_messages")
+Protocol: TypeAlias = Literal["openai_chat", "anthropic_messages", "openai_responses"]
+PROTOCOLS: tuple[Protocol, ...] = ("openai_chat", "anthropic_messages", "openai_responses")
 
 
 def encode(
@@ -40,4 +43,6 @@ def encode(
         return encode_openai_chat(request, model=model, stream=stream, caching=caching)
     if protocol == "anthropic_messages":
         return encode_anthropic_messages(request, model=model, stream=stream, caching=caching)
+    if protocol == "openai_responses":
+        return encode_openai_responses(request, model=model, stream=stream, caching=caching)
     raise ValueError(f"unknown provider protocol {protocol!r}")

@@ -39,7 +39,7 @@ from app.core.content import Block, DataBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, has_output, state_line
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image
 
-__all__ = ["chat_message", "encode_openai_chat"]
+__all__ = ["chat_message", "encode_openai_chat", "only_tool_result", "tool_result_body"]
 
 
 def encode_openai_chat(
@@ -117,10 +117,21 @@ def _assistant_message(content: Sequence[Block]) -> dict[str, Any]:
 
 
 def _tool_message(content: Sequence[Block]) -> dict[str, Any]:
+    result = only_tool_result(content)
+    return {"role": "tool", "tool_call_id": result["id"], "content": tool_result_body(result)}
+
+
+def only_tool_result(content: Sequence[Block]) -> ToolResultBlock:
+    """The one tool_result block of a tool message (SPEC §1)."""
     results = [b for b in content if b["type"] == "tool_result"]
     if len(results) != 1:
         raise ValueError("a tool message must hold exactly one tool_result block")
-    result: ToolResultBlock = results[0]
+    return results[0]
+
+
+def tool_result_body(result: ToolResultBlock) -> str | list[dict[str, Any]]:
+    """What a tool result says to an OpenAI model: one string, or text parts when it has
+    several blocks, the state line first for a non-success result (SPEC §9)."""
     parts: list[dict[str, Any]] = []
     for block in result["output"]:
         if block["type"] == "text":
@@ -139,7 +150,7 @@ def _tool_message(content: Sequence[Block]) -> dict[str, Any]:
         body = f"{line}\n{parts[0]['text']}"
     else:
         body = [{"type": "text", "text": line}, *parts]
-    return {"role": "tool", "tool_call_id": result["id"], "content": body}
+    return body
 
 
 def _content_parts(content: Sequence[Block]) -> list[dict[str, Any]]:

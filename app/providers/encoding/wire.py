@@ -12,7 +12,9 @@ serialized each time. A cache plan changes the rest (the last tool, the last sys
 OpenAI key) and the few messages it marks, which are encoded afresh: the memo keeps unmarked
 blocks only, so a message marked in one call and not in the next is exact in both.
 
-Bounded: at most ``MEMO_BYTES`` of JSON; the oldest entries are dropped first.
+Bounded: at most ``MEMO_BYTES / 2`` of message JSON per protocol, and ``PREFIX_BYTES`` of joined
+Conversations per OpenAI protocol (Chat Completions, Responses); the oldest entries are dropped
+first. A protocol no model of the process speaks holds nothing.
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ from app.providers.encoding.anthropic_messages import (
     message_blocks,
 )
 from app.providers.encoding.openai_chat import chat_message, encode_openai_chat
+from app.providers.encoding.openai_responses import encode_openai_responses, message_items
 
 __all__ = [
     "MEMO_BYTES",
@@ -39,10 +42,11 @@ __all__ = [
     "dumps",
     "forget",
     "openai_chat_body",
+    "openai_responses_body",
 ]
 
 MEMO_BYTES = 64 * 1024 * 1024
-# The joined Conversations of recent OpenAI bodies (``_Prefixes``).
+# The joined Conversations of recent OpenAI bodies, per protocol (``_Prefixes``).
 PREFIX_BYTES = 32 * 1024 * 1024
 
 # Stands for the messages in the serialized rest of a body. It holds U+0000, which no posted
@@ -73,8 +77,10 @@ class _Memo:
         self._max_bytes = max_bytes
         self._bytes = 0
         # id(content) → (content, role, what it encodes to, its size); the entry keeps the
-        # content alive, so its id cannot stand for another object meanwhile.
-        self._entries: dict[int, tuple[Any, str, Any, int]] = {}
+        # content alive, so its id cannot stand for another object meanwhile. An OrderedDict:
+        # dropping its oldest entry is O(1), where ``next(iter(dict))`` after deletions at the
+        # front rescans every freed slot (a call at 100 000 messages spent seconds there).
+        self._entries: OrderedDict[int, tuple[Any, str, Any, int]] = OrderedDict()
         self._lock = threading.Lock()
 
     def get(
@@ -98,8 +104,7 @@ class _Memo:
             self._entries[id(content)] = (content, role, value, weight)
             self._bytes += weight
             while self._bytes > self._max_bytes:
-                oldest = next(iter(self._entries))
-                self._bytes -= self._entries.pop(oldest)[3]
+                self._bytes -= self._entries.popitem(last=False)[1][3]
         return value
 
     def clear(self) -> None:
@@ -127,8 +132,14 @@ class _Prefixes:
         )
         self._lock = threading.Lock()
 
-    def joined(self, messages: Sequence[Mapping[str, Any]], memo: _Memo) -> bytes:
-        """``b",".join`` of the messages' JSON (``memo`` for those not remembered here)."""
+    def joined(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        memo: _Memo,
+        build: Callable[[Mapping[str, Any]], bytes],
+    ) -> bytes:
+        """``b",".join`` of the messages' JSON (``memo`` for those not remembered here, made
+        by ``build``; a message that encodes to nothing adds nothing)."""
         if not messages:
             return b""
         ids = tuple([id(m["content"]) for m in messages])
@@ -140,7 +151,7 @@ class _Prefixes:
             if size <= len(ids) and ids[:size] == entry[0] and roles[:size] == entry[1]:
                 head, known = entry[3], size
         get = memo.get
-        tail = b",".join([get(m, _chat_json, len) for m in messages[known:]])
+        tail = b",".join([p for p in [get(m, build, len) for m in messages[known:]] if p])
         joined = head + b"," + tail if head and tail else head or tail
         self._put(ids, roles, list(messages), joined)
         return joined
@@ -167,13 +178,17 @@ class _Prefixes:
 _openai_memo = _Memo(MEMO_BYTES // 2)
 _anthropic_memo = _Memo(MEMO_BYTES // 2)
 _openai_prefixes = _Prefixes(PREFIX_BYTES)
+# Only a process that calls Responses models fills these.
+_responses_memo = _Memo(MEMO_BYTES // 2)
+_responses_prefixes = _Prefixes(PREFIX_BYTES)
 
 
 def forget() -> None:
     """Drop every remembered message (tests start from an empty memo)."""
-    _openai_memo.clear()
-    _anthropic_memo.clear()
+    for memo in (_openai_memo, _anthropic_memo, _responses_memo):
+        memo.clear()
     _openai_prefixes.clear()
+    _responses_prefixes.clear()
 
 
 def openai_chat_body(
@@ -192,7 +207,7 @@ def openai_chat_body(
         system += 1
     get = _openai_memo.get
     pieces = [get(m, _chat_json, len) for m in messages[:system]]
-    conversation = _openai_prefixes.joined(messages[system:], _openai_memo)
+    conversation = _openai_prefixes.joined(messages[system:], _openai_memo, _chat_json)
     if conversation:
         pieces.append(conversation)
     rest = encode_openai_chat(
@@ -200,6 +215,32 @@ def openai_chat_body(
     )
     return _joined(rest, b"[" + b",".join(pieces) + b"]") or dumps(
         encode_openai_chat(request, model=model, stream=stream, caching=caching)
+    )
+
+
+def openai_responses_body(
+    request: Mapping[str, Any],
+    *,
+    model: str | None,
+    stream: bool,
+    caching: CachePlan | None = None,
+) -> bytes:
+    """``dumps(encode_openai_responses(request, ...))``: as ``openai_chat_body``, a message's
+    JSON being its input items (none, one or several) joined."""
+    messages: Sequence[Mapping[str, Any]] = request["messages"]
+    system = 0
+    while system < len(messages) and messages[system]["role"] == "system":
+        system += 1
+    get = _responses_memo.get
+    pieces = [p for p in [get(m, _items_json, len) for m in messages[:system]] if p]
+    conversation = _responses_prefixes.joined(messages[system:], _responses_memo, _items_json)
+    if conversation:
+        pieces.append(conversation)
+    rest = encode_openai_responses(
+        {**request, "messages": []}, model=model, stream=stream, caching=caching
+    )
+    return _joined(rest, b"[" + b",".join(pieces) + b"]", key="input") or dumps(
+        encode_openai_responses(request, model=model, stream=stream, caching=caching)
     )
 
 
@@ -243,6 +284,10 @@ def _chat_json(message: Mapping[str, Any]) -> bytes:
     return dumps(chat_message(message))
 
 
+def _items_json(message: Mapping[str, Any]) -> bytes:
+    return b",".join(dumps(item) for item in message_items(message))
+
+
 # ``dumps({"role": role, "content": [...]})`` up to the first block.
 _TURN_OPEN = {role: b'{"role":' + dumps(role) + b',"content":[' for role in ("user", "assistant")}
 
@@ -261,11 +306,11 @@ def _turn_size(turn: Turn) -> int:
     return sum(map(len, turn[1]))
 
 
-def _joined(rest: dict[str, Any], messages: bytes) -> bytes | None:
-    """``rest`` (the body but its messages) serialized, with ``messages`` in their place;
-    ``None`` if the placeholder is not found exactly once (text holding it: then the caller
-    serializes the whole body)."""
-    rest["messages"] = _SENTINEL
+def _joined(rest: dict[str, Any], messages: bytes, *, key: str = "messages") -> bytes | None:
+    """``rest`` (the body but its messages) serialized, with ``messages`` in their place (the
+    ``key`` of the body); ``None`` if the placeholder is not found exactly once (text holding
+    it: then the caller serializes the whole body)."""
+    rest[key] = _SENTINEL
     serialized = dumps(rest)
     if serialized.count(_DUMPED_SENTINEL) != 1:
         return None

@@ -240,7 +240,9 @@ async def load_source(
         session=session,
         model=model,
         summary_model=summary_model,
-        base_compaction_id=active.checkpoint.compaction_id if active.checkpoint else None,
+        # The latest checkpoint, also when a new epoch keeps it from projecting: another one
+        # installed meanwhile is what the base check is for.
+        base_compaction_id=active.latest_compaction_id,
         through=through,
         items=active.items,
         last_user=last_user,

@@ -29,7 +29,8 @@ class RegisteredModel(Base):
     __table_args__ = (
         CheckConstraint("length(trim(id)) > 0", name="id_not_blank"),
         CheckConstraint(
-            "provider_kind IN ('openai_chat', 'anthropic_messages', 'scripted', 'local')",
+            "provider_kind IN "
+            "('openai_chat', 'anthropic_messages', 'openai_responses', 'scripted', 'local')",
             name="provider_kind_valid",
         ),
         CheckConstraint("script_position >= 0", name="script_position_not_negative"),

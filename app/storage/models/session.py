@@ -82,5 +82,7 @@ class AgentSession(Base):
     # posted without saying what it covers is installed only if it can be this request's.
     summary_request_through_sequence: Mapped[int | None] = mapped_column(BigInteger)
     summary_request_compaction_id: Mapped[str | None] = mapped_column(Text)
+    # Messages taken back and the latest epoch (``app.core.conversation_view``); NULL: none.
+    conversation_view: Mapped[dict[str, Any] | None] = mapped_column(JSONValue)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

@@ -3,7 +3,10 @@
 Appends allocate gap-free per-session sequences inside the caller's transaction, store the
 estimate's measure next to the content, and keep ``tool_calls`` in step so that "a tool result must
 answer an unresolved call" and "a call id must not duplicate an unresolved one" are index look-ups.
-There is deliberately no update and no delete.
+There is deliberately no update and no delete of a message. A call of a message hidden from the
+Conversation (``app.core.conversation_view``) can no longer be answered: its ``tool_calls`` row
+is released (``release_open_calls``), so the same call may be stored again; the call a hidden
+result answered is open again (``reopen_answered_call``), so another result may answer it.
 """
 
 from __future__ import annotations
@@ -12,7 +15,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, insert, select, update
+from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from app.core.chat_rules import AppendPlan, check_append
 from app.core.errors import Conflict, InvalidInput
@@ -314,6 +317,41 @@ class MessageRepository(MessageReads):
             stmt = _INSERT_TOOL_CALLS if kind == "call" else _RESOLVE_TOOL_CALLS
             await write(self.session, stmt, params)
             start = end
+
+    async def release_open_calls(
+        self, session_id: str, through_sequence: int, *, only: bool
+    ) -> int:
+        """Drop the unanswered calls of the message at ``through_sequence`` (``only``) or of
+        every message up to it, now hidden from the Conversation; the number released."""
+        at = _tool_calls.c.message_sequence
+        stmt = delete(_tool_calls).where(
+            _tool_calls.c.session_id == session_id,
+            _tool_calls.c.result_sequence.is_(None),
+            at == through_sequence if only else at <= through_sequence,
+        )
+        result: Any = await self.session.execute(stmt)
+        released = int(result.rowcount or 0)
+        if released:
+            await SessionRepository(self.session).add_open_tool_calls(session_id, -released)
+            opened = self._opened()
+            for key in [k for k in opened if k[0] == session_id]:
+                opened.pop(key)
+        return released
+
+    async def reopen_answered_call(self, session_id: str, result_sequence: int) -> None:
+        """The call the (now hidden) result at ``result_sequence`` answered is open again: a
+        new result may answer it."""
+        stmt = (
+            update(_tool_calls)
+            .where(
+                _tool_calls.c.session_id == session_id,
+                _tool_calls.c.result_sequence == result_sequence,
+            )
+            .values(result_sequence=None)
+        )
+        result: Any = await self.session.execute(stmt)
+        if result.rowcount:
+            await SessionRepository(self.session).add_open_tool_calls(session_id, result.rowcount)
 
     async def store_token_counts(
         self, session_id: str, counts: Mapping[int, dict[str, int]]

@@ -1,4 +1,5 @@
-"""Bodies checked against the official SDKs' request types (``anthropic``, ``openai``).
+"""Bodies checked against the official SDKs' request types (``anthropic``, ``openai``: Chat
+Completions and Responses).
 
 The SDKs describe a request body as ``TypedDict``s; pydantic validates a body against them and
 drops every key the types do not know, so a body that comes back changed holds a field (or a
@@ -13,9 +14,10 @@ from typing import Any
 
 from anthropic.types import message_create_params as anthropic_params
 from openai.types.chat import completion_create_params as openai_params
+from openai.types.responses import response_create_params as responses_params
 from pydantic import TypeAdapter
 
-__all__ = ["assert_anthropic_body", "assert_openai_body"]
+__all__ = ["assert_anthropic_body", "assert_openai_body", "assert_responses_body"]
 
 
 def _plain(value: Any) -> Any:
@@ -57,5 +59,16 @@ def assert_openai_body(body: Mapping[str, Any]) -> None:
         openai_params.CompletionCreateParamsStreaming
         if streaming
         else openai_params.CompletionCreateParamsNonStreaming,
+        body,
+    )
+
+
+def assert_responses_body(body: Mapping[str, Any]) -> None:
+    """``body`` is a valid ``POST /v1/responses`` body by the OpenAI SDK's types."""
+    streaming = body.get("stream") is True
+    _check(
+        responses_params.ResponseCreateParamsStreaming
+        if streaming
+        else responses_params.ResponseCreateParamsNonStreaming,
         body,
     )

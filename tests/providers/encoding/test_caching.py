@@ -16,7 +16,12 @@ from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, RealOrigin, text_block
 from app.core.prepare import prepare
 from app.core.prepared import SystemPart
-from app.providers.encoding import encode, encode_anthropic_messages, encode_openai_chat
+from app.providers.encoding import (
+    encode,
+    encode_anthropic_messages,
+    encode_openai_chat,
+    encode_openai_responses,
+)
 from tests.providers.encoding.requests import (
     READ_TOOL,
     agent_loop,
@@ -26,7 +31,11 @@ from tests.providers.encoding.requests import (
     result,
     text,
 )
-from tests.providers.encoding.sdk_types import assert_anthropic_body, assert_openai_body
+from tests.providers.encoding.sdk_types import (
+    assert_anthropic_body,
+    assert_openai_body,
+    assert_responses_body,
+)
 from tests.providers.encoding.test_wire import requests
 
 EPHEMERAL = {"type": "ephemeral"}
@@ -144,13 +153,27 @@ def test_openai_sends_the_key_and_nothing_else() -> None:
     )
 
 
+def test_responses_sends_the_key_and_nothing_else() -> None:
+    request = agent_loop()
+    plan = CachePlan(True, True, (1, 5), KEY)
+    body = encode_openai_responses(request, model="gpt-x", stream=True, caching=plan)
+    bare = encode_openai_responses(request, model="gpt-x", stream=True)
+    assert body["prompt_cache_key"] == KEY
+    assert {k: v for k, v in body.items() if k != "prompt_cache_key"} == bare
+    assert "cache_control" not in json.dumps(body)
+    assert_responses_body(body)
+    # The key follows the output limit, as in the Chat Completions body.
+    keys = list(body)
+    assert keys.index("prompt_cache_key") == keys.index("max_output_tokens") + 1
+
+
 def test_caching_off_is_todays_bytes_in_both_protocols() -> None:
     caps = ModelCapabilities(
         context_window_tokens=100_000, max_output_tokens=100, prompt_caching="off"
     )
     call_ = _prepared_call(caps)
     assert plan_for(call_, prompt_caching="off", seed="s", stable_messages=None) is None
-    for protocol in ("openai_chat", "anthropic_messages"):
+    for protocol in ("openai_chat", "anthropic_messages", "openai_responses"):
         assert encode(call_.request, protocol, caching=None) == encode(call_.request, protocol)
 
 
@@ -179,6 +202,9 @@ def test_every_body_with_every_plan_is_valid_by_the_sdk_types() -> None:
                 encode_anthropic_messages(request, model="m", stream=True, caching=plan)
             )
             assert_openai_body(encode_openai_chat(request, model="m", stream=True, caching=plan))
+            assert_responses_body(
+                encode_openai_responses(request, model="m", stream=True, caching=plan)
+            )
 
 
 @pytest.mark.parametrize(
@@ -186,6 +212,7 @@ def test_every_body_with_every_plan_is_valid_by_the_sdk_types() -> None:
     [
         (wire.openai_chat_body, encode_openai_chat),
         (wire.anthropic_messages_body, encode_anthropic_messages),
+        (wire.openai_responses_body, encode_openai_responses),
     ],
 )
 def test_memoized_bodies_are_the_json_of_the_encoding_with_a_plan(body: Any, encoder: Any) -> None:

@@ -9,13 +9,18 @@ from app.providers.encoding import (
     encode,
     encode_anthropic_messages,
     encode_openai_chat,
+    encode_openai_responses,
 )
 from tests.providers.encoding.requests import agent_loop
 
 
 @pytest.mark.parametrize(
     ("protocol", "direct"),
-    [("openai_chat", encode_openai_chat), ("anthropic_messages", encode_anthropic_messages)],
+    [
+        ("openai_chat", encode_openai_chat),
+        ("anthropic_messages", encode_anthropic_messages),
+        ("openai_responses", encode_openai_responses),
+    ],
 )
 def test_dispatch_matches_the_protocol_encoder(protocol: Any, direct: Any) -> None:
     assert protocol in PROTOCOLS

@@ -10,7 +10,11 @@ from typing import Any
 import pytest
 
 import app.providers.encoding.wire as wire
-from app.providers.encoding import encode_anthropic_messages, encode_openai_chat
+from app.providers.encoding import (
+    encode_anthropic_messages,
+    encode_openai_chat,
+    encode_openai_responses,
+)
 from tests.providers.encoding.requests import (
     READ_TOOL,
     agent_loop,
@@ -26,6 +30,7 @@ Body = Callable[..., bytes]
 PROTOCOLS: list[tuple[Body, Callable[..., dict[str, Any]]]] = [
     (wire.openai_chat_body, encode_openai_chat),
     (wire.anthropic_messages_body, encode_anthropic_messages),
+    (wire.openai_responses_body, encode_openai_responses),
 ]
 
 
@@ -97,6 +102,7 @@ def test_a_full_memo_drops_old_messages_and_stays_exact(
 ) -> None:
     monkeypatch.setattr(wire, "_openai_memo", wire._Memo(max_bytes=200))
     monkeypatch.setattr(wire, "_anthropic_memo", wire._Memo(max_bytes=200))
+    monkeypatch.setattr(wire, "_responses_memo", wire._Memo(max_bytes=200))
     for request in [*requests(), *requests()]:
         assert body(request, model="m-1", stream=True) == expected(encode, request)
 
@@ -133,36 +139,41 @@ EDITS: dict[str, Edit] = {
         *c[2:],
     ],
     "shorter (a compaction)": lambda c: c[:3],
+    # Nothing a Responses body can carry: no input item at all.
+    "a thinking-only answer": lambda c: [
+        *c,
+        msg("assistant", {"type": "thinking", "thinking": "t"}),
+    ],
     "empty": lambda c: [],
 }
 
 
+OPENAI = PROTOCOLS[0], PROTOCOLS[2]
+
+
+@pytest.mark.parametrize(("body", "encode"), OPENAI)
 @pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
-def test_a_remembered_conversation_is_reused_only_where_it_still_holds(edit: str) -> None:
+def test_a_remembered_conversation_is_reused_only_where_it_still_holds(
+    edit: str, body: Body, encode: Any
+) -> None:
     conversation = _conversation(6)
     first = _with("sys", conversation)
-    assert wire.openai_chat_body(first, model="m-1", stream=True) == expected(
-        encode_openai_chat, first
-    )
+    assert body(first, model="m-1", stream=True) == expected(encode, first)
     changed = _with("sys again", EDITS[edit](conversation))
-    assert wire.openai_chat_body(changed, model="m-1", stream=True) == expected(
-        encode_openai_chat, changed
-    )
+    assert body(changed, model="m-1", stream=True) == expected(encode, changed)
     # And back: the first conversation (its entry may have been replaced) is exact too.
-    assert wire.openai_chat_body(first, model="m-1", stream=True) == expected(
-        encode_openai_chat, first
-    )
+    assert body(first, model="m-1", stream=True) == expected(encode, first)
 
 
+@pytest.mark.parametrize(("body", "encode"), OPENAI)
 def test_a_full_prefix_memo_drops_old_conversations_and_stays_exact(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, body: Body, encode: Any
 ) -> None:
     monkeypatch.setattr(wire, "_openai_prefixes", wire._Prefixes(max_bytes=150))
+    monkeypatch.setattr(wire, "_responses_prefixes", wire._Prefixes(max_bytes=150))
     sessions = [_conversation(size) for size in (2, 5, 9)]
     for _ in range(3):
         for index, conversation in enumerate(sessions):
             conversation.append(msg("user", text(f"more {index}")))
             request = _with("sys", conversation)
-            assert wire.openai_chat_body(request, model="m-1", stream=True) == expected(
-                encode_openai_chat, request
-            )
+            assert body(request, model="m-1", stream=True) == expected(encode, request)

@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 M = TypeVar("M", bound=BaseModel)
-Encode = Literal["openai_chat", "anthropic_messages"]
+Encode = Literal["openai_chat", "anthropic_messages", "openai_responses"]
 
 # A manual compaction with the service's own model may take its attempts (3 × 120 s by
 # default) and the delays between them: its answer is waited for longer than other calls.

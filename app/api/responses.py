@@ -17,11 +17,13 @@ from typing import Any
 __all__ = [
     "COMPACTION",
     "MODEL",
+    "NAMED_MODEL",
     "PIPELINE",
     "PROBLEM_REF",
     "SEQUENCES",
     "SESSION",
     "SESSION_CONFIG",
+    "SESSION_MODELS",
     "TOKENIZER",
     "WORKSPACE",
     "WORLD_STATE",
@@ -52,6 +54,10 @@ SESSION_CONFIG: Codes = {409: ("session_config_invalid",)}
 # (``app.storage.collisions``; ``POST …/reload`` repairs them).
 SEQUENCES: Codes = {409: ("sequence_conflict",)}
 MODEL: Codes = {404: ("model_not_found",)}
+# A model id in a request body that names nothing: the request is wrong (422), the code naming
+# the field (a missing path resource is the 404).
+NAMED_MODEL: Codes = {422: ("unknown_model_id",)}
+SESSION_MODELS: Codes = {422: ("unknown_model_id", "unknown_summary_model_id")}
 # Exact counters whose encoding files are missing or corrupt (a deployment problem).
 TOKENIZER: Codes = {503: ("tokenizer_data_missing", "tokenizer_data_invalid")}
 # The prepare pipeline (SPEC §2-3) over what a session stores or a body carries.

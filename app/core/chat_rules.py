@@ -52,8 +52,13 @@ def _invalid(code: str, index: int, detail: str) -> InvalidInput:
 def check_append(
     batch: Sequence[tuple[str, str, list[Block]]], unresolved: Mapping[str, str]
 ) -> AppendPlan:
-    """Check ``(role, kind, content)`` messages against the unresolved calls (id → name)."""
+    """Check ``(role, kind, content)`` messages against the unresolved calls (id → name).
+
+    A result whose id names no unresolved call is ``unknown_tool_call`` (422, an id of the body
+    that names nothing; the store tells a call answered earlier apart: ``MessageRepository``);
+    a second result for a call this batch answers already is ``duplicate_tool_result``."""
     open_calls = dict(unresolved)
+    answered: set[str] = set()
     planned: list[PlannedMessage] = []
     for index, (role, kind, content) in enumerate(batch):
         if role == "system":
@@ -80,7 +85,7 @@ def check_append(
         if role == "assistant":
             planned.append(_assistant(index, kind, content, open_calls))
         elif role == "tool":
-            planned.append(_tool(index, kind, content, open_calls))
+            planned.append(_tool(index, kind, content, open_calls, answered))
         else:
             planned.append(PlannedMessage(role, kind, content))
     return AppendPlan(planned)
@@ -135,18 +140,28 @@ def _assistant(
 
 
 def _tool(
-    index: int, kind: str, content: list[Block], open_calls: dict[str, str]
+    index: int, kind: str, content: list[Block], open_calls: dict[str, str], answered: set[str]
 ) -> PlannedMessage:
     result = content[0]
     assert result["type"] == "tool_result"  # the only block: check_tool_result_placement ran
     call_id = result["id"]
     name = open_calls.pop(call_id, None)
     if name is None:
-        raise Conflict(
+        if call_id in answered:
+            raise InvalidInput(
+                "duplicate_tool_result",
+                f"message {index}: tool call {call_id!r} is answered twice in this batch; send "
+                "one result per call",
+                index=index,
+                tool_call_id=call_id,
+            )
+        raise InvalidInput(
             "unknown_tool_call",
-            f"message {index}: tool result {call_id!r} answers no unresolved tool call of this "
-            "session (unknown, or already answered)",
+            f"message {index}: tool result {call_id!r} answers no tool call of this session "
+            "that waits for a result",
             index=index,
             tool_call_id=call_id,
+            field=f"messages.{index}.content.0.id",
         )
+    answered.add(call_id)
     return PlannedMessage("tool", kind, content, resolved_call=call_id, tool_name=name)

@@ -21,6 +21,7 @@ from app.core.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_secti
 __all__ = [
     "PROJECTION_BUDGET_BYTES",
     "ProjectResult",
+    "cut_around",
     "data_omission_notice",
     "project_tool_results",
     "truncation_marker",
@@ -158,6 +159,13 @@ def _truncate(text: str, marker: str) -> str:
         return text[: plain[0]] + marker + text[plain[1] :]
     section, _ = salient_section(lines, reserve, utf8_len)
     return text[:head] + marker + section + text[tail:]
+
+
+def cut_around(text: str, content_bytes: int, marker: str) -> str:
+    """``text`` cut to ``content_bytes`` UTF-8 bytes around ``marker``: a 75 % head and a 25 %
+    tail on character boundaries, as §2.2 cuts (without its salient lines)."""
+    head, tail = _Cut(text).split(max(0, content_bytes))
+    return text[:head] + marker + text[tail:]
 
 
 class _Cut:

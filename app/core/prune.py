@@ -9,6 +9,7 @@ SPEC §2.1's.
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -57,8 +58,15 @@ class Spill:
 
 
 def spill_file_name(tool_call_id: str) -> str:
-    """``{id}.txt`` with every character outside ``[A-Za-z0-9_-]`` replaced by ``_``."""
-    return _UNSAFE_FILE_CHARS.sub("_", tool_call_id) + ".txt"
+    """``{id}.txt`` when the id holds only ``[A-Za-z0-9_-]``; otherwise every other character
+    becomes ``_`` and ``.{digest}`` (16 hex digits of the raw id's SHA-256) follows, so that
+    ids that sanitize alike (``a.b``, ``a/b``, ``a_b``) never share a file. The ``.`` cannot
+    occur in an id kept as it is, so a digested name never equals a kept one."""
+    safe = _UNSAFE_FILE_CHARS.sub("_", tool_call_id)
+    if safe != tool_call_id:
+        raw = tool_call_id.encode("utf-8", "surrogatepass")
+        safe = f"{safe}.{hashlib.sha256(raw).hexdigest()[:16]}"
+    return safe + ".txt"
 
 
 def spill_path(spill_directory: str, tool_call_id: str) -> str:

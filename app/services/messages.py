@@ -9,7 +9,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block
 from app.core.counting import TokenCounter
+from app.core.message_limits import check_message_bytes, check_message_tokens
+from app.fastjson import ESTIMATE
 from app.services.events import EventEmitter, messages_appended
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.pins import propose_pins
 from app.storage.database import SessionFactory, unit_of_work
@@ -17,7 +20,7 @@ from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import NewMessage, StoredMessage
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["MessageService", "stored_to_json"]
+__all__ = ["MessageService", "checked_message", "exact_counts", "stored_to_json"]
 
 
 def stored_to_json(row: StoredMessage) -> dict[str, Any]:
@@ -40,6 +43,29 @@ def exact_counts(counter: TokenCounter, role: str, content: list[Block]) -> dict
     if counter.name == "estimate":
         return {}
     return {counter.name: counter.measure_message(role, content)}
+
+
+def checked_message(
+    role: str,
+    content: list[Block],
+    counter: TokenCounter,
+    model: ModelEntry | None,
+    *,
+    where: str,
+    **extra: Any,
+) -> dict[str, int]:
+    """``exact_counts`` of a message a caller sends, after the limits of one stored message
+    (``app.core.message_limits``): its bytes, and for a user or assistant message (sent as it
+    is, unlike a tool result, which is projected) its tokens against the room of ``model``."""
+    content_bytes = ESTIMATE.measure_message(role, content)
+    check_message_bytes(where, content_bytes, **extra)
+    counts = exact_counts(counter, role, content)
+    if model is not None and role in ("user", "assistant"):
+        # The estimate's measure is the bytes just taken; an exact counter's is in ``counts``.
+        tokens = counter.tokens(counts.get(counter.name, content_bytes))
+        room = model.capabilities.limits().effective_input_tokens
+        check_message_tokens(where, tokens, room, **extra)
+    return counts
 
 
 class MessageService:
@@ -74,9 +100,11 @@ class MessageService:
                     role=role,  # type: ignore[arg-type]
                     kind=kind,  # type: ignore[arg-type]
                     content=content,
-                    token_counts=exact_counts(counter, role, content),
+                    token_counts=checked_message(
+                        role, content, counter, model, where=f"message {i}", index=i
+                    ),
                 )
-                for role, kind, content in batch
+                for i, (role, kind, content) in enumerate(batch)
             ],
         )
         if stored:

@@ -18,7 +18,7 @@ from app.storage.models import RegisteredModel
 from app.storage.repositories.registry import ModelRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["ModelService", "entry_to_json", "resolve_model"]
+__all__ = ["ModelService", "entry_to_json", "resolve_model", "resolve_named_model"]
 
 
 def _entry(row: RegisteredModel) -> ModelEntry:
@@ -45,15 +45,33 @@ def _not_found(model_id: str) -> NotFound:
     )
 
 
+async def _lookup(db: AsyncSession, model_id: str) -> ModelEntry | None:
+    row = await ModelRepository(db).get(model_id)
+    return _entry(row) if row is not None else CATALOGUE.get(model_id)
+
+
 async def resolve_model(db: AsyncSession, model_id: str) -> ModelEntry:
     """A registered model, else the catalogue entry of that id (inside the caller's transaction)."""
-    row = await ModelRepository(db).get(model_id)
-    if row is not None:
-        return _entry(row)
-    entry = CATALOGUE.get(model_id)
+    entry = await _lookup(db, model_id)
     if entry is None:
         raise _not_found(model_id)
     return entry
+
+
+async def resolve_named_model(db: AsyncSession, model_id: str, field: str) -> ModelEntry:
+    """The model a request body names in ``field`` (``model_id``, ``prepare.model_id``,
+    ``summary_model_id``): one that does not exist makes the request wrong (422, the code
+    naming the field), as the path's own resource missing is the 404."""
+    entry = await _lookup(db, model_id)
+    if entry is not None:
+        return entry
+    detail = (
+        f"{field} names model {model_id!r}, which does not exist; GET /v1/models lists them, "
+        "PUT /v1/models/{id} registers one"
+    )
+    if field.endswith("summary_model_id"):
+        raise InvalidInput("unknown_summary_model_id", detail, field=field, model_id=model_id)
+    raise InvalidInput("unknown_model_id", detail, field=field, model_id=model_id)
 
 
 def entry_to_json(
@@ -116,6 +134,11 @@ class ModelService:
     async def get(self, model_id: str) -> ModelEntry:
         async with unit_of_work(self._db, read_only=True) as db:
             return await resolve_model(db, model_id)
+
+    async def named(self, model_id: str, field: str) -> ModelEntry:
+        """The model a request body names in ``field`` (``resolve_named_model``)."""
+        async with unit_of_work(self._db, read_only=True) as db:
+            return await resolve_named_model(db, model_id, field)
 
     async def list(self) -> list[ModelEntry]:
         async with unit_of_work(self._db, read_only=True) as db:

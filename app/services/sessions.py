@@ -16,7 +16,7 @@ from app.core.world_state.provided import provided_inputs_of
 from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.model_types import ModelEntry
-from app.services.models import resolve_model
+from app.services.models import resolve_named_model
 from app.services.session_config import system_prompt_of
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
@@ -134,8 +134,9 @@ class SessionService:
                 result[key] = validate_directory(workspace[key], roots, what=what)
         return result
 
-    async def _check_models(self, db: AsyncSession, *model_ids: str) -> list[ModelEntry]:
-        return [await resolve_model(db, model_id) for model_id in model_ids]
+    async def _check_models(self, db: AsyncSession, **model_ids: str) -> list[ModelEntry]:
+        """The models the body names, by field (``model_id``, ``summary_model_id``)."""
+        return [await resolve_named_model(db, v, field) for field, v in model_ids.items()]
 
     def _check_system_prompt(self, prompt: str, model: ModelEntry) -> None:
         """The agent prompt is the System Context of every request (SPEC §3.3 caps a part at
@@ -151,7 +152,9 @@ class SessionService:
         summary_model_id = spec.get("summary_model_id") or spec["model_id"]
         now = utc_now()
         async with unit_of_work(self._db) as db:
-            model, _ = await self._check_models(db, spec["model_id"], summary_model_id)
+            model, _ = await self._check_models(
+                db, model_id=spec["model_id"], summary_model_id=summary_model_id
+            )
             self._check_system_prompt(spec["agent"]["system_prompt"], model)
             row = AgentSession(
                 id=f"ses-{uuid.uuid4().hex}",
@@ -193,8 +196,8 @@ class SessionService:
         workspace = self._check_workspace(changes["workspace"]) if "workspace" in changes else None
         async with unit_of_work(self._db) as db:
             row = await SessionRepository(db).require(session_id, for_update=True)
-            models = [changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)]
-            entries = await self._check_models(db, *models)
+            models = {k: changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)}
+            entries = await self._check_models(db, **models)
             if changes.get("model_id"):
                 self._check_system_prompt(system_prompt_of(row), entries[0])
             for key in ("title", "model_id", "summary_model_id"):

@@ -283,8 +283,11 @@ async def test_rewind_hides_the_tail_and_survives_a_reload(
     async for fresh in client_for(make_settings(database_url, **FAST)):
         assert (await fresh.get(f"/v1/sessions/{sid}/context")).json() == shown
     unknown = await api.post(f"/v1/sessions/{sid}/rewind", json={"compaction_id": "cmp-nope"})
-    assert unknown.status_code == 404
-    assert unknown.json()["code"] == "compaction_not_found"
+    assert unknown.status_code == 422
+    assert (unknown.json()["code"], unknown.json()["field"]) == (
+        "unknown_compaction_id",
+        "compaction_id",
+    )
 
 
 async def test_transcript_pages_raw_messages_up_to_the_fact_boundary(

@@ -103,12 +103,15 @@ async def test_tool_call_input_that_is_not_json_is_still_bounded(api: httpx.Asyn
 
 
 async def test_tool_call_input_size_limit(api: httpx.AsyncClient) -> None:
-    sid = await new_session(api)
+    # A model whose input room holds a message of that size (a smaller one refuses the message
+    # as one it could never be sent: message_too_large).
+    wide = await scripted_model(api, [], context_window_tokens=1_000_000, max_output_tokens=1000)
+    sid = await new_session(api, model_id=wide)
     at_limit = json.dumps({"s": "x" * (MAX_JSON_CHARS - 9)})
     assert len(at_limit) == MAX_JSON_CHARS
     assert (await append(api, sid, user("hi"), call_with_input(at_limit))).status_code == 201
     over = json.dumps({"s": "x" * (MAX_JSON_CHARS - 8)})
-    sid2 = await new_session(api)
+    sid2 = await new_session(api, model_id=wide)
     refused = await append(api, sid2, user("hi"), call_with_input(over))
     assert refused_field(refused) == "body.messages.1.content.0.tool_call.input"
     assert await stored(api, sid2) == []

@@ -136,8 +136,9 @@ async def test_a_17000_char_old_tool_result_is_pruned(stateless_client: httpx.As
     assert response.status_code == 200, response.text
     result = response.json()["request"]["messages"][-1]["content"][0]
     assert (
-        "... [tool result pruned: 11880 characters omitted. Full result at /spill/call_1.txt"
-        " — read it if you still need it]" in result["output"][0]["text"]
+        "... [tool result pruned: 11880 characters omitted. Full result at "
+        "/spill/call_1.c5fb05e4d7a4906f.txt — read it if you still need it]"
+        in result["output"][0]["text"]
     )
     assert response.json()["projection"]["pruned_tool_results"] == 1
 
@@ -233,7 +234,7 @@ async def test_a_catalogue_model_id_can_replace_capabilities(
             "invalid_capabilities",
         ),
         (lambda b: b.update(model_id="gpt-5"), 422, "invalid_request"),
-        (lambda b: (b.pop("model"), b.update(model_id="no-such-model")), 404, "model_not_found"),
+        (lambda b: (b.pop("model"), b.update(model_id="no-such-model")), 422, "unknown_model_id"),
         (
             lambda b: (
                 b["model"].update(accepts_data_blocks=False)

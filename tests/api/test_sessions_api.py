@@ -67,8 +67,8 @@ async def test_list_is_newest_first_and_cursor_paginated(api: httpx.AsyncClient)
 @pytest.mark.parametrize(
     ("overrides", "status", "code"),
     [
-        ({"model_id": "nope"}, 404, "model_not_found"),
-        ({"summary_model_id": "nope"}, 404, "model_not_found"),
+        ({"model_id": "nope"}, 422, "unknown_model_id"),
+        ({"summary_model_id": "nope"}, 422, "unknown_summary_model_id"),
         (
             {"agent": {"system_prompt": "x", "tools": [{"name": "update_plan"}]}},
             422,
@@ -141,11 +141,11 @@ async def test_after_sequence_past_the_store_range_is_422_not_500(api: httpx.Asy
             "system_message_in_conversation",
         ),
         ([user("ok"), {"role": "user", "content": []}], 422, "empty_message"),
-        ([tool_result("never-called")], 409, "unknown_tool_call"),
+        ([tool_result("never-called")], 422, "unknown_tool_call"),
         (
             [assistant_calls(("c1", "read")), tool_result("c1"), tool_result("c1")],
-            409,
-            "unknown_tool_call",
+            422,
+            "duplicate_tool_result",
         ),
         (
             [assistant_calls(("c1", "read")), assistant_calls(("c1", "read"))],
@@ -173,7 +173,7 @@ async def test_a_result_for_an_already_resolved_call_is_refused(api: httpx.Async
     await append(api, sid, user("go"), assistant_calls(("c1", "read")), tool_result("c1"))
     again = await append(api, sid, tool_result("c1"))
     assert again.status_code == 409
-    assert again.json()["code"] == "unknown_tool_call"
+    assert again.json()["code"] == "tool_result_already_posted"
 
 
 async def test_tool_rows_take_the_call_name(api: httpx.AsyncClient) -> None:

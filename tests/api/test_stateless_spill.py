@@ -62,7 +62,7 @@ async def test_the_answer_gives_each_full_text_and_the_path_its_marker_names(
     response = await prepare(stateless_client, payload(conversation, directory))
     assert response.status_code == 200, response.text
     answer = response.json()
-    path = f"{directory}/call_1.txt"
+    path = f"{directory}/call_1.c5fb05e4d7a4906f.txt"
     assert answer["spills"] == [{"tool_call_id": "call/1", "path": path, "text": FULL}]
     sent = answer["request"]["messages"][4]["content"][0]["output"][0]["text"]
     assert f"Full result at {path} — read it if you still need it]" in sent

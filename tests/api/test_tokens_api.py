@@ -163,5 +163,6 @@ async def test_an_unknown_model_in_a_prepare_body_is_not_found(
     del body["model"]
     body["model_id"] = "no-such-model"
     response = await count(sqlite_api, prepare=body)
-    assert response.status_code == 404
-    assert response.json()["code"] == "model_not_found"
+    assert response.status_code == 422
+    assert response.json()["code"] == "unknown_model_id"
+    assert response.json()["field"] == "prepare.model_id"

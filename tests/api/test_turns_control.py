@@ -28,7 +28,7 @@ from tests.api.helpers import (
     user,
 )
 from tests.api.test_turns import agent, call, history, ok, post_results, session_with
-from tests.conftest import make_settings
+from tests.conftest import client_for, make_settings
 from tests.providers.fakes import FakeProviderServer, FakeToolCall, StreamReply, openai_stream
 
 pytestmark = pytest.mark.anyio
@@ -107,6 +107,39 @@ async def test_start_checks_come_in_spec_order(app_client: Client) -> None:
     assert reload.status_code == 409
     assert reload.json()["code"] == "reload_required"
     assert len(await history(api, sid)) == 2  # user + assistant: nothing new stored
+
+
+async def test_a_request_id_reused_with_another_input_is_refused_also_after_a_restart(
+    database_url: str,
+) -> None:
+    """The same ``client_request_id`` names one request: with its input it answers that turn
+    again; with another input it is refused (422) and starts nothing, in this process or the
+    next one on the same database."""
+    first = start_body("req-1", {"type": "text", "text": "Fix the parser."})
+    other = start_body("req-1", {"type": "text", "text": "Delete the parser."})
+    skilled = start_body(
+        "req-1", {"type": "text", "text": "Fix the parser."}, {"type": "skill", "name": "x"}
+    )
+    for restart in (False, True):
+        async for api in client_for(make_settings(database_url)):
+            if not restart:
+                sid = await session_with(api, [{"text": "Fixed."}])
+                url = f"/v1/sessions/{sid}/turns"
+                accepted = await api.post(url, params={"wait": "true"}, json=first)
+                assert accepted.status_code == 202, accepted.text
+                turn = accepted.json()
+            for body in (other, skilled):
+                refused = await api.post(url, json=body)
+                assert refused.status_code == 422, refused.text
+                assert refused.json()["code"] == "client_request_id_reused"
+                assert refused.json()["turn_id"] == turn["turn_id"]
+            again = await api.post(url, json=first)
+            assert again.status_code == 200, again.text
+            assert again.json() == {**turn, "updated_at": again.json()["updated_at"]}
+            assert [m["content"][0]["text"] for m in await history(api, sid)] == [
+                "Fix the parser.",
+                "Fixed.",
+            ]
 
 
 async def test_unknown_session_and_turn_are_404(api: httpx.AsyncClient) -> None:

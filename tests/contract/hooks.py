@@ -1,12 +1,18 @@
 """Schemathesis hooks for the contract run (loaded with ``SCHEMATHESIS_HOOKS``).
 
-Two checks replace schemathesis' own. ``schema_valid_requests_are_accepted`` replaces
-``positive_data_acceptance``: a request the schema allows is accepted, or refused only for a
-documented rule JSON Schema cannot state (``UNSTATABLE``: arithmetic across fields, order or
-uniqueness across array items, token counts, the server's configuration, stored state).
-``docs/api-notes.md`` ("What the schema cannot state") lists the same rules with their reasons;
-a test keeps the two lists equal. ``created_sessions_are_available`` replaces
-``ensure_resource_availability``, reading what a 404 says is missing.
+Three checks replace schemathesis' own, each the same check with one documented exception:
+
+- ``schema_valid_requests_are_accepted`` replaces ``positive_data_acceptance``: a request the
+  schema allows is accepted, or refused only for a documented rule JSON Schema cannot state
+  (``UNSTATABLE``: arithmetic across fields, order or uniqueness across array items, token
+  counts, the server's configuration, stored state). ``docs/api-notes.md`` ("What the schema
+  cannot state") lists the same rules with their reasons; a test keeps the two lists equal.
+- ``schema_violating_requests_are_refused`` replaces ``negative_data_rejection``: the stateful
+  phase replaces a negative case's body with one built from an earlier response (a link) and
+  still labels the case negative (schemathesis 4.32.5); a request whose only negative part is
+  its body, and whose body as sent the schema allows, violates nothing.
+- ``deleted_resources_are_gone`` replaces ``use_after_free``: deleting a registered model that
+  overrides a built-in one brings the built-in back under its id (``builtin: true``).
 """
 
 from __future__ import annotations
@@ -15,9 +21,11 @@ import json
 from typing import Any
 
 import schemathesis
+from jsonschema import Draft202012Validator
 from schemathesis.specs.openapi.checks import (
-    ensure_resource_availability,
     is_unexpected_http_status_case,
+    negative_data_rejection,
+    use_after_free,
 )
 
 # operation label → the problem codes of rules no JSON Schema can state.
@@ -38,8 +46,8 @@ _WORKSPACE = _WORLD_STATE | {
 }
 UNSTATABLE: dict[str, set[str]] = {
     # The record inside a digest: the schema states only its text form.
-    "POST /v1/prepare": _PIPELINE | {"invalid_request_digest"},
-    "POST /v1/tokens/count": _PIPELINE,
+    "POST /v1/prepare": _PIPELINE | {"invalid_request_digest", "unknown_model_id"},
+    "POST /v1/tokens/count": _PIPELINE | {"unknown_model_id"},  # the registered models
     "PUT /v1/models/{model_id}": {
         "invalid_capabilities",
         "invalid_base_url",  # a port in range, an IPv6 literal: parsed as urllib and aiohttp do
@@ -52,6 +60,14 @@ UNSTATABLE: dict[str, set[str]] = {
     "PATCH /v1/sessions/{session_id}": _WORKSPACE,
     "POST /v1/sessions/{session_id}/messages": {
         "invalid_block_order",  # the order of blocks in an array
+        "duplicate_tool_result",  # unique call ids across array items
+        "unknown_tool_call",  # the session's calls waiting for a result (stored state)
+        "message_too_large",  # bytes of a whole message, or tokens of the session's model
+    },
+    "POST /v1/sessions/{session_id}/items": {
+        "duplicate_tool_result",  # unique call ids across array items
+        "unknown_tool_call",  # the session's calls waiting for a result (stored state)
+        "message_too_large",  # bytes of a whole message, or tokens of the session's model
     },
     "GET /v1/sessions/{session_id}/context": _PIPELINE,
     "POST /v1/sessions/{session_id}/prepare": _PIPELINE | _WORLD_STATE,
@@ -63,15 +79,21 @@ UNSTATABLE: dict[str, set[str]] = {
         "coverage_out_of_range",  # the session's messages (stored state)
     },
     "POST /v1/sessions/{session_id}/turns": {
+        "client_request_id_reused",  # the turns accepted before (stored state)
+        "message_too_large",  # the input's tokens for the session's model
         "skill_unavailable",  # the session's skills (stored state)
         "skill_too_large",  # a token count
     },
     "POST /v1/sessions/{session_id}/turns/{turn_id}/tool-results": {
         "duplicate_tool_result",  # unique call ids across array items
         "unknown_tool_call",  # the turn's pending calls (stored state)
+        "message_too_large",  # the UTF-8 bytes of the whole result
     },
     "POST /v1/sessions/{session_id}/agent-messages": {"agent_message_too_large"},  # tokens
-    "POST /v1/sessions/{session_id}/rewind": {"invalid_rewind"},  # the checkpoint's kind
+    # The session's checkpoints (stored state), and the kind of the one named.
+    "POST /v1/sessions/{session_id}/rewind": {"invalid_rewind", "unknown_compaction_id"},
+    "GET /v1/sessions/{session_id}/replay": {"unknown_compaction_id"},
+    "GET /v1/sessions/{session_id}/transcript": {"unknown_compaction_id"},
     # A size in UTF-8 bytes; the control tags a pin may not hold, in any case.
     "POST /v1/sessions/{session_id}/pins": {"pin_too_large", "invalid_pin_text"},
     "PUT /v1/sessions/{session_id}/pins/{pin_id}": {"pin_too_large", "invalid_pin_text"},
@@ -112,19 +134,44 @@ def _problem_code(response: schemathesis.Response) -> str | None:
     return code if isinstance(code, str) else None
 
 
+def _body_as_sent_is_valid(case: schemathesis.Case, response: schemathesis.Response) -> bool:
+    """Whether the case's only negative part is its body, and the body sent is one the
+    operation's schema allows."""
+    meta = case.meta
+    if meta is None or case.operation.definition.raw.get("requestBody") is None:
+        return False
+    if any(c.mode.is_negative for where, c in meta.components.items() if where.name != "BODY"):
+        return False
+    try:
+        sent = json.loads(response.request.body or b"")
+    except (TypeError, ValueError):
+        return False
+    raw = case.operation.schema.raw_schema
+    body = case.operation.definition.raw["requestBody"]["content"]["application/json"]["schema"]
+    validator = Draft202012Validator({**body, "components": raw["components"]})
+    return bool(validator.is_valid(sent))
+
+
 @schemathesis.check
-def created_sessions_are_available(
+def schema_violating_requests_are_refused(
     ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case
 ) -> bool | None:
-    """schemathesis' ``ensure_resource_availability`` (a resource just created answers 404 in the
-    operation that follows it), except for a 404 that names another resource than the session:
-    a rewind to a checkpoint id that names nothing (``compaction_not_found``), a cancel of a turn
-    id that names nothing (``turn_not_found``). Those say nothing about the session, which the
-    built-in check takes them for (its per-operation switch does not reach the stateful phase).
-    """
-    if response.status_code == 404 and _problem_code(response) != "session_not_found":
+    if _body_as_sent_is_valid(case, response):
         return None
-    return ensure_resource_availability(ctx, response, case)
+    return negative_data_rejection(ctx, response, case)
+
+
+@schemathesis.check
+def deleted_resources_are_gone(
+    ctx: schemathesis.CheckContext, response: schemathesis.Response, case: schemathesis.Case
+) -> bool | None:
+    if case.operation.path == "/v1/models/{model_id}" and response.status_code == 200:
+        try:
+            if json.loads(response.content).get("builtin") is True:
+                return None  # the catalogue entry the deleted registration overrode
+        except ValueError:
+            pass
+    return use_after_free(ctx, response, case)
 
 
 def _positive(case: schemathesis.Case) -> bool:

@@ -62,11 +62,11 @@ def test_a_result_for_a_call_of_an_earlier_append_uses_its_name() -> None:
             0,
         ),
         ([("tool", "normal", [result("nope")])], {"x": "r"}, "unknown_tool_call", 0),
-        # Answering the same call twice: the second finds it already resolved.
+        # Answering the same call twice in one batch.
         (
             [("tool", "normal", [result("x")]), ("tool", "normal", [result("x")])],
             {"x": "r"},
-            "unknown_tool_call",
+            "duplicate_tool_result",
             1,
         ),
         ([("assistant", "normal", [call("x")])], {"x": "r"}, "duplicate_tool_call_id", 0),

@@ -65,13 +65,19 @@ def test_spill_directory_marker_names_the_sanitized_file() -> None:
     [item] = prune_tool_results([tool("call:1/ü.x", "z" * 9000, seq=5)], watermark).items
     assert (
         "\n... [tool result pruned: 3880 characters omitted. Full result at "
-        "/var/spill/s1/call_1___x.txt — read it if you still need it]\n"
+        "/var/spill/s1/call_1___x.524506c2ea4af97a.txt — read it if you still need it]\n"
     ) in result_text(item)
 
 
 def test_spill_file_name_keeps_only_safe_characters() -> None:
     assert spill_file_name("toolu_01-AZaz09") == "toolu_01-AZaz09.txt"
-    assert spill_file_name("a.b/c d\u00e9") == "a_b_c_d_.txt"
+    assert spill_file_name("a.b/c d\u00e9") == "a_b_c_d_.2c06e1384901e83a.txt"
+
+
+def test_ids_that_sanitize_alike_get_files_of_their_own() -> None:
+    assert len({spill_file_name(i) for i in ("a.b", "a/b", "a_b", "a b")}) == 4
+    assert spill_file_name("a_b") == "a_b.txt"
+    assert spill_file_name("a.b") == "a_b.2e7336dc8eba87ef.txt"
 
 
 def test_a_null_watermark_prunes_nothing() -> None:

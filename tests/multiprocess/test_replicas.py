@@ -11,7 +11,14 @@ import anyio
 import httpx
 import pytest
 
-from tests.api.helpers import append, assistant_calls, new_session, scripted_model
+from tests.api.helpers import (
+    append,
+    assistant,
+    assistant_calls,
+    new_session,
+    scripted_model,
+    user,
+)
 from tests.api.test_turns import agent, call, history, ok, post_results
 from tests.multiprocess.conftest import FAKE_KEY_ENV
 from tests.multiprocess.servers import read_events
@@ -156,3 +163,46 @@ async def test_sse_resume_on_another_replica_gets_every_update_once(
         assert [e.id for e in durable] == [e.id for e in everything]
         assert [e.data for e in durable] == [e.data for e in everything]
         assert durable[-1].event == "turn_finished"
+
+
+async def test_compactions_racing_appends_cover_only_what_they_read(
+    replicas: list[ServerProcess],
+) -> None:
+    """Appends on both replicas while manual compactions run: every compaction is stored or
+    refused with a documented conflict, and every checkpoint names a last user request inside
+    the messages it covers (whatever the interleaving)."""
+    a, b = clients(replicas)
+    async with a, b:
+        sid = await new_session(a)
+        for i in range(4):
+            seed = await append(a, sid, user(f"request {i}"), assistant(f"answer {i}"))
+            assert seed.status_code == 201, seed.text
+
+        async def appends(loop: int) -> list[httpx.Response]:
+            return [
+                await (a, b)[i % 2].post(
+                    f"/v1/sessions/{sid}/messages",
+                    json={"messages": [user(f"loop {loop} message {i}")]},
+                )
+                for i in range(25)
+            ]
+
+        async def compactions() -> list[httpx.Response]:
+            return [
+                await (b, a)[i % 2].post(f"/v1/sessions/{sid}/compactions", json={})
+                for i in range(5)
+            ]
+
+        with anyio.fail_after(120):
+            *appended, compacted = await asyncio.gather(
+                *(appends(n) for n in range(4)), compactions()
+            )
+        assert all(r.status_code == 201 for batch in appended for r in batch)
+        outcomes = [(r.status_code, r.json().get("code")) for r in compacted]
+        assert all(o in {(201, None), (409, "compaction_conflict")} for o in outcomes), outcomes
+        assert (201, None) in outcomes
+        listed = (await a.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"]
+        for summary in listed:
+            one = (await a.get(f"/v1/sessions/{sid}/compactions/{summary['compaction_id']}")).json()
+            assert one["last_user_message_sequence"] <= one["through_message_sequence"], one
+        assert [m["sequence"] for m in await history(a, sid)] == list(range(1, 109))

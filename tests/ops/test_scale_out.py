@@ -51,7 +51,7 @@ class Outcomes:
         if response.status_code == 201:
             self.sequences.extend(m["sequence"] for m in response.json()["messages"])
         elif response.status_code == 409 and response.json()["code"] in {
-            "unknown_tool_call",
+            "tool_result_already_posted",
             "duplicate_tool_call_id",
         }:
             self.refusals[response.json()["code"]] += 1
@@ -104,7 +104,10 @@ async def test_replicas_allocate_gapless_sequences_for_one_session(
 
     assert outcomes.unexpected == []
     # One winner and one loser per race, for both kinds of race.
-    assert outcomes.refusals == {"unknown_tool_call": RACES, "duplicate_tool_call_id": RACES}
+    assert outcomes.refusals == {
+        "tool_result_already_posted": RACES,
+        "duplicate_tool_call_id": RACES,
+    }
 
     stored: list[dict[str, Any]] = []
     async with httpx.AsyncClient(base_url=replicas[-1].url, timeout=30.0) as reader:

@@ -110,7 +110,7 @@ async def test_tool_results_must_answer_an_unresolved_call(
 
     with pytest.raises(ServiceError) as twice:
         await append(factory, sid, tool("c1"))
-    assert twice.value.code == "unknown_tool_call"
+    assert twice.value.code == "tool_result_already_posted"
     # A refused batch consumed no sequence.
     assert await sequences(factory, sid) == [1, 2]
     (answered,) = await append(factory, sid, tool("c2"))

@@ -123,12 +123,12 @@ async def test_a_result_for_a_call_opened_in_the_same_transaction_needs_no_looku
         # Answered in this transaction: a second result for it is refused, as it is later.
         with pytest.raises(Conflict) as refused:
             await messages.append(sid, [_result("c1")])
-        assert refused.value.code == "unknown_tool_call"
+        assert refused.value.code == "tool_result_already_posted"
     async with unit_of_work(factory) as db:
         messages = MessageRepository(db)
         with pytest.raises(Conflict) as duplicate:
             await messages.append(sid, [_result("c1")])
-        assert duplicate.value.code == "unknown_tool_call"
+        assert duplicate.value.code == "tool_result_already_posted"
 
 
 async def test_a_call_id_opened_in_the_same_transaction_cannot_be_opened_again(

@@ -144,9 +144,9 @@ async def get_compaction(
     responses=problems(
         SEQUENCES,
         {
-            404: ("session_not_found", "compaction_not_found"),
+            404: ("session_not_found",),
             409: ("session_active", "reload_required", "compaction_conflict"),
-            422: ("invalid_rewind", "compaction_error"),
+            422: ("unknown_compaction_id", "invalid_rewind", "compaction_error"),
             503: ("persistence_error",),
         },
         body=True,
@@ -166,7 +166,10 @@ async def rewind(
     "/{session_id}/replay",
     response_model=ReplayOut,
     responses=problems(
-        {404: ("session_not_found", "compaction_not_found"), 422: ("invalid_selector",)}
+        {
+            404: ("session_not_found",),
+            422: ("invalid_selector", "unknown_compaction_id"),
+        }
     ),
 )
 async def replay(
@@ -190,8 +193,14 @@ async def replay(
     response_model=TranscriptOut,
     responses=problems(
         {
+            # 404 compaction_not_found: without compaction_id, the session has no checkpoint.
             404: ("session_not_found", "compaction_not_found"),
-            422: ("invalid_after_sequence", "invalid_limit", "invalid_compaction_id"),
+            422: (
+                "invalid_after_sequence",
+                "invalid_limit",
+                "invalid_compaction_id",
+                "unknown_compaction_id",
+            ),
         }
     ),
 )

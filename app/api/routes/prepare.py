@@ -12,7 +12,7 @@ from app.api.deps import ContainerDep
 from app.api.inputs.prepare import PrepareInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, PIPELINE, problems
+from app.api.responses import NAMED_MODEL, PIPELINE, problems
 from app.api.schemas.prepare import EncodeName, StatelessPrepareResponse
 from app.services.prepare import run_prepare
 
@@ -23,7 +23,7 @@ router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
     "/prepare",
     response_model=StatelessPrepareResponse,
     responses=problems(
-        MODEL,
+        NAMED_MODEL,
         PIPELINE,
         {422: ("invalid_block", "invalid_tool_message", "invalid_request_digest")},
         body=True,
@@ -41,7 +41,7 @@ async def prepare_stateless(
         capabilities, model_name = body.model.to_core(), body.model.model_name
     else:
         assert body.model_id is not None  # the schema guarantees exactly one
-        entry = await container.models.get(body.model_id)
+        entry = await container.models.named(body.model_id, "model_id")
         capabilities, model_name = entry.capabilities, entry.provider.model_name
     with container.observability.prepare("stateless"):
         result = run_prepare(

@@ -82,8 +82,11 @@ class EpochResponse(BaseModel):
         MODEL,
         TOKENIZER,
         {
-            409: ("duplicate_tool_call_id", "unknown_tool_call"),
+            409: ("duplicate_tool_call_id", "tool_result_already_posted"),
             422: (
+                "message_too_large",
+                "unknown_tool_call",
+                "duplicate_tool_result",
                 "unsupported_item",
                 "empty_message",
                 "invalid_block",
@@ -111,7 +114,16 @@ async def add_items(
 @router.post(
     "/{session_id}/items/pop",
     response_model=PopResponse,
-    responses=problems(SESSION, SESSION_CONFIG, SEQUENCES, MODEL, TOKENIZER, _IDLE, body=True),
+    responses=problems(
+        SESSION,
+        SESSION_CONFIG,
+        SEQUENCES,
+        MODEL,
+        TOKENIZER,
+        _IDLE,
+        {422: ("message_too_large",)},  # the copy it keeps, for a model changed since
+        body=True,
+    ),
 )
 async def pop_item(
     session_id: SessionId,

@@ -18,6 +18,7 @@ from app.api.responses import (
     SEQUENCES,
     SESSION,
     SESSION_CONFIG,
+    SESSION_MODELS,
     TOKENIZER,
     WORKSPACE,
     problems,
@@ -49,7 +50,7 @@ class ContextResponse(PrepareResponse):
     status_code=201,
     response_model=SessionOut,
     responses=problems(
-        MODEL,
+        SESSION_MODELS,
         WORKSPACE,
         TOKENIZER,
         {
@@ -104,7 +105,7 @@ async def get_session(session_id: SessionId, container: ContainerDep) -> Respons
     responses=problems(
         SESSION,
         SESSION_CONFIG,
-        MODEL,
+        SESSION_MODELS,
         WORKSPACE,
         TOKENIZER,
         {422: ("system_context_part_too_large",)},
@@ -133,8 +134,11 @@ async def patch_session(
         MODEL,
         TOKENIZER,
         {
-            409: ("duplicate_tool_call_id", "unknown_tool_call"),
+            409: ("duplicate_tool_call_id", "tool_result_already_posted"),
             422: (
+                "message_too_large",
+                "unknown_tool_call",
+                "duplicate_tool_result",
                 "system_message_in_conversation",
                 "empty_message",
                 "invalid_block",

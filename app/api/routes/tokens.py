@@ -12,7 +12,7 @@ from app.api.deps import ContainerDep
 from app.api.inputs.tokens import TokenCountInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
-from app.api.responses import MODEL, PIPELINE, problems
+from app.api.responses import NAMED_MODEL, PIPELINE, problems
 from app.api.schemas.tokens import TokenCountOut
 from app.core.item_caps import content_tokens
 from app.services.tokens import count_prepare, count_text
@@ -24,7 +24,7 @@ router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRou
     "/count",
     response_model=TokenCountOut,
     responses=problems(
-        MODEL,
+        NAMED_MODEL,
         PIPELINE,
         {422: ("unknown_token_counter", "invalid_block", "invalid_tool_message")},
         body=True,
@@ -51,7 +51,9 @@ async def count_tokens(
             capabilities = prepare.model.to_core()
         else:
             assert prepare.model_id is not None  # the schema guarantees exactly one
-            capabilities = (await container.models.get(prepare.model_id)).capabilities
+            capabilities = (
+                await container.models.named(prepare.model_id, "prepare.model_id")
+            ).capabilities
         counter = container.counter(body.counter or capabilities.token_counter)
         with container.observability.prepare("tokens"):
             counted = count_prepare(

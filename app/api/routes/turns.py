@@ -48,7 +48,13 @@ Wait = Annotated[
             WORLD_STATE,
             {
                 409: ("busy", "reload_required"),
-                422: ("empty_input", "skill_unavailable", "skill_too_large"),
+                422: (
+                    "empty_input",
+                    "message_too_large",
+                    "client_request_id_reused",
+                    "skill_unavailable",
+                    "skill_too_large",
+                ),
                 503: ("shutting_down",),  # this replica is stopping: send it again
             },
             body=True,
@@ -61,7 +67,7 @@ async def start_turn(
     container: ContainerDep,
     wait: Wait = False,
 ) -> Response:
-    """Start a turn (202), or return the turn already accepted for this client_request_id (200)."""
+    """Start a turn (202), or return the one accepted for this client_request_id and input (200)."""
     turn, created = await container.turns.start(
         session_id,
         client_request_id=body.client_request_id,
@@ -107,7 +113,12 @@ async def get_turn(
         SEQUENCES,
         {
             409: ("turn_not_waiting", "tool_result_already_posted"),
-            422: ("no_tool_results", "duplicate_tool_result", "unknown_tool_call"),
+            422: (
+                "no_tool_results",
+                "duplicate_tool_result",
+                "unknown_tool_call",
+                "message_too_large",
+            ),
             503: ("shutting_down",),
         },
         body=True,

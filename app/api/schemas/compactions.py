@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas.fields import PositiveSequence, RequestModel, SequenceNumber
 from app.api.schemas.prepare import PrepareResponse
+from app.core.message_limits import MAX_POSTED_SUMMARY_CHARS
 
 __all__ = [
     "CheckpointListOut",
@@ -44,6 +45,7 @@ class CompactBody(RequestModel):
 
     summary: str | None = Field(
         default=None,
+        max_length=MAX_POSTED_SUMMARY_CHARS,
         description="Your own model's answer to `GET .../compactions/request`; omit to let the "
         "service call the session's summary model.",
     )

@@ -10,10 +10,11 @@ Errors (all ``ServiceError``, stable codes)::
     ├── RuntimeStateError         compaction_error     unreadable stored state or plan
     ├── HistoryArgumentsInvalid   invalid_arguments    conversation_history tool arguments
     ├── (InvalidInput)            invalid_selector, invalid_after_sequence, invalid_limit,
-    │                             invalid_compaction_id, invalid_rewind, invalid_retry_policy
+    │                             invalid_compaction_id, invalid_rewind, invalid_retry_policy,
+    │                             unknown_compaction_id (an id in a body or query)
     Conflict                      missing_last_user    nothing to replay
     ├── CompactionNotSmaller      compaction_not_smaller  an in-turn summary would not shrink
-    NotFound                      compaction_not_found
+    NotFound                      compaction_not_found (an id in the path)
     TooLarge                      summary_input_overflow      (summary_failure_error)
     UpstreamError                 summary_model_error, summary_retries_exhausted
 """
@@ -71,6 +72,7 @@ from app.core.compaction.transcript import (
     parse_conversation_history_arguments,
     render_transcript_page,
     transcript_page,
+    unknown_compaction_id,
 )
 from app.core.compaction.validation import MIN_SUMMARY_CHARS, SummaryInvalid, validate_summary
 
@@ -122,5 +124,6 @@ __all__ = [
     "summary_item_text",
     "summary_request_conversation",
     "transcript_page",
+    "unknown_compaction_id",
     "validate_summary",
 ]

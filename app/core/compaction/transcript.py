@@ -34,6 +34,7 @@ __all__ = [
     "parse_conversation_history_arguments",
     "render_transcript_page",
     "transcript_page",
+    "unknown_compaction_id",
 ]
 
 DEFAULT_TRANSCRIPT_LIMIT = 20
@@ -94,7 +95,7 @@ class TranscriptPage:
 
 
 def compaction_not_found(compaction_id: str | None) -> NotFound:
-    """The error when the query names no checkpoint (or the session has none)."""
+    """The error when the path names no checkpoint (or the session has none)."""
     if compaction_id is None:
         return NotFound(
             "compaction_not_found",
@@ -104,6 +105,18 @@ def compaction_not_found(compaction_id: str | None) -> NotFound:
         "compaction_not_found",
         f"conversation compaction {compaction_id} does not exist in this session; list the "
         "session's compactions for valid ids",
+        compaction_id=compaction_id,
+    )
+
+
+def unknown_compaction_id(compaction_id: str, field: str) -> InvalidInput:
+    """A checkpoint id in a request body or query (``field``) that names nothing: the request
+    is wrong, the resource its path names exists (a missing path resource is the 404)."""
+    return InvalidInput(
+        "unknown_compaction_id",
+        f"{field} names conversation compaction {compaction_id}, which does not exist in this "
+        "session; list the session's compactions for valid ids",
+        field=field,
         compaction_id=compaction_id,
     )
 

@@ -76,14 +76,17 @@ def checkpoint_row(
 
 
 def check_summary_fits(source: CompactionSource) -> None:
-    """Fail before the model call when the summary request cannot fit the summary model."""
+    """Fail before the model call when the summary request cannot fit the summary model even
+    with the conversation cut to its smallest view (``fit_summary_request``): what is left is
+    the System Context and the checkpoint's own items."""
     budget = source.summary_request.budget
     if budget.estimated_input_tokens > budget.effective_input_tokens:
         raise TooLarge(
             "summary_input_overflow",
-            f"the summary request needs {budget.estimated_input_tokens} input tokens but the "
-            f"summary model {source.summary_model.id} accepts {budget.effective_input_tokens}; "
-            "use a summary model with a larger window or rewind to an earlier checkpoint",
+            f"the summary request needs {budget.estimated_input_tokens} input tokens even with "
+            f"the conversation cut to fit, but the summary model {source.summary_model.id} "
+            f"accepts {budget.effective_input_tokens}; the agent's system prompt leaves it no "
+            "room: use a summary model with a larger window",
             attempts=0,
             estimated_input_tokens=budget.estimated_input_tokens,
             effective_input_tokens=budget.effective_input_tokens,

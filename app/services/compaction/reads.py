@@ -19,6 +19,7 @@ from app.core.compaction import (
     compaction_not_found,
     parse_replay_selector,
     transcript_page,
+    unknown_compaction_id,
 )
 from app.services.compaction.records import (
     checkpoint_summary_json,
@@ -68,15 +69,19 @@ async def get_checkpoint(db: AsyncSession, session_id: str, compaction_id: str) 
     return checkpoint_to_json(row)
 
 
-async def _checkpoint(db: AsyncSession, session_id: str, compaction_id: str | None) -> Checkpoint:
+async def _checkpoint(
+    db: AsyncSession, session_id: str, compaction_id: str | None, field: str
+) -> Checkpoint:
+    """The checkpoint ``field`` of the request names, or the latest one (``None``)."""
     repo = CompactionRepository(db)
-    row = (
-        await repo.latest(session_id)
-        if compaction_id is None
-        else await repo.get(session_id, compaction_id)
-    )
-    if row is None:
-        raise compaction_not_found(compaction_id)
+    if compaction_id is None:
+        row = await repo.latest(session_id)
+        if row is None:
+            raise compaction_not_found(None)
+    else:
+        row = await repo.get(session_id, compaction_id)
+        if row is None:
+            raise unknown_compaction_id(compaction_id, field)
     return await load_checkpoint(db, row)
 
 
@@ -91,7 +96,7 @@ async def replay(db: AsyncSession, session_id: str, selector: str) -> dict[str, 
         active = await load_active(db, session)
         checkpoint, items, through = active.checkpoint, active.items, last
     elif isinstance(parsed, CompactionSelector):
-        checkpoint = await _checkpoint(db, session_id, parsed.compaction_id)
+        checkpoint = await _checkpoint(db, session_id, parsed.compaction_id, "selector")
         items = compacted_projection(checkpoint, [])
         through = checkpoint.through_message_sequence
     else:
@@ -119,7 +124,7 @@ async def read_transcript(
 ) -> tuple[TranscriptPage, dict[int, StoredMessage]]:
     """One page of the raw messages a checkpoint covers, and the rows by sequence."""
     await SessionRepository(db).require(session_id)
-    checkpoint = await _checkpoint(db, session_id, query.compaction_id)
+    checkpoint = await _checkpoint(db, session_id, query.compaction_id, "compaction_id")
     # One row more than the page tells whether another page follows.
     fetched = await MessageRepository(db).page(
         session_id,

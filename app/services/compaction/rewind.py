@@ -11,9 +11,9 @@ from collections.abc import Callable
 
 from app.core.compaction import (
     compacted_projection,
-    compaction_not_found,
     rewind_checkpoint,
     runtime_state_to_json,
+    unknown_compaction_id,
     validate_summary,
 )
 from app.core.counting import TokenCounter
@@ -50,7 +50,7 @@ async def store_rewind(
         await require_idle(db, session_id, "rewound")
         target_row = await CompactionRepository(db).get(session_id, compaction_id)
         if target_row is None:
-            raise compaction_not_found(compaction_id)
+            raise unknown_compaction_id(compaction_id, "compaction_id")
         target = await load_checkpoint(db, target_row)
         # A stored summary is re-validated before it is installed again (reference §8.9).
         validate_summary(target.summary, finish_reason="stop", has_tool_calls=False)

@@ -23,9 +23,9 @@ from app.core.compaction import (
     runtime_state_from_json,
     select_last_user_request,
     summary_capabilities,
-    summary_request_conversation,
 )
 from app.core.compaction.runtime_state import RuntimeStateError
+from app.core.compaction.summary_view import fit_summary_request, summary_item_bytes
 from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict
@@ -162,6 +162,25 @@ def conversation_tokens(
     ).budget
 
 
+def summary_request_for(
+    session: AgentSession, summary_model: ModelEntry, counter: TokenCounter, items: list[Item]
+) -> PreparedModelCall:
+    """The summary request of ``items`` (the active projection): spec §7.3's, or when that does
+    not fit the summary model's input, a bounded view of it (``fit_summary_request``)."""
+    capabilities = summary_capabilities(summary_model.capabilities)
+    system, watermark = system_context_of(session), watermark_of(session)
+
+    def build(conversation: list[Item]) -> PreparedModelCall:
+        # No tools: the summary model must answer in text (spec §7.3).
+        return prepare(system, conversation, [], capabilities, watermark, counter)
+
+    def fits(request: PreparedModelCall) -> bool:
+        return request.budget.estimated_input_tokens <= request.budget.effective_input_tokens
+
+    item_bytes = summary_item_bytes(capabilities.limits().effective_input_tokens)
+    return fit_summary_request(items, build, fits, item_bytes=item_bytes)
+
+
 def trigger_evidence(before: Budget) -> dict[str, Any]:
     """Why an in-turn compaction fired, from the budget that crossed the line."""
     line = min(before.auto_compact_token_limit, before.effective_input_tokens)
@@ -204,20 +223,16 @@ async def load_source(
             "the conversation is empty and cannot be compacted; append messages first",
         )
     through = last if covered is None else await covered(db, session, last)
-    bound = None if through == last else through
-    active = await load_active(db, session, summary_counter.name, through=bound)
+    # Every fact of the checkpoint comes from the messages up to ``through``, read with that
+    # bound: on PostgreSQL each statement of this transaction sees what others committed
+    # before it, so an unbounded read could add a message appended after ``last`` was read
+    # (a last user request beyond the checkpoint's own boundary).
+    active = await load_active(db, session, summary_counter.name, through=through)
     last_user = select_last_user_request(active.items)
     state, reminder = await runtime_state_for(
-        db, session_id, turn_id=turn_id, counter=summary_counter.name, through=bound
+        db, session_id, turn_id=turn_id, counter=summary_counter.name, through=through
     )
-    summary_request = prepare(
-        system_context_of(session),
-        summary_request_conversation(active.items),
-        [],  # no tools: the summary model must answer in text (SPEC §7.3)
-        summary_capabilities(summary_model.capabilities),
-        watermark_of(session),
-        summary_counter,
-    )
+    summary_request = summary_request_for(session, summary_model, summary_counter, active.items)
     before = conversation_tokens(
         session, model, counters(model.capabilities.token_counter), active.items
     )

@@ -16,6 +16,7 @@ from typing import Any
 
 import anyio
 
+from app.core.capabilities import SUMMARY_MAX_OUTPUT_TOKENS
 from app.core.compaction import (
     AttemptFailure,
     RetryPolicy,
@@ -25,6 +26,7 @@ from app.core.compaction import (
     validate_summary,
 )
 from app.core.errors import ServiceError
+from app.core.message_limits import MAX_POSTED_SUMMARY_CHARS
 from app.providers.base import ModelClient, Usage
 
 __all__ = ["GeneratedSummary", "generate_summary"]
@@ -59,6 +61,7 @@ async def generate_summary(
             with anyio.fail_after(policy.attempt_timeout_seconds):
                 response = await client.complete(request)
             rejected_text = response.text
+            _check_length(response.text)
             summary = validate_summary(
                 response.text,
                 finish_reason=response.finish_reason,
@@ -101,6 +104,17 @@ async def generate_summary(
             error.extra["attempt_errors"] = diagnostics
             raise error
         await anyio.sleep(policy.delay_seconds)
+
+
+def _check_length(text: str) -> None:
+    """A summary longer than the summary request's output limit lets any model write is a
+    broken answer (the checkpoint would store it and every later request carry it): a
+    degenerate attempt. The same bound as a caller's own summary (``CompactBody.summary``)."""
+    if len(text) > MAX_POSTED_SUMMARY_CHARS:
+        raise SummaryInvalid(
+            f"the summary is {len(text)} characters, more than the {MAX_POSTED_SUMMARY_CHARS} "
+            f"its output limit of {SUMMARY_MAX_OUTPUT_TOKENS} tokens allows"
+        )
 
 
 def _ms_since(started: float) -> int:

@@ -9,7 +9,7 @@ provider's call order, so the stored order is the order the model asked in.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -27,6 +27,7 @@ __all__ = [
     "entries_of",
     "error_result",
     "finished_payload",
+    "result_content",
     "result_messages",
     "stored_entries",
     "write_results",
@@ -55,17 +56,24 @@ def stored_entries(pending: Any) -> list[CallEntry]:
     ]
 
 
-def entries_of(calls: Sequence[ToolCallBlock]) -> list[CallEntry]:
-    return [
-        {
+def entries_of(
+    calls: Sequence[ToolCallBlock], refused: Mapping[str, str] | None = None
+) -> list[CallEntry]:
+    """The entries of a response's calls; a call in ``refused`` (its arguments were not
+    stored: ``answers.bounded_answer``) carries the text of its error result as ``refused``."""
+    entries: list[CallEntry] = []
+    for c in calls:
+        entry: CallEntry = {
             "tool_call_id": c["id"],
             "name": c["name"],
             "input": c["input"],
             "caller": False,
             "result": None,
         }
-        for c in calls
-    ]
+        if refused and c["id"] in refused:
+            entry["refused"] = refused[c["id"]]
+        entries.append(entry)
+    return entries
 
 
 def error_result(text: str, state: str = "error") -> dict[str, Any]:
@@ -101,6 +109,20 @@ async def write_results(
         await MessageRepository(db).append(session_id, messages)
 
 
+def result_content(entry: CallEntry, result: dict[str, Any]) -> list[Block]:
+    """The content of the tool message that answers ``entry`` with ``result``."""
+    block: dict[str, Any] = {
+        "type": "tool_result",
+        "id": entry["tool_call_id"],
+        "name": entry["name"],
+        "output": result["output"],
+        "state": result["state"],
+    }
+    if result.get("artifacts"):
+        block["artifacts"] = result["artifacts"]
+    return cast(list[Block], [block])
+
+
 async def result_messages(
     db: AsyncSession,
     events: EventEmitter,
@@ -119,17 +141,7 @@ async def result_messages(
             await events.emit(
                 db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
             )
-        result = entry["result"]
-        block: dict[str, Any] = {
-            "type": "tool_result",
-            "id": entry["tool_call_id"],
-            "name": entry["name"],
-            "output": result["output"],
-            "state": result["state"],
-        }
-        if result.get("artifacts"):
-            block["artifacts"] = result["artifacts"]
-        content = cast(list[Block], [block])
+        content = result_content(entry, entry["result"])
         messages.append(
             NewMessage(
                 role="tool",

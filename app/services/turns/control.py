@@ -6,8 +6,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.errors import Conflict, InvalidInput, NotFound
+from app.core.message_limits import check_message_bytes
+from app.fastjson import ESTIMATE
 from app.services.models import resolve_model
-from app.services.turns.calls import CallEntry, finished_payload, stored_entries, write_results
+from app.services.turns.calls import (
+    CallEntry,
+    finished_payload,
+    result_content,
+    stored_entries,
+    write_results,
+)
 from app.services.turns.deps import TurnDeps
 from app.services.turns.lease import lease_expiry
 from app.services.turns.tools import DoomRecord
@@ -77,7 +85,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
         raise InvalidInput("no_tool_results", "post at least one result")
     by_id = {e["tool_call_id"]: e for e in entries if e.get("caller")}
     seen: set[str] = set()
-    for result in results:
+    for index, result in enumerate(results):
         call_id = result["tool_call_id"]
         if call_id in seen:
             raise InvalidInput(
@@ -94,6 +102,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
                 f"tool call {call_id!r} is not waiting for a result in this turn; "
                 f"waiting: {sorted(k for k, e in by_id.items() if e['result'] is None)}",
                 tool_call_id=call_id,
+                field=f"results.{index}.tool_call_id",
             )
         if entry["result"] is not None:
             raise Conflict(
@@ -101,6 +110,12 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
                 f"a result for tool call {call_id!r} was already recorded; results are final",
                 tool_call_id=call_id,
             )
+        # The message it becomes obeys the limit of one stored message (its tokens do not
+        # matter: a tool result is projected to its share of every request, SPEC §2.2).
+        content = result_content(entry, result)
+        check_message_bytes(
+            f"result {index}", ESTIMATE.measure_message("tool", content), index=index
+        )
 
 
 async def post_tool_results(

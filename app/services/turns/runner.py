@@ -25,6 +25,7 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.request_prefix import stored_previous
 from app.services.session_config import agent_int
+from app.services.turns.answers import bounded_answer
 from app.services.turns.calls import CallEntry, entries_of
 from app.services.turns.deps import compactor_of
 from app.services.turns.loading import Loaded, load_call, shared, turn_counter
@@ -134,7 +135,10 @@ class TurnRunner(RunnerSteps):
             # A cancel posted while the step ran: no model call is started for it.
             self._check_cancel()
             response, sent = await self._sample_model(client, index, prepared, session)
-            entries = entries_of(response.tool_calls)
+            response, refused = bounded_answer(
+                response, self.entry.capabilities, turn_id=self.turn_id
+            )
+            entries = entries_of(response.tool_calls, refused)
             stored = (response, sent, index)
             # The response is stored in the step that handles it (its tool round, or the end of
             # the turn): the assistant message comes first in that transaction, and no tool

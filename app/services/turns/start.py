@@ -19,7 +19,7 @@ from app.core.item_caps import check_skill_body
 from app.core.world_state.inputs import SkillSnapshot
 from app.core.world_state.provided import provided_inputs_of, provided_skill_snapshot
 from app.core.world_state.skill_file import skill_instruction_item
-from app.services.messages import exact_counts
+from app.services.messages import checked_message, exact_counts
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.pins import propose_pins
@@ -69,6 +69,18 @@ def busy(turn_id: str) -> Conflict:
         f"turn {turn_id} is still running in this session; wait for it to finish or cancel it, "
         "then start a new turn (turns are never queued)",
         turn_id=turn_id,
+    )
+
+
+def reused(turn: Turn) -> InvalidInput:
+    """The same ``client_request_id`` with another input: a new request under an old key (as
+    the IETF Idempotency-Key draft answers a key reused with a different payload: 422)."""
+    return InvalidInput(
+        "client_request_id_reused",
+        f"client_request_id {turn.client_request_id!r} was already used for turn {turn.turn_id} "
+        "with a different input; send the same input to get that turn again, or use a new "
+        "client_request_id for a new request",
+        turn_id=turn.turn_id,
     )
 
 
@@ -137,7 +149,8 @@ async def start_turn(
     overlap: Callable[[ModelEntry], bool] | None = None,
 ) -> Started:
     """Order of checks: ``empty_input`` → ``reload_required`` → the same ``client_request_id``
-    (the accepted turn, ``created=False``) → ``busy``; then skills. Raises
+    (the accepted turn, ``created=False``, when the input is the same; else
+    ``client_request_id_reused``) → ``busy``; then skills. Raises
     ``RunningTurnExpired`` (nothing written) when the session's running turn lost its runner:
     the caller reaps it and starts again. ``first_call`` prepares the first model call in the
     same transaction when it applies (the turn is then stored in phase ``running_model``); then,
@@ -164,6 +177,8 @@ async def start_turn(
         if running is not None and (lease_expired(running) or tool_results_overdue(running)):
             raise RunningTurnExpired(running.turn_id)
         if existing is not None:
+            if existing.input != [dict(i) for i in input_items]:
+                raise reused(existing)
             return Started(existing, False, session, None)
         if running is not None:
             raise busy(running.turn_id)
@@ -188,7 +203,7 @@ async def start_turn(
             role="user",
             kind="normal",
             content=content,
-            token_counts=exact_counts(counter, "user", content),
+            token_counts=checked_message("user", content, counter, model, where="the turn's input"),
         )
         stored = await MessageRepository(db).append(
             session_id,

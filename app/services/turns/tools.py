@@ -222,7 +222,12 @@ async def handle_calls(
             {"tool_call_id": entry["tool_call_id"], "tool_name": name, "input": raw},
             turn_id=turn_id,
         )
-        canonical, rejected = check_call(name, raw, by_name)
+        canonical: str | None = None
+        rejected: dict[str, Any] | None = None
+        if "refused" in entry:  # its arguments were not stored (``entries_of``)
+            rejected = error_result(entry["refused"])
+        else:
+            canonical, rejected = check_call(name, raw, by_name)
         if canonical is None:
             entry["result"] = rejected
         else:

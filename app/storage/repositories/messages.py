@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from app.core.chat_rules import AppendPlan, check_append
+from app.core.errors import Conflict, InvalidInput
 from app.fastjson import ESTIMATE
 from app.storage.base import utc_now
 from app.storage.deferred import write
@@ -71,7 +72,8 @@ class MessageRepository(MessageReads):
         """Append ``messages`` in order and return them as stored.
 
         Raises ``NotFound`` for an unknown session and the SPEC §5 errors of
-        ``app.core.chat_rules.check_append`` (``unknown_tool_call``, ``duplicate_tool_call_id``,
+        ``app.core.chat_rules.check_append`` (``unknown_tool_call``, ``tool_result_already_posted``
+        for a call answered earlier, ``duplicate_tool_call_id``,
         ``invalid_tool_message``, ...) before anything is written, so a refused batch consumes
         no sequence even if the caller went on to commit.
 
@@ -154,7 +156,30 @@ class MessageRepository(MessageReads):
         if others and not self._only_own_calls_open(session_id, opened):
             for call in await self.find_unresolved_tool_calls(session_id, others):
                 unresolved[call.call_id] = call.name
-        return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
+        try:
+            return check_append([(m.role, m.kind, m.content) for m in messages], unresolved)
+        except InvalidInput as refused:
+            call_id, index = refused.extra.get("tool_call_id"), refused.extra.get("index")
+            unknown = refused.code == "unknown_tool_call" and isinstance(call_id, str)
+            if unknown and await self._answered(session_id, str(call_id)):
+                # The call exists and has its result: a state conflict (another writer's
+                # result won), not an id that names nothing.
+                raise Conflict(
+                    "tool_result_already_posted",
+                    f"message {index}: a result for tool call {call_id!r} was already recorded; "
+                    "results are final",
+                    index=index,
+                    tool_call_id=call_id,
+                ) from None
+            raise
+
+    async def _answered(self, session_id: str, call_id: str) -> bool:
+        stmt = select(_tool_calls.c.call_id).where(
+            _tool_calls.c.session_id == session_id,
+            _tool_calls.c.call_id == call_id,
+            _tool_calls.c.result_sequence.is_not(None),
+        )
+        return (await self.session.execute(stmt.limit(1))).first() is not None
 
     async def _write(
         self,

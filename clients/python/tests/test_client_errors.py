@@ -73,6 +73,37 @@ def test_a_second_turn_while_one_runs_is_busy_naming_the_running_turn(
     assert not isinstance(active.value, BusyError)
 
 
+def test_an_id_in_a_body_that_names_nothing_is_invalid_input_naming_the_field(
+    client: Client,
+) -> None:
+    with pytest.raises(InvalidInputError) as model:
+        client.create_session(model_id="no-such-model", agent=AGENT)
+    assert (model.value.status, model.value.code) == (422, "unknown_model_id")
+    assert model.value.body["field"] == "model_id"
+    session = client.create_session(model_id="local", agent=AGENT)
+    client.run_turn(session.id, "Something to compact.")
+    client.compact(session.id)
+    with pytest.raises(InvalidInputError) as rewind:
+        client.rewind(session.id, "cmp-nope")
+    assert (rewind.value.code, rewind.value.body["field"]) == (
+        "unknown_compaction_id",
+        "compaction_id",
+    )
+
+
+def test_a_request_id_reused_with_another_input_is_invalid_input_naming_the_turn(
+    client: Client, server: ServerProcess
+) -> None:
+    session = client.create_session(model_id=scripted(server, [{"text": "Done."}]), agent=AGENT)
+    first = client.start_turn(session.id, "Fix it.", client_request_id="req-1", wait=True)
+    with pytest.raises(InvalidInputError) as caught:
+        client.start_turn(session.id, "Break it.", client_request_id="req-1")
+    assert (caught.value.status, caught.value.code) == (422, "client_request_id_reused")
+    assert caught.value.body["turn_id"] == first.turn_id
+    again = client.start_turn(session.id, "Fix it.", client_request_id="req-1")
+    assert again.turn_id == first.turn_id
+
+
 def test_a_failing_summary_model_is_a_provider_error(client: Client, server: ServerProcess) -> None:
     broken = scripted(server, [{"error": "server_error"}] * 3)
     session = client.create_session(model_id="local", summary_model_id=broken, agent=AGENT)

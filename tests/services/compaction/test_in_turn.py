@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -201,13 +202,20 @@ async def test_unknown_extensions_survive_through_the_database(harness: Harness)
     assert rewind["runtime_state"]["extensions"]["x-other"]["value"] == {"keep": ["me"]}
 
 
+async def with_spill(database_url: str, tmp_path: Path) -> AsyncIterator[tuple[Harness, Path]]:
+    """A harness whose workspace root is ``tmp_path``, and a spill directory in it."""
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    async for h in harness_for(
+        make_settings(database_url, workspace_roots=[str(tmp_path)], **FAST)
+    ):
+        yield h, spill
+
+
 async def test_pruning_that_is_enough_makes_no_summary_and_no_checkpoint(
     database_url: str, tmp_path: Path
 ) -> None:
-    spill = tmp_path / "spill"
-    spill.mkdir()
-    settings = make_settings(database_url, workspace_roots=[str(tmp_path)], **FAST)
-    async for h in harness_for(settings):
+    async for h, spill in with_spill(database_url, tmp_path):
         # Window 12000, output 1000: line 9350; each big result is ~5000 tokens.
         await scripted_model(
             h.api, "small", [], context_window_tokens=12000, max_output_tokens=1000
@@ -240,13 +248,43 @@ async def test_pruning_that_is_enough_makes_no_summary_and_no_checkpoint(
         # Latest assistant message is #5: the result of the newest response (#6) stays whole.
         assert session["tool_result_pruned_through_sequence"] == 5
         assert (await h.api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"] == []
-        assert (spill / "call_1.txt").read_text(encoding="utf-8") == BIG_TEXT
+        assert (spill / "call_1.c5fb05e4d7a4906f.txt").read_text(encoding="utf-8") == BIG_TEXT
         pruned = response.json()["request"]["messages"][3]["content"][0]["output"][0]["text"]
-        assert f"Full result at {spill}/call_1.txt — read it" in pruned
+        assert f"Full result at {spill}/call_1.c5fb05e4d7a4906f.txt — read it" in pruned
         # The stored message is unchanged, and a second prune has nothing left to do.
         assert (await h.container.compactor.prune(sid)) is False
         messages = (await h.api.get(f"/v1/sessions/{sid}/messages")).json()["messages"]
         assert messages[2]["content"][0]["output"][0]["text"] == BIG_TEXT
+
+
+async def test_results_whose_ids_sanitize_alike_spill_to_files_of_their_own(
+    database_url: str, tmp_path: Path
+) -> None:
+    async for h, spill in with_spill(database_url, tmp_path):
+        sid = await new_session(
+            h.api, workspace={"working_directory": str(tmp_path), "spill_directory": str(spill)}
+        )
+        first, second = "first " + BIG_TEXT, "second " + BIG_TEXT
+        await append(
+            h.api,
+            sid,
+            user("Read both logs."),
+            assistant_calls(("a.b", "read"), ("a_b", "read")),
+            tool_result("a.b", first),
+            tool_result("a_b", second),
+            {"role": "assistant", "content": text("Both are long.")},
+        )
+
+        assert await h.container.compactor.prune(sid) is True
+
+        files = {p.name: p.read_text(encoding="utf-8") for p in spill.iterdir()}
+        assert files == {"a_b.2e7336dc8eba87ef.txt": first, "a_b.txt": second}
+        sent = (await h.api.get(f"/v1/sessions/{sid}/context")).json()["request"]["messages"]
+        markers = [m["content"][0]["output"][0]["text"] for m in sent if m["role"] == "tool"]
+        assert f"Full result at {spill}/a_b.2e7336dc8eba87ef.txt — read it" in markers[0]
+        assert markers[0].startswith("first ")
+        assert f"Full result at {spill}/a_b.txt — read it" in markers[1]
+        assert markers[1].startswith("second ")
 
 
 async def test_manual_compaction_does_not_prune(harness: Harness) -> None:

@@ -5,9 +5,11 @@
     ├── StreamError             an event stream could not be resumed
     └── ProblemError            an HTTP error answer (application/problem+json), with status,
         │                       code, detail and the whole body
-        ├── InvalidInputError   400, 413, 415, 422: the request is wrong; fix it, do not retry
+        ├── InvalidInputError   400, 413, 415, 422: the request is wrong (an id in its body or
+        │                       query that names nothing included); fix it, do not retry
         ├── AuthenticationError 401: missing or wrong API key
-        ├── NotFoundError       404: the session, turn, model or checkpoint does not exist
+        ├── NotFoundError       404: the session, turn, model or checkpoint the path names does
+        │                       not exist
         ├── ConflictError       409: the session's state forbids it now
         │   └── BusyError       409 ``busy``: another turn is running (``turn_id`` names it)
         ├── RateLimitedError    429: slow down (``retry_after`` seconds, when given)
@@ -78,7 +80,9 @@ class AuthenticationError(ProblemError):
 
 
 class NotFoundError(ProblemError):
-    """404: an id that names nothing."""
+    """404: the resource the path names does not exist (an id inside a body or query that names
+    nothing is an ``InvalidInputError``: 422, ``unknown_model_id``, ``unknown_compaction_id``,
+    ``unknown_tool_call``, ..., with ``body['field']`` naming where it is)."""
 
 
 class ConflictError(ProblemError):

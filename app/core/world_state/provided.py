@@ -1,4 +1,4 @@
-"""Caller-provided workspace inputs (API.md ``workspace.provided``), checked like a real one.
+"""Caller-provided workspace inputs (spec §15.2, ``workspace.provided``), checked like a real one.
 
 The caller's values go through the same rules as a captured workspace, so a session gets its
 4xx when it is created or patched instead of a failed turn later: AGENTS.md over 65 536 bytes

@@ -93,7 +93,7 @@ def create_app(
     )
     # /docs and /redoc load Swagger UI, ReDoc, ReDoc's logo and the favicon from the copies
     # fastapi-standalone-docs ships (served under /docs/ and /redoc/), never from a CDN: the
-    # pages work on a network without internet (issue 17).
+    # pages work on a network without internet (docs/decisions.md, "Offline docs pages").
     StandaloneDocs(app=app)
     app.state.container = container
     install_error_handlers(app)

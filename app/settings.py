@@ -112,7 +112,7 @@ class Settings(BaseSettings):
     db_pool_recycle_seconds: float = Field(
         default=1800.0, description="a number of seconds (-1: never replace a connection)"
     )
-    # Apply the measured provider/estimate ratio to estimate-based models (issue 7).
+    # Apply the measured provider/estimate ratio to estimate-based models (spec §3.4).
     apply_calibration: bool = Field(default=False, description=_SWITCH)
 
     @field_validator("db_pool_recycle_seconds")

@@ -1,4 +1,4 @@
-"""Complete, realistic request examples for every operation that takes a body (issue 17, point 2).
+"""Complete, realistic request examples for every operation that takes a body.
 
 Each works as-is in Swagger UI's "Try it out" (the ids they name exist in every deployment: the
 built-in ``local`` model, or resources the path names); ``tests/api/test_openapi_examples.py``

@@ -1,6 +1,6 @@
 """The error tree of the service.
 
-Every expected failure is a ``ServiceError`` with a stable machine ``code`` (the codes SPEC names)
+Every expected failure is a ``ServiceError`` with a stable machine ``code`` (spec §8)
 and a human ``detail`` that says what was wrong and what to do. The ``kind`` says which family of
 HTTP status fits; the API's one error handler maps it (the core knows no HTTP)::
 

@@ -1,4 +1,6 @@
-"""How deep and how large a JSON value the service accepts (issue 13).
+"""How deep and how large a JSON value the service accepts (spec §11.4).
+
+The reasons: ``docs/api-notes.md``, "Limits on what a request may hold".
 
 Python's JSON reader recurses once per nesting level and raises ``RecursionError`` somewhere near
 a thousand levels, and every reader of stored content (encodings, prepare, compaction, the turn

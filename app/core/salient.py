@@ -2,7 +2,7 @@
 
 A long log loses its middle to head/tail cutting, and the middle is where a build's first error,
 a failing test or a panic usually is. Both stages therefore look at the lines of the cut part and
-keep those that match the rule below, after the SPEC's marker (whose text and count do not
+keep those that match the rule below, after the spec's marker (whose text and count do not
 change), in their original order and with their line numbers, within a fixed share of the kept
 budget. A text with no salient line in its cut part is cut exactly as before.
 

@@ -1,4 +1,4 @@
-"""The offline model kinds (API.md): ``local`` and ``scripted``. No network, deterministic.
+"""The offline model kinds (spec §14.2): ``local`` and ``scripted``. No network, deterministic.
 
 - ``local`` answers a compaction summary request with an extractive, contract-valid summary of
   the conversation (``app.core.compaction.local_summary``) and any other request with a short

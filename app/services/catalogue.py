@@ -70,7 +70,7 @@ def _anthropic(model_id: str, window: int, output: int) -> ModelEntry:
     )
 
 
-# The offline default: deterministic, no network (API.md "Offline kinds"). A modest window so
+# The offline default: deterministic, no network (spec §14.2). A modest window so
 # the embedded demo reaches the compaction line in a realistic session.
 _LOCAL = ModelEntry(
     id="local",

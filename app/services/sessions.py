@@ -1,4 +1,4 @@
-"""Sessions: create, list, read, patch (API.md Sessions)."""
+"""Sessions: create, list, read, patch (spec §15.1)."""
 
 from __future__ import annotations
 

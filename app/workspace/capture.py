@@ -24,7 +24,7 @@ def capture_filesystem(
     """Everything the World State sections need, read now from the server's filesystem.
 
     The working directory is checked again (it was checked when the session was set up, but the
-    filesystem or the allow-list may have changed since). Errors are the sampling failures SPEC
+    filesystem or the allow-list may have changed since). Errors are the sampling failures spec §4
     names: ``user_project_context_error`` (working directory, repository root, layout),
     ``project_instruction_error`` (AGENTS.md), ``skill_catalog_error`` (skills root). Skills
     that are individually broken are skipped and listed in ``warnings``. Never reads a file

@@ -12,7 +12,7 @@ __all__ = ["find_repository_root", "list_layout"]
 def find_repository_root(chain: DirectoryChain) -> tuple[str, int] | None:
     """The deepest directory of ``chain`` holding a ``.git`` entry (file or directory).
 
-    SPEC says "the working directory and its ancestors"; the search stops at the allowed root
+    spec §4 says "the working directory and its ancestors"; the search stops at the allowed root
     (the top of ``chain``), so a ``.git`` outside the roots never makes the service list a
     directory it was not allowed to read. ``.git`` is looked up without following a symlink.
     """

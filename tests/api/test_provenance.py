@@ -1,4 +1,4 @@
-"""Provenance through HTTP (API.md Additions v1.1): the type of each Conversation message, the
+"""Provenance through HTTP (spec §19.1): the type of each Conversation message, the
 reason of what the service made, and each message's share of ``conversation_tokens``."""
 
 from __future__ import annotations

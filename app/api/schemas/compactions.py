@@ -1,4 +1,4 @@
-"""Compaction request bodies and response documentation (API.md Compaction).
+"""Compaction request bodies and response documentation (spec §17).
 
 The routes write their JSON themselves (``json_response``); these models document it.
 """

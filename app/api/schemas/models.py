@@ -1,4 +1,4 @@
-"""Model capabilities as the API carries them (API.md ``model``)."""
+"""Model capabilities as the API carries them (spec §14.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""``POST /v1/prepare`` body and response (API.md, Stateless)."""
+"""``POST /v1/prepare`` body and response (spec §13.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sessions and their messages (API.md, Sessions and conversation)."""
+"""Sessions and their messages (spec §15)."""
 
 from __future__ import annotations
 

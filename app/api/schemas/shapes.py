@@ -3,7 +3,7 @@
 Some request parts are validated loosely so that the store's own rule answers with its own
 stable code (``system_message_in_conversation``, ``empty_message``, ``invalid_tool_message``,
 ``empty_input``, ``unknown_token_counter`` ...) instead of a generic schema error. The schema
-must still say exactly what is accepted (issue 13, point 5), so those parts publish a stricter
+must still say exactly what is accepted (spec §11.3), so those parts publish a stricter
 shape: the per-role message shapes below, ``minItems`` and ``contains`` rules. What is published
 and what is accepted are kept equal by the schemathesis run over the live spec
 (``tests/contract``).

@@ -1,4 +1,4 @@
-"""``POST /v1/tokens/count`` body and response (API.md, Tokens)."""
+"""``POST /v1/tokens/count`` body and response (spec §13.2)."""
 
 from __future__ import annotations
 

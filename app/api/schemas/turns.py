@@ -1,4 +1,4 @@
-"""Turns, tool results, live updates and agent messages (API.md, Turns)."""
+"""Turns, tool results, live updates and agent messages (spec §16)."""
 
 from __future__ import annotations
 

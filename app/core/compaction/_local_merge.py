@@ -1,5 +1,5 @@
 """Reading an earlier summary back, section by section, so the next ``local`` summary merges it
-with the new material instead of copying it (issue 14: copying made the summary grow with every
+with the new material instead of copying it (spec §9.1: copying made the summary grow with every
 compaction).
 
 The ``local`` summarizer's own lines are recognized by their prefixes (``Latest user request:``,

@@ -7,7 +7,7 @@ defused, continuation lines prefixed so nothing reads as a heading), empty secti
 on purpose: it quotes what the user asked, the identifiers, errors, paths and plan it can see,
 and never invents a conclusion.
 
-Long life (SPEC §9, issue 14). Each summary *merges* the earlier one (``_local_merge``) with the
+Long life (SPEC §9.1). Each summary *merges* the earlier one (``_local_merge``) with the
 new material section by section: the same request, error, path or identifier is listed once
 (a repeat raises its ``(×N)`` count and makes it recent again), and the summary never exceeds
 ``MAX_SUMMARY_BYTES`` however many compactions came before. What makes it fit, in order:

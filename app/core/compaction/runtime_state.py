@@ -8,7 +8,7 @@ else (a newer version, another service) and is carried over untouched and never 
 ``turn_plan`` is the session's latest plan for every kind of compaction (SPEC §9): the running
 turn's, else the last plan an ``update_plan`` call set in the stored messages (``latest_plan``),
 else the previous checkpoint's. A manual compaction after the turn that made a plan used to find
-no earlier checkpoint to carry it from and lost it (issue 14 point 2).
+no earlier checkpoint to carry it from and lost it (spec §9.2).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def edited_paths(
     An artifact that cannot be decoded is skipped, and a warning saying which and why is added
     to ``skipped`` (at most ``MAX_WARNINGS``). Appends refuse such artifacts, but rows stored
     before that rule stay forever: failing on them would fail every later compaction and rewind
-    of their session (issue 13), so they are reported instead (SPEC §7.5's ``warnings``).
+    of their session, so they are reported instead (SPEC §7.5's ``warnings``).
     """
     found: set[str] = set()
     for item in messages:

@@ -51,7 +51,7 @@ class WorkspaceInputs:
     """Everything the project-context, AGENTS.md and skills-catalog sections are made of.
 
     ``working_directory`` ``None`` means the session has no workspace: the project-context and
-    AGENTS.md sections are then absent (API.md) whatever else is set. ``layout`` holds the
+    AGENTS.md sections are then absent (spec §15.2) whatever else is set. ``layout`` holds the
     top-level entry names already suffixed (``/`` directory, ``@`` symlink) in any order: the
     renderer sorts and cuts them. ``agents_md`` is the file content verbatim, ``None`` when there
     is none. ``skills`` are sorted by name. ``warnings`` are the skills skipped during discovery,

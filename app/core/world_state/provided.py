@@ -1,4 +1,4 @@
-"""Caller-provided workspace inputs (API.md ``workspace.provided``), checked like a real one.
+"""Caller-provided workspace inputs (spec §15.2, ``workspace.provided``), checked like a real one.
 
 The caller's values go through the same rules as a captured workspace, so a session gets its
 4xx when it is created or patched instead of a failed turn later: AGENTS.md over 65 536 bytes
@@ -104,7 +104,7 @@ def provided_inputs(
     agents_md: str | None,
     skills: Iterable[ProvidedSkill],
 ) -> WorkspaceInputs:
-    """A ``WorkspaceInputs`` from caller values; raises ``InvalidInput`` with SPEC's codes."""
+    """A ``WorkspaceInputs`` from caller values; raises ``InvalidInput`` with spec §4's codes."""
     # "``.git`` skipped" (SPEC §4) holds for a caller's listing too, in any of its displayed forms.
     entries = tuple(entry for entry in layout if entry not in _GIT_ENTRIES)
     for value in (working_directory, repository_root or "", *entries):

@@ -1,4 +1,6 @@
-"""What a summary written by a caller's own model covers (SPEC §7.8, issue 20).
+"""What a summary written by a caller's own model covers (SPEC §7.8, §17).
+
+``docs/decisions.md``: "A posted summary covers what its request covered".
 
 A caller fetches the summary request (``GET .../compactions/request``), its model works for a
 while, and meanwhile other messages may be appended. The request says what it covers

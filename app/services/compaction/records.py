@@ -1,4 +1,4 @@
-"""JSON shapes of checkpoints, projection items and transcript messages (API.md Compaction)."""
+"""JSON shapes of checkpoints, projection items and transcript messages (spec §17)."""
 
 from __future__ import annotations
 

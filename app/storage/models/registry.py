@@ -53,7 +53,7 @@ class RegisteredModel(Base):
     provider_model_name: Mapped[str | None] = mapped_column(Text)
     provider_api_key_env: Mapped[str | None] = mapped_column(Text)
     # The ``scripted`` kind's entries; ``script_position`` is the index of the next entry, taken
-    # atomically by ModelRepository.take_script_entry so every replica agrees (API.md, Models).
+    # atomically by ModelRepository.take_script_entry so every replica agrees (spec §14.2).
     script: Mapped[list[Any] | None] = mapped_column(JSONValue)
     script_position: Mapped[int] = mapped_column(Integer, default=0)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)

@@ -35,7 +35,7 @@ class ModelRepository(Repository):
 
     async def put(self, row: RegisteredModel) -> tuple[RegisteredModel, bool]:
         """Create or replace a model (PUT); returns ``(model, created)``. Replacing resets the
-        script position (API.md: "PUT resets it")."""
+        script position (spec §14.2: a PUT resets it)."""
         existing = await self.session.get(RegisteredModel, row.id, with_for_update=True)
         if existing is None:
             row.script_position = 0

@@ -1,4 +1,4 @@
-"""What callers send: typed dicts in the API's shapes (SPEC §1, API.md), and small builders.
+"""What callers send: typed dicts in the API's shapes (SPEC §1, §11–§19), and small builders.
 
 Typed dicts rather than classes so that a literal ``{"type": "text", "text": "hi"}`` is valid
 input and is sent exactly as written.

@@ -1,4 +1,4 @@
-"""Typed results: what the service answers, as pydantic models (API.md; ``/openapi.json``).
+"""Typed results: what the service answers, as pydantic models (``/openapi.json``).
 
 Every model accepts fields it does not know (``extra="allow"``), so a newer service never breaks
 an older client; ``model_extra`` holds them. Content blocks stay plain dicts in the shape of

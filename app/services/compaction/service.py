@@ -234,7 +234,7 @@ class CompactionService(CompactionReads):
         else:
             check_summary_fits(source)
             client = self._clients.for_model(source.summary_model, purpose="summary")
-            generated = await generate_summary(client, source.summary_request.request, self.policy)
+            generated = await generate_summary(client, source.summary_request, self.policy)
             model_name = source.summary_model.id
         if kind != "manual":
             evidence = {**trigger_evidence(source.before), **(evidence or {})}

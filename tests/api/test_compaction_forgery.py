@@ -61,7 +61,7 @@ FORGED = (
 
 async def compact(api: httpx.AsyncClient, sid: str) -> str:
     """A manual compaction (allowed to grow: these conversations are short); its summary."""
-    response = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert response.status_code == 201, response.text
     return str(response.json()["summary"])
 

@@ -19,8 +19,9 @@ new material section by section: the same request, error, path or identifier is 
    then paths, errors and requests with an identifier, path or error, then pending plan steps
    and last the user's constraints — the oldest (least recently seen) first within a rank.
 
-Never dropped: the latest and the first user request, the identifiers list (at most
-``MAX_IDENTIFIERS``, those the user named first) and the fixed lines; they fit the cap whatever
+Never dropped: the latest and the first user request, the user's identifiers (at most
+``MAX_IDENTIFIERS``; those seen only in tool output or assistant text are listed apart with
+their origin, and can be dropped like a path) and the fixed lines; they fit the cap whatever
 they hold. Every user message is kept verbatim while it fits ``MAX_REQUEST_CHARS``; a longer one
 keeps its key sentences (constraints first) verbatim (``_local_text.shorten``).
 """

@@ -78,7 +78,7 @@ class CompactBody(RequestModel):
         description="Install `summary` even when it drops what the user said before the "
         "checkpoint it replaces (an identifier the user named, most words of a user's "
         "constraint): without it such a summary is refused with 422 "
-        "`summary_drops_user_facts`, which lists them (docs/compaction.md). Ignored without "
+        "`summary_drops_user_facts`, which lists them (docs/compaction-trust.md). Ignored without "
         "`summary`.",
     )
 

@@ -7,8 +7,8 @@ the turn goes on with the request as it was when that request fits the model, an
 ``compaction_error`` otherwise (an overflow always: the provider already said it does not fit).
 A manual compaction (``POST …/compactions``, with the service's summary or the caller's own) that
 does not reduce the conversation is refused the same way (409 ``compaction_not_smaller``, nothing
-stored) unless the caller asks for it with ``allow_larger`` (docs/compaction.md): then it is
-installed and its checkpoint says it did not shrink anything (``shrink_notice``). A rewind
+stored) unless the caller asks for it with ``allow_larger`` (docs/compaction-trust.md): then it
+is installed and its checkpoint says it did not shrink anything (``shrink_notice``). A rewind
 reinstalls a checkpoint as asked.
 """
 

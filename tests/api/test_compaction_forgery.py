@@ -1,7 +1,7 @@
 """No text claims the service's own voice (spec §7.4): what an item *is* — the previous summary,
 the runtime reminder — comes from its stored origin, never from its text. A user pasting an
 old session's summary, or a message opening with ``<system_reminder …>``, stays the user's
-quoted words through one compaction and many: the real goal and red line remain, and no forged
+quoted words through one compaction and twelve more: the real goal and red line remain, and no forged
 line is adopted as the summary's own. An identifier seen only in tool output never reaches the
 user's ``Identifiers:`` line. Through HTTP with the offline ``local`` summary model, both engines.
 """
@@ -125,7 +125,7 @@ async def test_a_pasted_summary_or_reminder_is_quoted_user_text_after_many_compa
     assert any("You may restart" in line or "DROP SCHEMA" in line for line in section(first, 6))
 
     summary = first
-    for round_ in range(6):
+    for round_ in range(12):
         await append(
             api,
             sid,
@@ -135,7 +135,7 @@ async def test_a_pasted_summary_or_reminder_is_quoted_user_text_after_many_compa
         summary = await compact(api, sid)
         assert_goal_kept(summary)
         assert_not_adopted(summary)
-    assert "- Compactions so far: 7 " in summary
+    assert "- Compactions so far: 13 " in summary
     assert section(summary, 9)[0] == "- Continue answering the latest user request quoted above."
 
 

@@ -53,6 +53,7 @@ from app.core.compaction._local_text import (
 )
 from app.core.compaction._local_view import (
     IDENTIFIER_ORIGINS,
+    IDENTIFIERS,
     ConversationFacts,
     Message,
     extract_facts,
@@ -282,14 +283,16 @@ def _identifiers(
     ``Identifiers:`` line: an id in a log line (``close INC-999``) is tool output, never the
     user's request (spec §7.4)."""
     said = " ".join([*requests.shown.values(), carried.first_request or ""])
+    # Whole tokens only: the user naming INC-999 does not name INC-99.
+    named = {m.group(0) for m in IDENTIFIERS.finditer(said)}
     by_user = [
         i
         for i in dict.fromkeys(
             [
                 *carried.identifiers,
                 *(i for i in facts.identifiers if facts.identifier_origins.get(i) == "user"),
-                *(i for i, _ in carried.other_identifiers if i in said),
-                *(i for i in facts.identifiers if i in said),
+                *(i for i, _ in carried.other_identifiers if i in named),
+                *(i for i in facts.identifiers if i in named),
             ]
         )
         if len(i) <= MAX_IDENTIFIER_CHARS

@@ -214,3 +214,21 @@ def test_local_reply_acknowledges_the_last_request() -> None:
     reply = local_reply([user("y" * 500)])
     assert "y" * 200 in reply
     assert "y" * 201 not in reply
+
+
+def test_identifiers_keep_their_origin() -> None:
+    items: list[Item] = [
+        user("Look at INC-42.", mid="m1", seq=1),
+        assistant("Opening INC-99 for the follow-up.", seq=2),
+        tool_with(change("a.py"), seq=3, state="error", text="ERROR: close INC-999 now"),
+    ]
+    text = summarize(items)
+    assert "- Identifiers: INC-42\n" in text
+    assert (
+        "- Identifiers not named by the user: INC-99 (assistant), INC-999 (tool output)\n" in text
+    )
+    # Read back and merged: the origins stay, and the user naming one makes it the user's.
+    projection = compacted_projection(checkpoint_of(items, text), [])
+    again = summarize([*projection, user("Yes, INC-999 too.", mid="m4", seq=4)])
+    assert "- Identifiers: INC-42, INC-999\n" in again
+    assert "- Identifiers not named by the user: INC-99 (assistant)\n" in again

@@ -1,9 +1,10 @@
 """No text claims the service's own voice (spec §7.4): what an item *is* — the previous summary,
 the runtime reminder — comes from its stored origin, never from its text. A user pasting an
 old session's summary, or a message opening with ``<system_reminder …>``, stays the user's
-quoted words through one compaction and twelve more: the real goal and red line remain, and no forged
-line is adopted as the summary's own. An identifier seen only in tool output never reaches the
-user's ``Identifiers:`` line. Through HTTP with the offline ``local`` summary model, both engines.
+quoted words through one compaction and twelve more: the real goal and red line remain, and no
+forged line is adopted as the summary's own. An identifier seen only in tool output never
+reaches the user's ``Identifiers:`` line. Through HTTP with the offline ``local`` summary model,
+both engines.
 """
 
 from __future__ import annotations

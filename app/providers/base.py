@@ -231,7 +231,7 @@ class ModelClient(Protocol):
         ``conversation`` is the items the request was assembled from
         (``PreparedModelCall.items``), with their stored origin and kind: the offline ``local``
         kind reads what each message *is* from them, never from its text (a user pasting a
-        summary is still the user, spec §7.4). HTTP adapters send ``request`` only."""
+        summary is still the user, spec §1). HTTP adapters send ``request`` only."""
         ...
 
 

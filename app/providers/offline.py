@@ -55,7 +55,7 @@ class LocalClient:
     ) -> ModelResponse:
         # The items, when given, say what each message is (a previous summary, a reminder, a
         # replay) by their stored origin; the request's messages carry only role and content,
-        # and are then read as plain messages (spec §7.4: no text claims the service's voice).
+        # and are then read as plain messages (spec §1: no text claims the service's voice).
         messages: Sequence[Message] = (
             conversation
             if conversation is not None

@@ -1,4 +1,4 @@
-"""No text claims the service's own voice (spec §7.4): what an item *is* — the previous summary,
+"""No text claims the service's own voice (spec §1, §7.6): what an item *is* — the previous summary,
 the runtime reminder — comes from its stored origin, never from its text. A user pasting an
 old session's summary, or a message opening with ``<system_reminder …>``, stays the user's
 quoted words through one compaction and twelve more: the real goal and red line remain, and no

@@ -33,7 +33,7 @@ __all__ = [
 LATEST_PREFIX = "Latest user request: "
 FIRST_PREFIX = "First user request: "
 # The user's identifiers only (their words' authority); those seen only in tool output or in
-# the assistant's text are listed apart, each with where it came from (spec §7.4).
+# the assistant's text are listed apart, each with where it came from (spec §1: origins).
 IDENTIFIERS_PREFIX = "Identifiers: "
 OTHER_IDENTIFIERS_PREFIX = "Identifiers not named by the user: "
 TOOLS_PREFIX = "Tools called: "

@@ -3,7 +3,7 @@
 It accepts ``Item``s (``PreparedModelCall.items``: they keep tool-result artifacts and, above
 all, the stored origin and kind of every message) or request message dicts ``{role, content}``.
 What a message *is* — the previous checkpoint's summary, its runtime reminder, the replayed
-request, a skill — comes from its origin and kind only, never from its text (spec §7.4): a user
+request, a skill — comes from its origin and kind only, never from its text (spec §1): a user
 message that opens with the summary preamble or ``<system_reminder …>`` is the user's words,
 quoted as such. A dict carries no origin, so every dict is a plain message of its role (and of
 its ``kind`` key, if any). Nothing here raises on odd input: the ``local`` kind must always

@@ -281,7 +281,7 @@ def _identifiers(
     those seen only in the assistant's text or tool output, each with its origin (the most
     recent ``MAX_OTHER_IDENTIFIERS``). Only the user's words give an identifier the
     ``Identifiers:`` line: an id in a log line (``close INC-999``) is tool output, never the
-    user's request (spec §7.4)."""
+    user's request (spec §1)."""
     said = " ".join([*requests.shown.values(), carried.first_request or ""])
     # Whole tokens only: the user naming INC-999 does not name INC-99.
     named = {m.group(0) for m in IDENTIFIERS.finditer(said)}

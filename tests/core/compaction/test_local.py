@@ -148,7 +148,7 @@ def test_a_second_compaction_merges_the_first_instead_of_copying_it() -> None:
 
 def test_request_messages_carry_no_origin_so_their_text_decides_nothing() -> None:
     """A dict has no stored origin: a text that opens like a summary, a reminder or a skill is
-    a plain user message (spec §7.4), quoted with its control tags defused."""
+    a plain user message (spec §1), quoted with its control tags defused."""
     forged = f"{SUMMARY_PREAMBLE}{summary()}"
 
     def said(role: str, text: str) -> dict[str, Any]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import itertools
 import statistics
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ from fastapi import FastAPI
 from sqlalchemy import event
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.core.prepared import Budget
 from app.observability import CallTarget, Observability
 from app.providers.base import ModelClient, ModelResponse, StreamSink, Usage
@@ -39,10 +41,13 @@ class TimedClient:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         started = time.perf_counter()
         try:
-            return await self._inner.complete(request, sink=sink, caching=caching)
+            return await self._inner.complete(
+                request, sink=sink, caching=caching, conversation=conversation
+            )
         finally:
             self._calls.append((started, time.perf_counter()))
 
@@ -76,6 +81,7 @@ class _Answer:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         return ModelResponse(text="ok", usage=Usage(input_tokens=100, output_tokens=5))
 

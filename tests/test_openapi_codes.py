@@ -28,9 +28,6 @@ NOT_ANSWERS = {
     "invalid_arguments",
     # An in-turn compaction whose turn ended meanwhile: the turn's outcome, not an answer.
     "turn_not_running",
-    # A summary that would not shrink the conversation: caught by the turn (its outcome) and by
-    # session prepare (the request as it was, or 413 compaction_error).
-    "compaction_not_smaller",
     # Starlette's own answers for a path or method that does not exist: not an operation's.
     "not_found",
     "method_not_allowed",

@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -21,6 +22,7 @@ from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.observability.context import current_work
 from app.observability.logs import event_line
 from app.observability.metrics import Metrics
@@ -90,9 +92,10 @@ class ObservedModelClient:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         if self._tracer is None:
-            return await self._observed(request, sink, caching, None)
+            return await self._observed(request, sink, caching, conversation, None)
         target = self._target
         with self._tracer.start_as_current_span(
             f"chat {target.request_model}",
@@ -101,19 +104,22 @@ class ObservedModelClient:
             record_exception=False,
             set_status_on_exception=False,
         ) as span:
-            return await self._observed(request, sink, caching, span)
+            return await self._observed(request, sink, caching, conversation, span)
 
     async def _observed(
         self,
         request: dict[str, Any],
         sink: StreamSink | None,
         caching: CachePlan | None,
+        conversation: Sequence[Item] | None,
         span: trace.Span | None,
     ) -> ModelResponse:
         started = time.perf_counter()
         stats, token = collecting()
         try:
-            response = await self.inner.complete(request, sink=sink, caching=caching)
+            response = await self.inner.complete(
+                request, sink=sink, caching=caching, conversation=conversation
+            )
         except ProviderError as exc:
             self._failed(exc.code, stats, started, span, exc)
             raise

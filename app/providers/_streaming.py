@@ -31,12 +31,13 @@ import abc
 import asyncio
 import json
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any, Protocol
 
 import aiohttp
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
 from app.providers.base import (
     ModelResponse,
@@ -175,6 +176,7 @@ class StreamingClient(abc.ABC):
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,  # the request says it all to a provider
     ) -> ModelResponse:
         if self._problem is not None:
             raise ProviderError.of(

@@ -24,12 +24,12 @@ reasoning or tool call had arrived yet).
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
 from app.core.caching import CachePlan
-from app.core.content import Block, ProviderOpaqueBlock, ToolCallBlock
+from app.core.content import Block, Item, ProviderOpaqueBlock, ToolCallBlock
 from app.core.errors import ErrorKind, UpstreamError
 
 __all__ = [
@@ -223,9 +223,15 @@ class ModelClient(Protocol):
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         """Run one model call for a prepared request, with the cache breakpoints of
-        ``caching`` (``None``: none; the offline kinds ignore it); raises ``ProviderError``."""
+        ``caching`` (``None``: none; the offline kinds ignore it); raises ``ProviderError``.
+
+        ``conversation`` is the items the request was assembled from
+        (``PreparedModelCall.items``), with their stored origin and kind: the offline ``local``
+        kind reads what each message *is* from them, never from its text (a user pasting a
+        summary is still the user, spec §1). HTTP adapters send ``request`` only."""
         ...
 
 

@@ -11,13 +11,14 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
 from app.core.caching import CachePlan
 from app.core.compaction import is_summary_request, local_reply, local_summary
-from app.core.content import ToolCallBlock, compact_json
+from app.core.compaction.local import Message
+from app.core.content import Item, ToolCallBlock, compact_json
 from app.providers.base import (
     FinishReason,
     ModelResponse,
@@ -50,8 +51,16 @@ class LocalClient:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,  # no prompt cache offline
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
-        messages = [m for m in request["messages"] if m["role"] != "system"]
+        # The items, when given, say what each message is (a previous summary, a reminder, a
+        # replay) by their stored origin; the request's messages carry only role and content,
+        # and are then read as plain messages (spec §1: no text claims the service's voice).
+        messages: Sequence[Message] = (
+            conversation
+            if conversation is not None
+            else [m for m in request["messages"] if m["role"] != "system"]
+        )
         text = local_summary(messages) if is_summary_request(messages) else local_reply(messages)
         if sink is not None:
             await sink.on_text_delta(text)
@@ -82,6 +91,7 @@ class ScriptedClient:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,  # no prompt cache offline
+        conversation: Sequence[Item] | None = None,  # a script does not read the conversation
     ) -> ModelResponse:
         taken = await self._take()
         if taken is None or taken.entry is None:

@@ -40,7 +40,9 @@ async def summary_request(api: httpx.AsyncClient, sid: str) -> dict[str, Any]:
 
 
 async def post_summary(api: httpx.AsyncClient, sid: str, **body: Any) -> httpx.Response:
-    return await api.post(f"/v1/sessions/{sid}/compactions", json={"summary": VALID, **body})
+    return await api.post(
+        f"/v1/sessions/{sid}/compactions", json={"summary": VALID, "allow_larger": True, **body}
+    )
 
 
 async def checkpoints(api: httpx.AsyncClient, sid: str) -> list[dict[str, Any]]:
@@ -134,14 +136,18 @@ async def test_a_checkpoint_installed_since_the_request_refuses_its_summary(
     sid = await four_messages(api)
     await summary_request(api, sid)
     # Another compaction (the service's own summary model) lands first, over the same messages.
-    assert (await api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    assert (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).status_code == 201
     for body in ({}, {"through_message_sequence": 4}):
         response = await post_summary(api, sid, **body)
         assert (response.status_code, response.json()["code"]) == (409, "compaction_conflict")
     # A checkpoint that covers more than the summary: refused whatever request it answers.
     await append(api, sid, user("And now?"))
     await summary_request(api, sid)
-    assert (await api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    assert (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).status_code == 201
     older = await post_summary(api, sid, through_message_sequence=4)
     assert (older.status_code, older.json()["code"]) == (409, "compaction_conflict")
     assert len(await checkpoints(api, sid)) == 2

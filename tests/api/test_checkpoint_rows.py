@@ -54,7 +54,7 @@ async def test_the_next_compaction_starts_afresh(
         body = {"messages": exchange(start)}
         appended = await api.post(f"/v1/sessions/{sid}/messages", json=body)
         assert appended.status_code == 201, appended.text
-    first = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    first = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert first.status_code == 201, first.text
     container = api._transport.app.state.container  # type: ignore[attr-defined]
     async with unit_of_work(container.db) as db:
@@ -66,7 +66,7 @@ async def test_the_next_compaction_starts_afresh(
     for start in (3, 4):
         await api.post(f"/v1/sessions/{sid}/messages", json={"messages": exchange(start)})
 
-    second = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    second = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
 
     assert second.status_code == 201, second.text
     checkpoint = second.json()

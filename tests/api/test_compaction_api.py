@@ -68,7 +68,7 @@ async def context(api: httpx.AsyncClient, sid: str) -> dict[str, Any]:
 
 
 async def compact(api: httpx.AsyncClient, sid: str, **body: Any) -> httpx.Response:
-    return await api.post(f"/v1/sessions/{sid}/compactions", json=body)
+    return await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True, **body})
 
 
 def texts(messages: list[dict[str, Any]]) -> list[tuple[str, str]]:

@@ -42,7 +42,7 @@ async def test_a_broken_heading_is_refused_and_nothing_is_stored(
     sid = await new_session(api, summary_model_id="summary")
     await append(api, sid, user("Summarize me."))
 
-    response = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
 
     assert response.status_code == 502
     problem = response.json()
@@ -51,7 +51,9 @@ async def test_a_broken_heading_is_refused_and_nothing_is_stored(
     assert "heading" in problem["last_error"]
     assert (await api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"] == []
     # The same text posted by a caller's own model is a 422 ``invalid_summary``.
-    posted = await api.post(f"/v1/sessions/{sid}/compactions", json={"summary": build(index)})
+    posted = await api.post(
+        f"/v1/sessions/{sid}/compactions", json={"summary": build(index), "allow_larger": True}
+    )
     assert (posted.status_code, posted.json()["code"]) == (422, "invalid_summary")
 
 

@@ -66,7 +66,9 @@ async def test_a_manual_compaction_carries_the_plan_of_an_earlier_turn(
         "completed"
     )
 
-    checkpoint = (await api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    checkpoint = (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
 
     assert steps_of(checkpoint) == FIRST_PLAN["plan"]
     reminder = checkpoint["runtime_reminder"]
@@ -83,7 +85,7 @@ async def test_a_manual_compaction_carries_the_plan_of_an_earlier_turn(
 async def test_a_rewind_carries_the_sessions_latest_plan(api: httpx.AsyncClient) -> None:
     sid = await session_with(api, [*planning(FIRST_PLAN), *planning(SECOND_PLAN)])
     await run_turn(api, sid, "Diagnose it.")
-    first = (await api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    first = (await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})).json()
     await run_turn(api, sid, "Now write it up.")
 
     rewind = await api.post(

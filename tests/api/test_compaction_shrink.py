@@ -11,6 +11,7 @@ import httpx
 import pytest
 
 from tests.api.helpers import append, assistant, new_session, run_turn, scripted_model, user
+from tests.services.compaction.builders import VALID
 
 pytestmark = pytest.mark.anyio
 
@@ -111,12 +112,41 @@ async def test_session_prepare_returns_the_uncompacted_request_or_refuses_with_4
     assert await checkpoints(api, too_big) == []
 
 
+@pytest.mark.parametrize("byo", [False, True], ids=["service-summary", "own-summary"])
+async def test_a_manual_compaction_that_would_grow_is_refused_unless_allowed(
+    api: httpx.AsyncClient, byo: bool
+) -> None:
+    """Issue 29 point 10: the README's tour compacted 97 tokens into 398. Refused with 409
+    and both figures, nothing stored; ``allow_larger`` installs it."""
+    sid = await new_session(api, summary_model_id="local")
+    await append(api, sid, user("Summarize ticket ABC-123."), assistant("Reading it."))
+    served = (await api.get(f"/v1/sessions/{sid}/compactions/request")).json()
+    covered = {"through_message_sequence": served["through_message_sequence"]}
+    body = {"summary": VALID, **covered} if byo else {}
+    refused = await api.post(f"/v1/sessions/{sid}/compactions", json=body)
+    assert refused.status_code == 409, refused.text
+    problem = refused.json()
+    assert problem["code"] == "compaction_not_smaller"
+    assert problem["conversation_tokens_after"] >= problem["conversation_tokens_before"] > 0
+    assert "allow_larger" in problem["detail"]
+    assert await checkpoints(api, sid) == []
+    context = (await api.get(f"/v1/sessions/{sid}/context")).json()
+    assert context["provenance"][0]["type"] == "persisted"
+
+    allowed = await api.post(f"/v1/sessions/{sid}/compactions", json={**body, "allow_larger": True})
+    assert allowed.status_code == 201, allowed.text
+    assert allowed.json()["shrunk"] is False
+    assert len(await checkpoints(api, sid)) == 1
+
+
 async def test_a_manual_compaction_reports_before_and_after_and_says_when_it_did_not_shrink(
     api: httpx.AsyncClient,
 ) -> None:
     small = await new_session(api, summary_model_id="local")
     await append(api, small, user("Is the service up?"), assistant("Checking."))
-    grown = (await api.post(f"/v1/sessions/{small}/compactions", json={})).json()
+    grown = (
+        await api.post(f"/v1/sessions/{small}/compactions", json={"allow_larger": True})
+    ).json()
     assert grown["conversation_tokens_after"] >= grown["conversation_tokens_before"] > 0
     assert grown["shrunk"] is False
     assert grown["reclaimed_conversation_tokens"] == 0
@@ -133,3 +163,24 @@ async def test_a_manual_compaction_reports_before_and_after_and_says_when_it_did
     shrunk = (await api.post(f"/v1/sessions/{large}/compactions", json={})).json()
     assert shrunk["conversation_tokens_after"] < shrunk["conversation_tokens_before"]
     assert (shrunk["shrunk"], shrunk["notice"]) == (True, None)
+
+
+async def test_the_readme_tour_compaction_is_refused_then_allowed(api: httpx.AsyncClient) -> None:
+    """The README's "A whole turn, offline" tour, step by step."""
+    response = await api.post(
+        "/v1/sessions",
+        json={"model_id": "local", "agent": {"system_prompt": "You are a careful coding agent."}},
+    )
+    sid = response.json()["id"]
+    turn = await run_turn(api, sid, "Summarize ticket ABC-123.")
+    assert turn["status"] == "completed", turn
+    refused = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    assert (refused.status_code, refused.json()["code"]) == (409, "compaction_not_smaller")
+    allowed = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    assert allowed.status_code == 201, allowed.text
+    checkpoint = allowed.json()
+    assert checkpoint["shrunk"] is False
+    assert "did not shrink" in checkpoint["notice"]
+    context = (await api.get(f"/v1/sessions/{sid}/context")).json()
+    reasons = [p.get("reason") for p in context["provenance"][:3]]
+    assert reasons == ["last_user_request_replay", "compaction_summary", "system_reminder"]

@@ -448,9 +448,13 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
     expected = hostile_messages()
     # Bring your own model: its request, then the answer naming what it covers.
     request = ok(await live.get(f"/v1/sessions/{sid}/compactions/request"))
-    answer = {"summary": VALID, "through_message_sequence": request["through_message_sequence"]}
+    answer = {
+        "summary": VALID,
+        "through_message_sequence": request["through_message_sequence"],
+        "allow_larger": True,
+    }
     byo = ok(await live.post(f"/v1/sessions/{sid}/compactions", json=answer), 201)
-    local = ok(await live.post(f"/v1/sessions/{sid}/compactions", json={}), 201)
+    local = ok(await live.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True}), 201)
     rewound = ok(
         await live.post(f"/v1/sessions/{sid}/rewind", json={"compaction_id": byo["compaction_id"]}),
         201,

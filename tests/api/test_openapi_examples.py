@@ -74,7 +74,7 @@ async def compacted(api: httpx.AsyncClient) -> tuple[str, str]:
     sid = await new_session(api)
     append = next(v for m, p, _, v in body_examples() if p.endswith("/messages"))
     assert (await api.post(f"/v1/sessions/{sid}/messages", json=append)).status_code == 201
-    compaction = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    compaction = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert compaction.status_code == 201, compaction.text
     return sid, compaction.json()["compaction_id"]
 

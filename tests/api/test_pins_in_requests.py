@@ -128,7 +128,7 @@ async def test_pins_survive_compaction_a_byo_summary_and_rewind(api: httpx.Async
     request = (await api.get(f"/v1/sessions/{sid}/compactions/request")).json()
     assert pinned_messages(request["request"]) == []
 
-    manual = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    manual = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert manual.status_code == 201, manual.text
     after = await prepared(api, sid)
     kinds = [p.get("reason") for p in provenance_without_tokens(after)]
@@ -146,6 +146,9 @@ async def test_pins_survive_compaction_a_byo_summary_and_rewind(api: httpx.Async
             "summary": summary(),
             "model": "own-model",
             "through_message_sequence": served["through_message_sequence"],
+            # It drops the user's red line, which the pin keeps: the caller says so.
+            "accept_dropped_user_facts": True,
+            "allow_larger": True,
         },
     )
     assert byo.status_code == 201, byo.text

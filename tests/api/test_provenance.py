@@ -93,7 +93,7 @@ async def test_a_sessions_context_shares_add_up_before_and_after_a_compaction(
         (m["message_id"], m["sequence"]) for m in stored
     ]
 
-    compacted = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    compacted = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert compacted.status_code == 201, compacted.text
     after = (await api.get(f"/v1/sessions/{sid}/context")).json()
     assert [p.get("reason") for p in provenance_without_tokens(after)] == [

@@ -102,9 +102,11 @@ async def test_appending_extends_the_previous_prepare_and_inspection_writes_noth
 async def test_a_rewind_breaks_as_a_changed_history(api: httpx.AsyncClient) -> None:
     sid = await new_session(api)
     await append(api, sid, *exchange(1))
-    first = (await api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    first = (await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})).json()
     await append(api, sid, *exchange(2))
-    compacted = (await api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    compacted = (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     assert compacted["kind"] == "manual"
     after_compaction = await prepared(api, sid)
     # Measured against nothing yet; the next ones are measured against it.
@@ -125,7 +127,7 @@ async def test_a_compaction_breaks_at_its_items(api: httpx.AsyncClient) -> None:
     sid = await new_session(api)
     await append(api, sid, *exchange(1), *exchange(2))
     before = await prepared(api, sid)
-    response = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert response.status_code == 201, response.text
     answer = await prepared(api, sid)
     tokens, broken = prefix_of(answer)

@@ -62,7 +62,8 @@ async def test_append_refuses_it_and_compaction_keeps_working(
     sid = await new_session(api)
     await append(api, sid, user("u1"), assistant("a2"))
     first = await api.post(
-        f"/v1/sessions/{sid}/compactions", json={"summary": VALID, "through_message_sequence": 2}
+        f"/v1/sessions/{sid}/compactions",
+        json={"summary": VALID, "through_message_sequence": 2, "allow_larger": True},
     )
     assert first.status_code == 201, first.text
 
@@ -78,8 +79,8 @@ async def test_append_refuses_it_and_compaction_keeps_working(
     )
     assert accepted.status_code == 201, accepted.text
     for path, body in (
-        ("compactions", {"summary": VALID, "through_message_sequence": 5}),
-        ("compactions", {}),
+        ("compactions", {"summary": VALID, "through_message_sequence": 5, "allow_larger": True}),
+        ("compactions", {"allow_larger": True}),
         ("rewind", {"compaction_id": first.json()["compaction_id"]}),
     ):
         response = await api.post(f"/v1/sessions/{sid}/{path}", json=body)
@@ -112,4 +113,6 @@ async def test_a_turn_tool_result_with_it_is_refused_and_nothing_is_recorded(
     done = await api.post(url, params={"wait": "true"}, json={"results": [result]})
     assert done.status_code == 200, done.text
     assert done.json()["status"] == "completed"
-    assert (await api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    assert (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).status_code == 201

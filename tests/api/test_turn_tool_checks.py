@@ -127,7 +127,9 @@ async def test_history_arguments_no_database_takes_are_a_result(
         ],
     )
     await run_turn(api, sid, "hello")
-    assert (await api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    assert (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).status_code == 201
     turn = await run_turn(api, sid)
     assert (turn["status"], turn["outcome"]) == ("completed", {"final_text": "continued"}), turn
     (result,) = results_of(await history(api, sid))

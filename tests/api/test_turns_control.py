@@ -218,9 +218,16 @@ class CancelledAsItAnswers:
         self._app = app
 
     async def complete(
-        self, request: dict[str, Any], *, sink: Any = None, caching: Any = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: Any = None,
+        caching: Any = None,
+        conversation: Any = None,
     ) -> Any:
-        response = await self._inner.complete(request, sink=sink, caching=caching)
+        response = await self._inner.complete(
+            request, sink=sink, caching=caching, conversation=conversation
+        )
         # Set in the same step of the event loop as the answer: the call is not abandoned,
         # the runner sees the cancel right after it (the flag ``POST .../cancel`` sets).
         for runner, _ in self._app.state.container.turns._runners.values():
@@ -264,9 +271,16 @@ class CancelledElsewhereAsItAnswers:
         self._session_id = session_id
 
     async def complete(
-        self, request: dict[str, Any], *, sink: Any = None, caching: Any = None
+        self,
+        request: dict[str, Any],
+        *,
+        sink: Any = None,
+        caching: Any = None,
+        conversation: Any = None,
     ) -> Any:
-        response = await self._inner.complete(request, sink=sink, caching=caching)
+        response = await self._inner.complete(
+            request, sink=sink, caching=caching, conversation=conversation
+        )
         async with unit_of_work(self._app.state.container.db) as db:
             turns = TurnRepository(db)
             running = await turns.get_running(self._session_id)

@@ -225,7 +225,7 @@ def test_a_compaction_shows_in_the_timeline_and_its_transcript_is_one_click_away
         client.run_turn(session.id, "Then propose a fix.")
         open_map(page, f"{server.url}/ui/sessions/{session.id}")
         expect(page.locator("li.checkpoint")).to_have_count(0)
-        checkpoint = client.compact(session.id)
+        checkpoint = client.compact(session.id, allow_larger=True)
         entry = page.locator(f'li.checkpoint[data-compaction="{checkpoint.compaction_id}"]')
         expect(entry).to_be_visible(timeout=WAIT_MS)
         context = client.get_context(session.id).model_dump(mode="json")

@@ -77,6 +77,7 @@ UNSTATABLE: dict[str, set[str]] = {
         "invalid_summary",  # the summary grammar of SPEC §7.4
         "coverage_mismatch",  # two fields that must be equal
         "coverage_out_of_range",  # the session's messages (stored state)
+        "summary_drops_user_facts",  # the previous checkpoint's summary (stored state)
     },
     "POST /v1/sessions/{session_id}/turns": {
         "client_request_id_reused",  # the turns accepted before (stored state)

@@ -189,7 +189,9 @@ async def test_compactions_racing_appends_cover_only_what_they_read(
 
         async def compactions() -> list[httpx.Response]:
             return [
-                await (b, a)[i % 2].post(f"/v1/sessions/{sid}/compactions", json={})
+                await (b, a)[i % 2].post(
+                    f"/v1/sessions/{sid}/compactions", json={"allow_larger": True}
+                )
                 for i in range(5)
             ]
 

@@ -253,7 +253,7 @@ async def test_a_completed_manual_compaction_logs_its_figures(served: Served, li
     sid = await new_session(api, summary_model_id="local")
     conversation = [user(f"step {i}: " + "words " * 200) for i in range(4)]
     assert (await append(api, sid, *conversation)).status_code == 201
-    response = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert response.status_code == 201, response.text
     checkpoint = response.json()
 
@@ -290,7 +290,7 @@ async def test_refused_requests_are_logged_with_their_problem_code(
     patched = await api.patch(f"/v1/sessions/{sid}", json={"summary_model_id": failing})
     assert patched.status_code == 200, patched.text
     assert (await append(api, sid, user("please summarize me"))).status_code == 201
-    upstream = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    upstream = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert upstream.status_code == 502
     (failed,) = [line for line in lines.events("request") if line["status"] == 502]
     assert (failed["message"], failed["level"]) == ("request failed", "WARNING")

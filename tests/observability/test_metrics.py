@@ -164,11 +164,13 @@ async def test_compactions_count_by_kind_and_outcome_with_the_tokens_saved(
     sid = await new_session(api, summary_model_id=summarizer)
     conversation = [user(f"step {i}: " + "words " * 200) for i in range(4)]
     assert (await append(api, sid, *conversation)).status_code == 201
-    checkpoint = (await api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    checkpoint = (
+        await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     failing = await scripted_model(api, [{"error": "server_error"}] * 3)
     other = await new_session(api, summary_model_id=failing)
     assert (await append(api, other, *conversation)).status_code == 201
-    failed = await api.post(f"/v1/sessions/{other}/compactions", json={})
+    failed = await api.post(f"/v1/sessions/{other}/compactions", json={"allow_larger": True})
     assert failed.json()["code"] == "summary_retries_exhausted"
 
     found = await scrape(api)

@@ -59,7 +59,9 @@ async def fetch_request(api: httpx.AsyncClient, sid: str) -> int:
 
 
 async def post_summary(api: httpx.AsyncClient, sid: str, **body: Any) -> httpx.Response:
-    return await api.post(f"/v1/sessions/{sid}/compactions", json={"summary": VALID, **body})
+    return await api.post(
+        f"/v1/sessions/{sid}/compactions", json={"summary": VALID, "allow_larger": True, **body}
+    )
 
 
 async def next_request_texts(api: httpx.AsyncClient, sid: str) -> list[str]:

@@ -14,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 import uuid
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +22,7 @@ import httpx
 import pytest
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.providers.base import ModelClient, ModelResponse, StreamSink
 from app.services.model_types import ModelEntry
 from tests.conftest import make_settings
@@ -57,9 +59,12 @@ class _Recording:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         self._sent.append(copy.deepcopy(request))
-        return await self._inner.complete(request, sink=sink, caching=caching)
+        return await self._inner.complete(
+            request, sink=sink, caching=caching, conversation=conversation
+        )
 
 
 def record_requests(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:

@@ -60,8 +60,13 @@ CompactionId = Annotated[str, Path(min_length=1, max_length=200)]
         PIPELINE,
         COMPACTION,
         {
-            409: ("conversation_changed", "summary_coverage_unknown"),
-            422: ("invalid_summary", "coverage_mismatch", "coverage_out_of_range"),
+            409: ("conversation_changed", "summary_coverage_unknown", "compaction_not_smaller"),
+            422: (
+                "invalid_summary",
+                "coverage_mismatch",
+                "coverage_out_of_range",
+                "summary_drops_user_facts",
+            ),
         },
         body=True,
     ),
@@ -78,6 +83,8 @@ async def compact(
         model=body.model,
         expected_through_message_sequence=body.expected_through_message_sequence,
         through_message_sequence=body.through_message_sequence,
+        accept_dropped_user_facts=body.accept_dropped_user_facts,
+        allow_larger=body.allow_larger,
     )
     return json_response(checkpoint, status_code=201)
 

@@ -66,6 +66,21 @@ class CompactBody(RequestModel):
         "refused with 409 `summary_coverage_unknown` if messages were appended since (or none "
         "was served). Only with `summary`.",
     )
+    allow_larger: bool = Field(
+        default=False,
+        description="Install the checkpoint even when it does not make the conversation "
+        "smaller (a short history is shorter than its summary, replay and reminder): without "
+        "it such a compaction is refused with 409 `compaction_not_smaller`, which states both "
+        "token figures, and nothing is stored.",
+    )
+    accept_dropped_user_facts: bool = Field(
+        default=False,
+        description="Install `summary` even when it drops what the user said before the "
+        "checkpoint it replaces (an identifier the user named, most words of a user's "
+        "constraint): without it such a summary is refused with 422 "
+        "`summary_drops_user_facts`, which lists them (docs/compaction-trust.md). Ignored without "
+        "`summary`.",
+    )
 
 
 class RewindBody(RequestModel):

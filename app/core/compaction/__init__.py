@@ -1,7 +1,8 @@
 """Compaction rules of SPEC §7, pure: summary request and validation, retry decisions, runtime
 state and reminder, checkpoint projection, rewind, replay, transcript read-back, the rule that
-an in-turn compaction must shrink the conversation (``shrink``), and the offline ``local``
-summarizer. The compaction service composes them with storage and providers.
+a compaction must shrink the conversation (``shrink``), what a caller's summary must keep of the
+user's facts (``user_facts``), and the offline ``local`` summarizer. The compaction service
+composes them with storage and providers.
 
 Errors (all ``ServiceError``, stable codes)::
 
@@ -11,9 +12,11 @@ Errors (all ``ServiceError``, stable codes)::
     ├── HistoryArgumentsInvalid   invalid_arguments    conversation_history tool arguments
     ├── (InvalidInput)            invalid_selector, invalid_after_sequence, invalid_limit,
     │                             invalid_compaction_id, invalid_rewind, invalid_retry_policy,
-    │                             unknown_compaction_id (an id in a body or query)
+    │                             unknown_compaction_id (an id in a body or query),
+    │                             summary_drops_user_facts (a caller's summary, ``user_facts``)
     Conflict                      missing_last_user    nothing to replay
-    ├── CompactionNotSmaller      compaction_not_smaller  an in-turn summary would not shrink
+    ├── CompactionNotSmaller      compaction_not_smaller  a summary would not shrink (manual:
+    │                                                     unless allow_larger)
     NotFound                      compaction_not_found (an id in the path)
     TooLarge                      summary_input_overflow      (summary_failure_error)
     UpstreamError                 summary_model_error, summary_retries_exhausted

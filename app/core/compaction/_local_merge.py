@@ -22,6 +22,7 @@ __all__ = [
     "IDENTIFIERS_PREFIX",
     "LATEST_PREFIX",
     "NARRATIVE_PREFIX",
+    "OTHER_IDENTIFIERS_PREFIX",
     "TOOLS_PREFIX",
     "TOOL_PATHS_PREFIX",
     "Carried",
@@ -31,7 +32,10 @@ __all__ = [
 
 LATEST_PREFIX = "Latest user request: "
 FIRST_PREFIX = "First user request: "
+# The user's identifiers only (their words' authority); those seen only in tool output or in
+# the assistant's text are listed apart, each with where it came from (spec §1: origins).
 IDENTIFIERS_PREFIX = "Identifiers: "
+OTHER_IDENTIFIERS_PREFIX = "Identifiers not named by the user: "
 TOOLS_PREFIX = "Tools called: "
 EDITED_PREFIX = "Edited: "
 TOOL_PATHS_PREFIX = "Files named in tool calls: "
@@ -45,6 +49,7 @@ _OLD_PREFIXES = {
 }
 _COUNT = re.compile(r"^\(×(\d+)\) ")
 _TOOL_COUNT = re.compile(r"^(.*) ×(\d+)$")
+_WITH_ORIGIN = re.compile(r"^(\S+) \((assistant|tool output)\)$")
 _COMPACTIONS = re.compile(r"^(\d+)\b")
 _SKIPPED = re.compile(r"^(?:Source: |\.\.\. \d+ more edited paths|\(\d+ earlier user messages)")
 
@@ -55,7 +60,8 @@ class Carried:
 
     latest_request: str | None = None
     first_request: str | None = None
-    identifiers: list[str] = field(default_factory=list)
+    identifiers: list[str] = field(default_factory=list)  # the user's
+    other_identifiers: list[tuple[str, str]] = field(default_factory=list)  # (id, origin)
     tool_counts: dict[str, int] = field(default_factory=dict)
     edited_paths: list[str] = field(default_factory=list)
     tool_paths: list[str] = field(default_factory=list)
@@ -109,6 +115,11 @@ def _take(carried: Carried, section: int, entry: str) -> None:
             carried.identifiers += [
                 i.strip() for i in entry.removeprefix(IDENTIFIERS_PREFIX).split(",") if i.strip()
             ]
+        elif entry.startswith(OTHER_IDENTIFIERS_PREFIX):
+            for item in entry.removeprefix(OTHER_IDENTIFIERS_PREFIX).split(", "):
+                match = _WITH_ORIGIN.match(item.strip())
+                if match is not None:
+                    carried.other_identifiers.append((match.group(1), match.group(2)))
         elif entry.startswith(TOOLS_PREFIX):
             for item in entry.removeprefix(TOOLS_PREFIX).split(", "):
                 match = _TOOL_COUNT.match(item)

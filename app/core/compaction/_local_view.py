@@ -1,8 +1,13 @@
 """What the ``local`` summarizer reads from a conversation (extraction only, no rendering).
 
-It accepts ``Item``s (preferably ``PreparedModelCall.items``, which keep tool-result artifacts)
-or request message dicts ``{role, content}`` (which carry no kind, origin or artifacts: those are
-inferred from the text). Nothing here raises on odd input: the ``local`` kind must always answer.
+It accepts ``Item``s (``PreparedModelCall.items``: they keep tool-result artifacts and, above
+all, the stored origin and kind of every message) or request message dicts ``{role, content}``.
+What a message *is* — the previous checkpoint's summary, its runtime reminder, the replayed
+request, a skill — comes from its origin and kind only, never from its text (spec §1): a user
+message that opens with the summary preamble or ``<system_reminder …>`` is the user's words,
+quoted as such. A dict carries no origin, so every dict is a plain message of its role (and of
+its ``kind`` key, if any). Nothing here raises on odd input: the ``local`` kind must always
+answer.
 """
 
 from __future__ import annotations
@@ -12,20 +17,21 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from app.core.compaction.checkpoint import SUMMARY_PREAMBLE
-from app.core.compaction.reminder import REMINDER_OPEN
 from app.core.compaction.request import SUMMARY_INSTRUCTION
 from app.core.compaction.runtime_state import edited_paths
-from app.core.content import Block, Item, SyntheticOrigin
+from app.core.content import Block, Item, RealOrigin, SyntheticOrigin
 from app.core.errors import InvalidInput
 from app.core.plan import Plan, parse_update_plan_arguments
 from app.core.salient import salient_lines_of
 
 __all__ = [
     "IDENTIFIERS",
+    "IDENTIFIER_ORIGINS",
     "ConversationFacts",
+    "IdentifierOrigin",
     "Message",
     "extract_facts",
     "is_summary_request",
@@ -33,6 +39,9 @@ __all__ = [
 ]
 
 Message: TypeAlias = Item | Mapping[str, Any]
+IdentifierOrigin: TypeAlias = Literal["user", "assistant", "tool output"]
+# Most authoritative first.
+IDENTIFIER_ORIGINS: tuple[IdentifierOrigin, ...] = ("user", "assistant", "tool output")
 
 IDENTIFIERS = re.compile(r"\b(?:[A-Z][A-Z0-9]+-\d+|INC\d+)\b")
 # Error lines kept per tool result (the salient-line rule of ``app.core.salient``).
@@ -43,24 +52,16 @@ _SOURCE_LINE = re.compile(r"^\s*(?:raise|except|catch|throw|assert|if|elif|retur
 # Keys of tool-call arguments that name a file.
 _PATH_KEYS = ("path", "file_path", "filename", "file")
 
-# Open tags of contextual user messages, to recognize them in kind-less request dicts.
-_CONTEXTUAL_PREFIXES = (
-    ("<skill>", "skill_instruction"),
-    ("<agent_message>", "agent_message"),
-    ("<user_project_context", "world_state"),
-    ("<project_instructions>", "world_state"),
-    ("<available_skills>", "world_state"),
-    ("<sandbox_policy>", "world_state"),
-)
-
 
 @dataclass(frozen=True, slots=True)
 class _View:
     role: str
     kind: str
-    reason: str | None  # synthetic origin reason, inferred for dicts
+    reason: str | None  # the synthetic origin's reason (stored), ``None`` for a real message
     content: Sequence[Block]
     text: str
+    # A real origin with no stored row: only the summary instruction the service appends.
+    rowless: bool = False
 
 
 @dataclass(slots=True)
@@ -71,6 +72,9 @@ class ConversationFacts:
     reminder_plan: list[str] = field(default_factory=list)  # "[status] step" lines
     edited_paths: list[str] = field(default_factory=list)
     identifiers: list[str] = field(default_factory=list)  # first seen first
+    # Where each identifier came from: ``user`` (the user's own words) outranks ``assistant``
+    # (its text or tool-call arguments), which outranks ``tool output``.
+    identifier_origins: dict[str, IdentifierOrigin] = field(default_factory=dict)
     tool_counts: dict[str, int] = field(default_factory=dict)
     tool_paths: list[str] = field(default_factory=list)  # named in tool-call arguments
     tool_errors: list[str] = field(default_factory=list)  # "name (state): line"
@@ -90,48 +94,47 @@ def message_text(content: Sequence[Block]) -> str:
 
 
 def _view(message: Message) -> _View:
+    rowless = False
     if isinstance(message, Item):
-        reason = message.origin.reason if isinstance(message.origin, SyntheticOrigin) else None
+        origin = message.origin
+        reason = origin.reason if isinstance(origin, SyntheticOrigin) else None
+        rowless = isinstance(origin, RealOrigin) and origin.message_id is None
         content: Sequence[Block] = message.content
         role, kind = str(message.role), str(message.kind)
     else:
         raw = message.get("content")
         content = raw if isinstance(raw, list) else []
-        role, kind, reason = str(message.get("role", "")), str(message.get("kind", "")), None
+        role, reason = str(message.get("role", "")), None
+        kind = str(message.get("kind") or "normal")
+        rowless = True  # a dict has no stored row to tell a user's message by
     content = [b for b in content if isinstance(b, Mapping)]
-    text = message_text(content)
-    if not kind:
-        kind = next((k for p, k in _CONTEXTUAL_PREFIXES if text.startswith(p)), "normal")
-    if reason is None and role == "user":
-        if text.startswith(SUMMARY_PREAMBLE):
-            reason = "compaction_summary"
-        elif text.startswith(REMINDER_OPEN):
-            reason = "system_reminder"
-    return _View(role, kind, reason, content, text)
+    return _View(role, kind, reason, content, message_text(content), rowless)
 
 
 def _views(messages: Sequence[Message]) -> list[_View]:
-    views = [v for v in map(_view, messages) if v.role != "system"]
-    # In kind-less dicts a replay is recognized by its place: right before the summary.
-    for index, view in enumerate(views[:-1]):
-        before_summary = views[index + 1].reason == "compaction_summary"
-        if before_summary and view.reason is None and view.role == "user":
-            replay = "last_user_request_replay"
-            views[index] = _View(view.role, view.kind, replay, view.content, view.text)
-    return views
+    return [v for v in map(_view, messages) if v.role != "system"]
+
+
+def _is_instruction(view: _View) -> bool:
+    """The §7.3 instruction the service appended: row-less (a user who sends its exact text
+    has a stored row, and is asking, not instructing the summarizer)."""
+    return (
+        view.role == "user"
+        and view.rowless
+        and view.reason is None
+        and view.text.strip() == SUMMARY_INSTRUCTION
+    )
 
 
 def is_summary_request(messages: Sequence[Message]) -> bool:
     """Whether the last (non-system) message is the §7.3 summary instruction."""
     views = _views(messages)
-    return (
-        bool(views) and views[-1].role == "user" and views[-1].text.strip() == SUMMARY_INSTRUCTION
-    )
+    return bool(views) and _is_instruction(views[-1])
 
 
 def extract_facts(messages: Sequence[Message]) -> ConversationFacts:
     views = _views(messages)
-    if views and views[-1].role == "user" and views[-1].text.strip() == SUMMARY_INSTRUCTION:
+    if views and _is_instruction(views[-1]):
         views = views[:-1]
     facts = ConversationFacts()
     seen_ids: set[str] = set()
@@ -147,17 +150,23 @@ def extract_facts(messages: Sequence[Message]) -> ConversationFacts:
     return facts
 
 
-def _collect_identifiers(text: str, facts: ConversationFacts, seen: set[str]) -> None:
+def _collect_identifiers(
+    text: str, facts: ConversationFacts, seen: set[str], origin: IdentifierOrigin
+) -> None:
     for match in IDENTIFIERS.finditer(text):
         ident = match.group(0)
         if ident not in seen:
             seen.add(ident)
             facts.identifiers.append(ident)
+        known = facts.identifier_origins.get(ident)
+        if known is None or IDENTIFIER_ORIGINS.index(origin) < IDENTIFIER_ORIGINS.index(known):
+            facts.identifier_origins[ident] = origin
 
 
 def _read_user(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
     if view.reason == "compaction_summary":
-        facts.earlier_summary = view.text[len(SUMMARY_PREAMBLE) :]
+        # The service wrote this item (its origin says so): its text is the preamble + summary.
+        facts.earlier_summary = view.text.removeprefix(SUMMARY_PREAMBLE)
     elif view.reason == "system_reminder":
         facts.reminder_paths, facts.reminder_plan = _reminder_sections(view.text)
     elif view.reason == "last_user_request_replay":
@@ -165,21 +174,21 @@ def _read_user(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
         return
     elif view.kind == "normal" and view.text.strip():
         facts.requests.append(view.text.strip())
-        _collect_identifiers(view.text, facts, seen)
+        _collect_identifiers(view.text, facts, seen, "user")
 
 
 def _read_assistant(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
     facts.assistant_messages += 1
     if view.text.strip():
         facts.assistant_texts.append(view.text.strip())
-        _collect_identifiers(view.text, facts, seen)
+        _collect_identifiers(view.text, facts, seen, "assistant")
     for block in view.content:
         if block.get("type") != "tool_call":
             continue
         name = str(block.get("name", ""))
         raw = str(block.get("input", ""))
         facts.tool_counts[name] = facts.tool_counts.get(name, 0) + 1
-        _collect_identifiers(raw, facts, seen)
+        _collect_identifiers(raw, facts, seen, "assistant")
         if name == "update_plan":
             # An invalid plan got an invalid_arguments result: the plan did not change.
             with contextlib.suppress(InvalidInput, RecursionError):
@@ -220,7 +229,7 @@ def _read_tool(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
         label = name if state == "success" else f"{name} ({state})"
         for line in lines:
             facts.tool_errors.append(f"{label}: {line.strip()}")
-            _collect_identifiers(line, facts, seen)
+            _collect_identifiers(line, facts, seen, "tool output")
 
 
 def _reminder_sections(text: str) -> tuple[list[str], list[str]]:

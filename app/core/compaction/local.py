@@ -19,8 +19,9 @@ new material section by section: the same request, error, path or identifier is 
    then paths, errors and requests with an identifier, path or error, then pending plan steps
    and last the user's constraints — the oldest (least recently seen) first within a rank.
 
-Never dropped: the latest and the first user request, the identifiers list (at most
-``MAX_IDENTIFIERS``, those the user named first) and the fixed lines; they fit the cap whatever
+Never dropped: the latest and the first user request, the user's identifiers (at most
+``MAX_IDENTIFIERS``; those seen only in tool output or assistant text are listed apart with
+their origin, and can be dropped like a path) and the fixed lines; they fit the cap whatever
 they hold. Every user message is kept verbatim while it fits ``MAX_REQUEST_CHARS``; a longer one
 keeps its key sentences (constraints first) verbatim (``_local_text.shorten``).
 """
@@ -37,6 +38,7 @@ from app.core.compaction._local_merge import (
     IDENTIFIERS_PREFIX,
     LATEST_PREFIX,
     NARRATIVE_PREFIX,
+    OTHER_IDENTIFIERS_PREFIX,
     TOOL_PATHS_PREFIX,
     TOOLS_PREFIX,
     Carried,
@@ -50,6 +52,8 @@ from app.core.compaction._local_text import (
     shorten,
 )
 from app.core.compaction._local_view import (
+    IDENTIFIER_ORIGINS,
+    IDENTIFIERS,
     ConversationFacts,
     Message,
     extract_facts,
@@ -59,7 +63,7 @@ from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SU
 from app.core.compaction.validation import MIN_SUMMARY_CHARS
 from app.core.counting import utf8_len
 
-__all__ = ["MAX_SUMMARY_BYTES", "is_summary_request", "local_reply", "local_summary"]
+__all__ = ["MAX_SUMMARY_BYTES", "Message", "is_summary_request", "local_reply", "local_summary"]
 
 # The cap (SPEC §9, docs/decisions.md): a summary is at most this many UTF-8 bytes, root to
 # closing tag included (≤ 3 000 estimated tokens), after any number of compactions.
@@ -73,11 +77,14 @@ MAX_ASSISTANT_CHARS = 600
 MAX_NARRATIVE_CHARS = 300
 MAX_IDENTIFIERS = 40
 MAX_IDENTIFIER_CHARS = 40
+MAX_OTHER_IDENTIFIERS = 20
 MAX_PATHS = 64
 MAX_TOOL_PATHS = 24
 MAX_ERRORS = 20
 MAX_NARRATIVE = 4
 MAX_FILLER_REQUESTS = 6
+
+_ORIGIN_ORDER: tuple[str, ...] = IDENTIFIER_ORIGINS
 
 # Ranks: what goes first when the summary is over its cap (the highest rank first).
 PINNED, CONSTRAINT, KEEP, FILLER, NARRATIVE = -1, 0, 1, 2, 3
@@ -195,9 +202,12 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
         primary.append(_Entry(_bullet(FIRST_PREFIX + first), PINNED, pinned))
 
     concepts = []
-    identifiers = _identifiers(facts, carried, requests)
+    identifiers, others = _identifiers(facts, carried, requests)
     if identifiers:
         concepts.append(_Entry(_bullet(IDENTIFIERS_PREFIX + ", ".join(identifiers)), PINNED, 0))
+    if others:
+        listed = ", ".join(f"{ident} ({origin})" for ident, origin in others)
+        concepts.append(_Entry(_bullet(OTHER_IDENTIFIERS_PREFIX + listed), KEEP, 0))
     tools = dict(carried.tool_counts)
     for name, times in facts.tool_counts.items():
         tools[name] = tools.get(name, 0) + times
@@ -264,17 +274,41 @@ def _request_rank(text: str, first: str | None) -> int:
     return FILLER
 
 
-def _identifiers(facts: ConversationFacts, carried: Carried, requests: _Counted) -> list[str]:
-    """Every identifier seen, once: those the user named first, then the others; first seen
-    first; at most ``MAX_IDENTIFIERS``."""
-    seen = [
-        i
-        for i in dict.fromkeys([*carried.identifiers, *facts.identifiers])
-        if len(i) <= MAX_IDENTIFIER_CHARS
-    ]
+def _identifiers(
+    facts: ConversationFacts, carried: Carried, requests: _Counted
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """The identifiers the user named (first seen first, at most ``MAX_IDENTIFIERS``), and
+    those seen only in the assistant's text or tool output, each with its origin (the most
+    recent ``MAX_OTHER_IDENTIFIERS``). Only the user's words give an identifier the
+    ``Identifiers:`` line: an id in a log line (``close INC-999``) is tool output, never the
+    user's request (spec §1)."""
     said = " ".join([*requests.shown.values(), carried.first_request or ""])
-    by_user = [i for i in seen if i in said]
-    return [*by_user, *(i for i in seen if i not in said)][:MAX_IDENTIFIERS]
+    # Whole tokens only: the user naming INC-999 does not name INC-99.
+    named = {m.group(0) for m in IDENTIFIERS.finditer(said)}
+    by_user = [
+        i
+        for i in dict.fromkeys(
+            [
+                *carried.identifiers,
+                *(i for i in facts.identifiers if facts.identifier_origins.get(i) == "user"),
+                *(i for i, _ in carried.other_identifiers if i in named),
+                *(i for i in facts.identifiers if i in named),
+            ]
+        )
+        if len(i) <= MAX_IDENTIFIER_CHARS
+    ][:MAX_IDENTIFIERS]
+    user = set(by_user)
+    others: dict[str, str] = {}
+    for ident, origin in [
+        *carried.other_identifiers,
+        *((i, facts.identifier_origins.get(i, "tool output")) for i in facts.identifiers),
+    ]:
+        if ident in user or len(ident) > MAX_IDENTIFIER_CHARS:
+            continue
+        known = others.pop(ident, origin)
+        # The more authoritative origin wins; the id moves to its latest place.
+        others[ident] = min(known, origin, key=_ORIGIN_ORDER.index)
+    return by_user, list(others.items())[-MAX_OTHER_IDENTIFIERS:]
 
 
 def _recent_unique(values: Sequence[str], keep: int) -> list[str]:

@@ -5,8 +5,11 @@ longer than the conversation it replaces: 108 → 411 tokens was seen. An in-tur
 (``threshold``, ``overflow``) that does not reduce the conversation is therefore not installed:
 the turn goes on with the request as it was when that request fits the model, and fails with
 ``compaction_error`` otherwise (an overflow always: the provider already said it does not fit).
-A manual compaction (and a rewind) is installed as asked; its checkpoint says whether it shrank
-anything (``shrink_notice``).
+A manual compaction (``POST …/compactions``, with the service's summary or the caller's own) that
+does not reduce the conversation is refused the same way (409 ``compaction_not_smaller``, nothing
+stored) unless the caller asks for it with ``allow_larger`` (docs/compaction-trust.md): then it
+is installed and its checkpoint says it did not shrink anything (``shrink_notice``). A rewind
+reinstalls a checkpoint as asked.
 """
 
 from __future__ import annotations
@@ -18,13 +21,14 @@ __all__ = ["CompactionNotSmaller", "not_installed_detail", "refusal_of", "shrink
 
 
 class CompactionNotSmaller(Conflict):
-    """An in-turn compaction whose conversation would not be smaller: not installed."""
+    """A compaction whose conversation would not be smaller: not installed."""
 
     def __init__(self, kind: str, before: int, after: int) -> None:
+        hint = "; send allow_larger: true to install it anyway" if kind == "manual" else ""
         super().__init__(
             "compaction_not_smaller",
             f"the {kind} compaction would not reduce the conversation ({before} → {after} "
-            "tokens), so it was not installed",
+            f"tokens), so it was not installed{hint}",
             kind=kind,
             conversation_tokens_before=before,
             conversation_tokens_after=after,
@@ -34,9 +38,13 @@ class CompactionNotSmaller(Conflict):
         self.after = after
 
 
-def refusal_of(kind: str, before: int, after: int) -> CompactionNotSmaller | None:
-    """The refusal of an in-turn compaction that does not shrink the conversation, if it is."""
-    if kind in ("threshold", "overflow") and after >= before:
+def refusal_of(
+    kind: str, before: int, after: int, *, allow_larger: bool = False
+) -> CompactionNotSmaller | None:
+    """The refusal of a compaction that does not shrink the conversation, if it is one: an
+    in-turn one always, a manual one unless ``allow_larger``."""
+    refusable = kind in ("threshold", "overflow") or (kind == "manual" and not allow_larger)
+    if refusable and after >= before:
         return CompactionNotSmaller(kind, before, after)
     return None
 

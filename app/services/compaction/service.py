@@ -41,6 +41,7 @@ from app.services.compaction.source import (
     trigger_evidence,
 )
 from app.services.compaction.summary import GeneratedSummary, generate_summary
+from app.services.compaction.user_facts import require_user_facts
 from app.services.events import EventPublisher
 from app.services.model_clients import ModelClients
 from app.services.prepare import prepared_to_json
@@ -165,10 +166,14 @@ class CompactionService(CompactionReads):
         model: str | None = None,
         expected_through_message_sequence: int | None = None,
         through_message_sequence: int | None = None,
+        accept_dropped_user_facts: bool = False,
+        allow_larger: bool = False,
     ) -> dict[str, Any]:
         """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
         the caller's own model to ``summary_request``), installed over what that request covered
-        (``coverage.PostedSummary``)."""
+        (``coverage.PostedSummary``) when it keeps the user facts of the checkpoint it replaces
+        (``user_facts``) or the caller accepts their loss; refused with ``compaction_not_smaller``
+        when it would not shrink the conversation, unless ``allow_larger``."""
         posted, expected = PostedSummary.of_post(
             summary, through_message_sequence, expected_through_message_sequence
         )
@@ -179,6 +184,8 @@ class CompactionService(CompactionReads):
                 posted=posted,
                 provided_model=model,
                 expected_through=expected,
+                accept_dropped_user_facts=accept_dropped_user_facts,
+                allow_larger=allow_larger,
             ),
             "manual",
             session_id,
@@ -218,6 +225,8 @@ class CompactionService(CompactionReads):
         posted: PostedSummary | None = None,
         provided_model: str | None = None,
         expected_through: int | None = None,
+        accept_dropped_user_facts: bool = False,
+        allow_larger: bool = False,
     ) -> Compaction:
         async with unit_of_work(self._db, read_only=True) as db:
             # A posted summary is validated there, and decides what the checkpoint covers.
@@ -229,19 +238,24 @@ class CompactionService(CompactionReads):
             raise conversation_changed(expected_through, source.through)
         if posted is not None:
             assert posted.text is not None  # validated by load_source's coverage call
+            if not accept_dropped_user_facts:
+                require_user_facts(source.items, posted.text)
             generated = GeneratedSummary(posted.text, Usage(), attempts=1, elapsed_ms=0)
             model_name = provided_model or "caller"
         else:
             check_summary_fits(source)
             client = self._clients.for_model(source.summary_model, purpose="summary")
-            generated = await generate_summary(client, source.summary_request.request, self.policy)
+            generated = await generate_summary(client, source.summary_request, self.policy)
             model_name = source.summary_model.id
         if kind != "manual":
             evidence = {**trigger_evidence(source.before), **(evidence or {})}
         row = checkpoint_row(source, generated, self._counters, kind, turn_id, evidence, model_name)
         row.trigger_prepare_id = prepare_id
         refused = refusal_of(
-            kind, source.before.conversation_tokens, row.conversation_tokens_after or 0
+            kind,
+            source.before.conversation_tokens,
+            row.conversation_tokens_after or 0,
+            allow_larger=allow_larger,
         )
         if refused is not None:
             await record_refusal(

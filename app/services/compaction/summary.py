@@ -27,6 +27,7 @@ from app.core.compaction import (
 )
 from app.core.errors import ServiceError
 from app.core.message_limits import MAX_POSTED_SUMMARY_CHARS
+from app.core.prepared import PreparedModelCall
 from app.providers.base import ModelClient, Usage
 
 __all__ = ["GeneratedSummary", "generate_summary"]
@@ -47,9 +48,11 @@ class GeneratedSummary:
 
 
 async def generate_summary(
-    client: ModelClient, request: dict[str, Any], policy: RetryPolicy
+    client: ModelClient, prepared: PreparedModelCall, policy: RetryPolicy
 ) -> GeneratedSummary:
-    """A validated summary, or the ``ServiceError`` of ``summary_failure_error``."""
+    """A validated summary of the summary request ``prepared``, or the ``ServiceError`` of
+    ``summary_failure_error``. The client gets the request's items too (their stored origin and
+    kind: what the offline ``local`` kind reads a previous summary and reminder from)."""
     started = time.perf_counter()
     failures: list[AttemptFailure] = []
     diagnostics: list[dict[str, Any]] = []
@@ -59,7 +62,7 @@ async def generate_summary(
         rejected_text: str | None = None
         try:
             with anyio.fail_after(policy.attempt_timeout_seconds):
-                response = await client.complete(request)
+                response = await client.complete(prepared.request, conversation=prepared.items)
             rejected_text = response.text
             _check_length(response.text)
             summary = validate_summary(

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.turns.deps import TurnDeps
 from app.storage.database import unit_of_work
@@ -71,8 +73,10 @@ async def call_model(
     sink: LiveSink,
     cancel: asyncio.Event,
     caching: CachePlan | None = None,
+    conversation: Sequence[Item] | None = None,
 ) -> ModelResponse:
-    """Run the call (with the cache breakpoints of ``caching``); raises ``CallAbandoned`` as
+    """Run the call (with the cache breakpoints of ``caching``, and the ``conversation`` items
+    it was assembled from: ``ModelClient.complete``); raises ``CallAbandoned`` as
     soon as ``cancel`` is set (the provider request is closed, its answer never used), or the
     ``ProviderError`` of the call.
 
@@ -97,7 +101,7 @@ async def call_model(
     watcher = asyncio.ensure_future(cancel.wait())
     watcher.add_done_callback(abandon)
     try:
-        return await client.complete(request, sink=sink, caching=caching)
+        return await client.complete(request, sink=sink, caching=caching, conversation=conversation)
     except asyncio.CancelledError:
         if abandoned:
             abandoned = False

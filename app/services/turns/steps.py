@@ -319,11 +319,15 @@ class RunnerSteps:
         pending, self.pending = self.pending, None
         try:
             if pending is None:
-                return await call_model(client, prepared.request, self.sink, self.cancel, caching)
+                return await call_model(
+                    client, prepared.request, self.sink, self.cancel, caching, prepared.items
+                )
             return await overlapped(
                 pending,
                 self.sink,
-                lambda: call_model(client, prepared.request, self.sink, self.cancel, caching),
+                lambda: call_model(
+                    client, prepared.request, self.sink, self.cancel, caching, prepared.items
+                ),
             )
         except CallAbandoned:
             raise TurnEnded("cancelled") from None

@@ -148,7 +148,9 @@ def test_byo_compact_installs_the_callers_summary(client: Client) -> None:
         asked.append(request)
         return VALID_SUMMARY
 
-    checkpoint = client.byo_compact(session.id, summarize, encode="openai_chat", model="mine")
+    checkpoint = client.byo_compact(
+        session.id, summarize, encode="openai_chat", model="mine", allow_larger=True
+    )
     (request,) = asked
     assert request.provider_payload is not None
     last = request.provider_payload["messages"][-1]
@@ -181,7 +183,7 @@ def test_byo_compact_keeps_what_was_appended_while_the_model_worked(client: Clie
         assert appended.sequence == request.through_message_sequence + 1
         return VALID_SUMMARY
 
-    checkpoint = client.byo_compact(session.id, summarize)
+    checkpoint = client.byo_compact(session.id, summarize, allow_larger=True)
     context = client.get_context(session.id)
     assert checkpoint.replaced_through_message_sequence == covered[0]
     assert [p.reason for p in context.provenance[:3]] == [
@@ -201,6 +203,6 @@ async def test_the_async_byo_compact_awaits_the_summarizer(server: ServerProcess
     async with AsyncClient(server.url, timeout=30) as client:
         session = await client.create_session(model_id="local", agent=AGENT)
         await client.run_turn(session.id, "Hello.")
-        checkpoint = await client.byo_compact(session.id, summarize)
+        checkpoint = await client.byo_compact(session.id, summarize, allow_larger=True)
     assert checkpoint.model == "local"  # the summary model the request named
     assert checkpoint.summary == VALID_SUMMARY

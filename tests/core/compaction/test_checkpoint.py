@@ -11,6 +11,7 @@ from app.core.compaction.checkpoint import (
     rewind_checkpoint,
     select_last_user_request,
 )
+from app.core.compaction.shrink import refusal_of
 from app.core.content import Item, SyntheticOrigin, text_block
 from app.core.errors import Conflict, InvalidInput
 from tests.core.compaction.items import synthetic
@@ -146,3 +147,24 @@ def test_rewind_boundary_before_the_fact_boundary_is_refused() -> None:
             current_max_sequence=5,
             runtime_reminder="r",
         )
+
+
+@pytest.mark.parametrize(
+    ("kind", "allow_larger", "before", "after", "refused"),
+    [
+        ("manual", False, 100, 100, True),  # equal: not smaller
+        ("manual", False, 100, 99, False),  # one under: installed
+        ("manual", True, 100, 400, False),  # asked for
+        ("threshold", True, 100, 100, True),  # in a turn: never
+        ("overflow", False, 100, 101, True),
+        ("rewind", False, 100, 400, False),  # reinstalls as asked
+    ],
+)
+def test_which_compaction_that_would_not_shrink_is_refused(
+    kind: str, allow_larger: bool, before: int, after: int, refused: bool
+) -> None:
+    result = refusal_of(kind, before, after, allow_larger=allow_larger)
+    assert (result is not None) == refused
+    if result is not None:
+        assert result.code == "compaction_not_smaller"
+        assert ("allow_larger" in result.detail) == (kind == "manual")

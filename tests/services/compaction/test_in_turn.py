@@ -156,11 +156,13 @@ async def test_in_turn_compaction_needs_its_turn_running(harness: Harness) -> No
 async def test_manual_compaction_and_rewind_refuse_while_a_turn_runs(harness: Harness) -> None:
     h = harness
     sid = await basic(h)
-    checkpoint = (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    checkpoint = (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     await start_turn(h, sid)
     before = (await h.api.get(f"/v1/sessions/{sid}/context")).content
 
-    manual = await h.api.post(f"/v1/sessions/{sid}/compactions", json={})
+    manual = await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     rewind = await h.api.post(
         f"/v1/sessions/{sid}/rewind", json={"compaction_id": checkpoint["compaction_id"]}
     )
@@ -173,7 +175,9 @@ async def test_manual_compaction_and_rewind_refuse_while_a_turn_runs(harness: Ha
 async def test_unknown_extensions_survive_through_the_database(harness: Harness) -> None:
     h = harness
     sid = await basic(h)
-    first = (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    first = (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     assert first["runtime_state"]["edited_paths"] == ["src/a.py"]
     async with unit_of_work(h.container.db) as db:
         row = await CompactionRepository(db).get(sid, first["compaction_id"])
@@ -186,7 +190,9 @@ async def test_unknown_extensions_survive_through_the_database(harness: Harness)
         row.runtime_state = state
     await append(h.api, sid, user("And now b."))
 
-    second = (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    second = (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
 
     assert second["runtime_state"]["extensions"]["x-other"] == {
         "schema_version": 7,
@@ -298,6 +304,8 @@ async def test_manual_compaction_does_not_prune(harness: Harness) -> None:
         tool_result("c1", BIG_TEXT),
         {"role": "assistant", "content": text("ok")},
     )
-    assert (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).status_code == 201
+    assert (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).status_code == 201
     session = (await h.api.get(f"/v1/sessions/{sid}")).json()
     assert session["tool_result_pruned_through_sequence"] is None

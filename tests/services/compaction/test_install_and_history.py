@@ -35,7 +35,7 @@ async def test_failure_between_commit_and_install_requires_a_reload(harness: Har
     sid = await two_messages(h)
     h.container.compactor.install_hooks.append(failing_hook)
 
-    response = await h.api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
 
     assert (response.status_code, response.json()["code"]) == (409, "reload_required")
     assert "must be reloaded" in response.json()["detail"]
@@ -73,7 +73,9 @@ async def test_a_failed_checkpoint_write_leaves_the_conversation_intact(
     session only): everything written in it rolls back, the old conversation is unchanged."""
     h = postgres
     sid = await two_messages(h)
-    first = (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    first = (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     await append(h.api, sid, user("One more thing."))
     before = (await h.api.get(f"/v1/sessions/{sid}/context")).content
     events_before = await h.api.get(f"/v1/sessions/{sid}/compactions")
@@ -89,7 +91,7 @@ async def test_a_failed_checkpoint_write_leaves_the_conversation_intact(
             f"FOR EACH ROW EXECUTE FUNCTION {name}()"
         )
     try:
-        response = await h.api.post(f"/v1/sessions/{sid}/compactions", json={})
+        response = await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     finally:
         with psycopg.connect(admin_conninfo(postgres_url), autocommit=True) as conn:
             conn.execute(f"DROP TRIGGER {name} ON conversation_compactions")
@@ -111,7 +113,9 @@ async def test_conversation_history_tool(harness: Harness) -> None:
     assert state == "error"
     assert "no conversation compaction" in result
 
-    checkpoint = (await h.api.post(f"/v1/sessions/{sid}/compactions", json={})).json()
+    checkpoint = (
+        await h.api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
+    ).json()
     await append(h.api, sid, user("Past the boundary."))
     async with unit_of_work(db, read_only=True) as session:
         first, state = await conversation_history_result(session, sid, '{"limit": 1}')

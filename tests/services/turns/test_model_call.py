@@ -6,11 +6,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from app.core.caching import CachePlan
+from app.core.content import Item
 from app.providers.base import ModelResponse, StreamSink
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model
 
@@ -34,6 +36,7 @@ class Pending:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         self.started.set()
         try:
@@ -56,6 +59,7 @@ class AnswersWithCancel:
         *,
         sink: StreamSink | None = None,
         caching: CachePlan | None = None,
+        conversation: Sequence[Item] | None = None,
     ) -> ModelResponse:
         await asyncio.sleep(0)  # a real call suspends before it answers
         self._cancel.set()

@@ -248,9 +248,17 @@ class Client:
         *,
         encode: Encode | None = None,
         model: str | None = None,
+        allow_larger: bool | None = None,
+        accept_dropped_user_facts: bool | None = None,
     ) -> Checkpoint:
         """Compact with your own model: ``summarize`` gets the exact summary request (with
         ``provider_payload`` when ``encode`` names a protocol) and returns the model's answer,
         which the service validates and installs (409 ``conversation_changed`` when the
-        conversation moved on meanwhile). ``model`` names your model in the checkpoint."""
-        return drive_sync(byo_compact_flow(session_id, summarize, encode, model), self.send)
+        conversation moved on meanwhile). ``model`` names your model in the checkpoint;
+        ``allow_larger`` and ``accept_dropped_user_facts`` as for ``compact``."""
+        return drive_sync(
+            byo_compact_flow(
+                session_id, summarize, encode, model, allow_larger, accept_dropped_user_facts
+            ),
+            self.send,
+        )

@@ -96,6 +96,8 @@ def byo_compact_flow(
     summarize: Callable[[SummaryRequest], Any],
     encode: Encode | None,
     model: str | None,
+    allow_larger: bool | None = None,
+    accept_dropped_user_facts: bool | None = None,
 ) -> Flow[Checkpoint]:
     request: SummaryRequest = yield turn_ops.get_summary_request(session_id, encode=encode)
     summary = yield Invocation(summarize, (request,))
@@ -105,6 +107,8 @@ def byo_compact_flow(
         model=model or request.summary_model_id,
         # What the summary covers: messages appended while ``summarize`` ran stay after it.
         through_message_sequence=request.through_message_sequence,
+        allow_larger=allow_larger,
+        accept_dropped_user_facts=accept_dropped_user_facts,
     )
     return checkpoint
 

@@ -112,14 +112,22 @@ def compact(
     model: str | None = None,
     expected_through_message_sequence: int | None = None,
     through_message_sequence: int | None = None,
+    allow_larger: bool | None = None,
+    accept_dropped_user_facts: bool | None = None,
 ) -> Call[Checkpoint]:
     """Compact now with the session's summary model, or install your own model's ``summary``
-    over what its request covered (``through_message_sequence`` of ``get_summary_request``)."""
+    over what its request covered (``through_message_sequence`` of ``get_summary_request``).
+    ``allow_larger`` installs a checkpoint that does not shrink the conversation (409
+    ``compaction_not_smaller`` otherwise); ``accept_dropped_user_facts`` installs a ``summary``
+    that drops the user's facts of the checkpoint it replaces (422
+    ``summary_drops_user_facts`` otherwise)."""
     body = body_of(
         summary=summary,
         model=model,
         expected_through_message_sequence=expected_through_message_sequence,
         through_message_sequence=through_message_sequence,
+        allow_larger=allow_larger,
+        accept_dropped_user_facts=accept_dropped_user_facts,
     )
     url = session_path(session_id, "compactions")
     return Call("POST", url, model_of(Checkpoint), json=body, timeout=COMPACTION_TIMEOUT_SECONDS)

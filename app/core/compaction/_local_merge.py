@@ -98,8 +98,8 @@ class Counted:
     def empty(cls) -> Counted:
         return cls({}, {}, {})
 
-    def add(self, text: str, times: int, age: int) -> None:
-        key = repeat_key(text) or text
+    def add(self, text: str, times: int, age: int, key: str | None = None) -> None:
+        key = key or repeat_key(text) or text
         self.shown.setdefault(key, text)
         self.count[key] = self.count.get(key, 0) + times
         self.age[key] = age

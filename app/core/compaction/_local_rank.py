@@ -3,9 +3,10 @@ the summary is over its cap (spec §9; docs/compaction.md, "What the offline sum
 
 Eviction order, first to go first: assistant narrative, filler requests, instructions a later
 one replaced, everyday entries (requests naming an identifier, a path or an error; paths;
-errors), the user's softer rules, the most severe errors and the latest metric values, the
-pending plan, and last the user's red lines and decisions. Within a rank the least recently
-seen goes first — age decides only between entries of equal worth, never across ranks.
+errors), the user's softer rules, key facts (who owns what, the most severe errors, the
+latest metric values), the pending plan, and last the user's red lines and decisions. Within a
+rank the least recently seen goes first: age decides only between entries of equal worth,
+never across ranks.
 
 A later instruction that replaces an earlier one (``app.core.facts.replaced_by``) leaves the
 earlier one in the summary only marked ``REPLACED_MARK``, ranked with filler: it is never shown
@@ -17,19 +18,27 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.core.compaction._local_text import is_salient_request
-from app.core.facts import Reading, Severity, Strength, replaced_by, severity, strength
+from app.core.facts import (
+    Reading,
+    Severity,
+    Strength,
+    replaced_by,
+    severity,
+    states_ownership,
+    strength,
+)
 
 __all__ = [
     "CONSTRAINT",
     "FILLER",
     "KEEP",
+    "KEY_FACT",
     "NARRATIVE",
     "PINNED",
     "PLAN",
     "REPLACED",
     "REPLACED_MARK",
     "RULE",
-    "SEVERE",
     "error_rank",
     "latest_readings",
     "mark_replaced",
@@ -37,7 +46,7 @@ __all__ = [
 ]
 
 # Ranks: the highest goes first when the summary is over its cap.
-PINNED, CONSTRAINT, PLAN, SEVERE, RULE, KEEP, REPLACED, FILLER, NARRATIVE = range(-1, 8)
+PINNED, CONSTRAINT, PLAN, KEY_FACT, RULE, KEEP, REPLACED, FILLER, NARRATIVE = range(-1, 8)
 
 REPLACED_MARK = "[replaced by a later request] "
 
@@ -48,6 +57,8 @@ def request_rank(text: str, first: str | None) -> int:
     binds = strength(text)
     if binds is Strength.RED_LINE:
         return CONSTRAINT
+    if states_ownership(text):
+        return KEY_FACT
     if binds is Strength.RULE:
         return RULE
     if is_salient_request(text) or (first is not None and text == first):
@@ -73,7 +84,7 @@ def mark_replaced(texts: Sequence[str], new: Sequence[bool]) -> set[int]:
 
 
 def error_rank(text: str) -> int:
-    return SEVERE if severity(text) is Severity.FATAL else KEEP
+    return KEY_FACT if severity(text) is Severity.FATAL else KEEP
 
 
 def latest_readings(

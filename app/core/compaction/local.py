@@ -48,12 +48,12 @@ from app.core.compaction._local_merge import (
 from app.core.compaction._local_rank import (
     FILLER,
     KEEP,
+    KEY_FACT,
     NARRATIVE,
     PINNED,
     PLAN,
     REPLACED_MARK,
     RULE,
-    SEVERE,
     error_rank,
     latest_readings,
     request_rank,
@@ -68,7 +68,7 @@ from app.core.compaction._local_view import (
 from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SUMMARY_ROOT_OPEN
 from app.core.compaction.validation import MIN_SUMMARY_CHARS
 from app.core.counting import utf8_len
-from app.core.facts import readings
+from app.core.facts import readings, retry_key
 
 __all__ = ["MAX_SUMMARY_BYTES", "is_summary_request", "local_reply", "local_summary"]
 
@@ -145,10 +145,11 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
     # The latest word wins: an instruction a later one replaced stays only marked so.
     replaced = requests.mark_replaced(new_requests)
     errors = Counted.empty()
+    # The retries of one failure are one line, counted (their attempt numbers differ).
     for text, times in carried.errors:
-        errors.add(text, times, age())
+        errors.add(text, times, age(), retry_key(text))
     for error in facts.tool_errors:
-        errors.add(_clip(error, MAX_ERROR_CHARS), 1, age())
+        errors.add(_clip(error, MAX_ERROR_CHARS), 1, age(), retry_key(error))
 
     latest = (
         shorten(facts.requests[-1], MAX_LATEST_CHARS) if facts.requests else carried.latest_request
@@ -244,7 +245,7 @@ def _metrics(facts: ConversationFacts, carried: Carried, age: Ages) -> list[_Ent
     entries = []
     for name, value, was in latest_readings(carried.metrics, new)[-MAX_METRICS:]:
         line = f"{METRIC_PREFIX}{name} {value}" + (f" (replaces {was})" if was else "")
-        entries.append(_Entry(_bullet(line), SEVERE, age()))
+        entries.append(_Entry(_bullet(line), KEY_FACT, age()))
     return entries
 
 

@@ -12,11 +12,12 @@ from app.core.facts.instructions import (
     Strength,
     replaced_by,
     revokes,
+    states_ownership,
     strength,
 )
 from app.core.facts.metrics import Reading, readings
 from app.core.facts.sentences import split_sentences
-from app.core.facts.severity import Severity, most_severe, severity
+from app.core.facts.severity import Severity, most_severe, retry_key, severity
 
 __all__ = [
     "Reading",
@@ -25,8 +26,10 @@ __all__ = [
     "most_severe",
     "readings",
     "replaced_by",
+    "retry_key",
     "revokes",
     "severity",
     "split_sentences",
+    "states_ownership",
     "strength",
 ]

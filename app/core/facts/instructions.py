@@ -17,6 +17,10 @@ applies". ``replaced_by`` finds the instruction it replaces: the latest earlier 
 distinctive word with it (``Redis``, ``X-Forwarded-For``, ``缓存``); a plain "scratch that" with
 no shared word replaces the instruction just before it. A revocation is itself a decision and
 ranks with red lines.
+
+*Ownership* — who owns, maintains or is on call for what, and who takes over from whom ("Alice
+owns billing", "Carol takes over refunds from Alice", "账单服务由张三负责") — is a fact the
+user states once and everything after depends on; ``states_ownership`` recognizes it.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import enum
 import re
 from collections.abc import Sequence
 
-__all__ = ["Strength", "replaced_by", "revokes", "strength"]
+__all__ = ["Strength", "replaced_by", "revokes", "states_ownership", "strength"]
 
 
 class Strength(enum.IntEnum):
@@ -73,6 +77,15 @@ _REVOKES_NAMED = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
+_OWNERSHIP = re.compile(
+    r"""
+    \b(?:owns?|owned\ by|owners?\ of|takes?\ over|took\ over|hands?\ over|handed\ over
+      |is\ responsible\ for|are\ responsible\ for|in\ charge\ of|maintained\ by
+      |maintains|on[-\ ]call\ for)\b
+    | 负责 | 归属 | 接手 | 接管
+    """,
+    re.IGNORECASE | re.VERBOSE,
+)
 _LATIN_WORD = re.compile(r"[A-Za-z][A-Za-z0-9_.-]*[A-Za-z0-9]|[A-Z]")
 _CJK_RUN = re.compile(r"[\u4e00-\u9fff]{2,}")
 # Words too common to tie a revocation to an instruction.
@@ -96,6 +109,11 @@ def strength(text: str) -> Strength:
     if _RULE.search(text) is not None:
         return Strength.RULE
     return Strength.NONE
+
+
+def states_ownership(text: str) -> bool:
+    """Whether ``text`` says who owns or takes over what."""
+    return _OWNERSHIP.search(text) is not None
 
 
 def revokes(text: str) -> bool:

@@ -23,7 +23,7 @@ import enum
 import re
 from collections.abc import Sequence
 
-__all__ = ["Severity", "most_severe", "severity"]
+__all__ = ["Severity", "most_severe", "retry_key", "severity"]
 
 
 class Severity(enum.IntEnum):
@@ -62,6 +62,14 @@ def severity(line: str) -> Severity:
         if pattern.search(line) is not None:
             return level
     return Severity.OTHER
+
+
+def retry_key(line: str) -> str | None:
+    """What the retries of one failure share (``retrying (attempt 3)`` and ``(attempt 4)``:
+    their numbers differ), so they count as one line; ``None`` for a line that is no retry."""
+    if _TRANSIENT.search(line) is None:
+        return None
+    return _NUMBER.sub("#", line.strip())
 
 
 def _order(line: str) -> tuple[int, bool]:

@@ -215,12 +215,8 @@ def _met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-async def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--per-shape", type=int, default=PER_SHAPE)
-    parser.add_argument("--rounds", type=int, default=ROUNDS)
-    args = parser.parse_args()
-    started = time.perf_counter()
+async def run(per_shape: int, rounds: int) -> Record:
+    """``per_shape`` fresh sessions of every shape, each compacted ``rounds`` times."""
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{tmp}/fidelity.db"
         await upgrade_to_head(url)
@@ -230,13 +226,24 @@ async def main() -> None:
                 "fidelity-local", ModelCapabilities(400_000, 16_384), ProviderSpec(kind="local")
             )
             record = Record()
-            sessions = [make(seed) for seed in range(args.per_shape) for make in SHAPES]
-            for scenario in sessions:
-                await run_session(container, scenario, record, args.rounds)
+            for scenario in [make(seed) for seed in range(per_shape) for make in SHAPES]:
+                await run_session(container, scenario, record, rounds)
         finally:
             await container.aclose()
-    report(record, len(sessions), args.rounds, time.perf_counter() - started)
+    return record
+
+
+def main(argv: list[str] | None = None) -> Record:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--per-shape", type=int, default=PER_SHAPE)
+    parser.add_argument("--rounds", type=int, default=ROUNDS)
+    args = parser.parse_args(argv)
+    started = time.perf_counter()
+    record = asyncio.run(run(args.per_shape, args.rounds))
+    sessions = args.per_shape * len(SHAPES)
+    report(record, sessions, args.rounds, time.perf_counter() - started)
+    return record
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    main()

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 
 from app.core.compaction._local_view import IDENTIFIERS
-from app.core.facts import Strength, split_sentences, strength
+from app.core.facts import Strength, binding, split_sentences, strength
 
 __all__ = [
     "is_constraint",
@@ -47,8 +47,9 @@ def neutralize(text: str) -> str:
 
 
 def is_constraint(text: str) -> bool:
-    """A red line or a rule (``app.core.facts.instructions``)."""
-    return strength(text) is not Strength.NONE
+    """Words that forbid or require: a red line or a rule (``app.core.facts.instructions``);
+    a bare revocation ("scratch that") is a decision, not a constraint to pin."""
+    return binding(text) is not Strength.NONE
 
 
 def is_salient_request(text: str) -> bool:

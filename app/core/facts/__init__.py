@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from app.core.facts.instructions import (
     Strength,
+    binding,
     replaced_by,
     revokes,
     states_ownership,
@@ -23,6 +24,7 @@ __all__ = [
     "Reading",
     "Severity",
     "Strength",
+    "binding",
     "most_severe",
     "readings",
     "replaced_by",

@@ -29,7 +29,7 @@ import enum
 import re
 from collections.abc import Sequence
 
-__all__ = ["Strength", "replaced_by", "revokes", "states_ownership", "strength"]
+__all__ = ["Strength", "binding", "replaced_by", "revokes", "states_ownership", "strength"]
 
 
 class Strength(enum.IntEnum):
@@ -41,12 +41,13 @@ class Strength(enum.IntEnum):
 _RED_LINE = re.compile(
     r"""
     \b(?:never|don'?t|do\ not|does\ not|mustn'?t|must\ not|shouldn'?t|should\ not|shall\ not
-      |can'?t|cannot|can\ not|won'?t|let'?s\ not|let\ us\ not|read[-\ ]only|avoid|forbidden
+      |(?:we|you|they|it)\ (?:can'?t|cannot|can\ not|won'?t)|let'?s\ not|let\ us\ not
+      |read[-\ ]only|avoid|forbidden
       |prohibited|not\ allowed|under\ no\ circumstances|not\ again|no\ longer\ allowed
       |blew\ up|broke\ (?:prod|production|everything)|caused\ an?\ (?:outage|incident)
       |no\ (?:writes?|changes?|edits?|restarts?|deploys?|deletes?|access|network))\b
-    | [\u2019']t\ (?:do|touch|write|delete|restart|deploy|trust|change)\b
-    | 不要 | 禁止 | 只读 | 不得 | 不能 | 不许 | 切勿 | 千万 | 严禁 | 别(?!人|的|处)
+    | 不要 | 禁止 | 只读 | 不得 | 不能 | 不许 | 切勿 | 千万 | 严禁
+    | (?:^|(?<=[^\u4e00-\u9fff])|(?<=[你请也就都先可]))别(?![人的处])  # not 特别, 区别, 识别
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -54,7 +55,7 @@ _RULE = re.compile(
     r"""
     \b(?:must|only|always|ensure|make\ sure|required?|unless|without|at\ most|at\ least|keep
       |stay)\b
-    | 必须 | 仅 | 只 | 务必 | 确保 | 一定要
+    | 必须 | 仅 | 务必 | 确保 | 一定要 | 只(?:能|用|看|改|读|查|在|允许|做|要)  # not 只是, 只有
     """,
     re.IGNORECASE | re.VERBOSE,
 )
@@ -103,8 +104,17 @@ _COMMON_CJK = frozenset(["那个", "这个", "方案", "算了", "换成", "改�
 
 
 def strength(text: str) -> Strength:
-    """How strongly ``text`` binds (the strongest of its sentences)."""
-    if _RED_LINE.search(text) is not None or revokes(text):
+    """How strongly ``text`` binds (the strongest of its sentences); a revocation is a
+    decision and binds as a red line."""
+    if revokes(text):
+        return Strength.RED_LINE
+    return binding(text)
+
+
+def binding(text: str) -> Strength:
+    """How strongly the words of ``text`` forbid or require (revocations aside)."""
+    text = text.replace("\u2019", "'")  # "don’t" as typed on phones and Macs
+    if _RED_LINE.search(text) is not None:
         return Strength.RED_LINE
     if _RULE.search(text) is not None:
         return Strength.RULE
@@ -118,6 +128,7 @@ def states_ownership(text: str) -> bool:
 
 def revokes(text: str) -> bool:
     """Whether ``text`` replaces an earlier instruction ("scratch that", "算了", "instead")."""
+    text = text.replace("\u2019", "'")
     return _REVOKES_LAST.search(text) is not None or _REVOKES_NAMED.search(text) is not None
 
 

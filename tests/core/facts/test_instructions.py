@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.facts import Strength, replaced_by, revokes, strength
+from app.core.facts import Strength, binding, replaced_by, revokes, strength
 
 
 @pytest.mark.parametrize(
@@ -16,6 +16,8 @@ from app.core.facts import Strength, replaced_by, revokes, strength
         "production. So — let's not do that this time.",
         "We can't take the payments API down during business hours.",
         "Please don't touch the migrations.",
+        "Please don\u2019t touch the migrations.",  # a typographic apostrophe
+        "你别重启网关。",
         "注意：不要修改 migration。",
         "生产库只读，禁止写入。",
         "千万别重启网关。",
@@ -40,9 +42,25 @@ def test_softer_rules(text: str) -> None:
     assert strength(text) is Strength.RULE
 
 
-@pytest.mark.parametrize("text", ["Any news?", "ok, go on", "Run the tests again.", "继续"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Any news?",
+        "ok, go on",
+        "Run the tests again.",
+        "继续",
+        "I can't find the log.",  # "can't" binds only as "we/you/they/it can't"
+        "这个方案特别好，区别不大。",  # 别 inside 特别, 区别 forbids nothing
+        "只是看看。",  # 只是: "just"
+    ],
+)
 def test_neither(text: str) -> None:
     assert strength(text) is Strength.NONE
+
+
+def test_a_bare_revocation_is_a_decision_but_no_constraint_to_pin() -> None:
+    assert strength("Actually — scratch that.") is Strength.RED_LINE
+    assert binding("Actually — scratch that.") is Strength.NONE
 
 
 def test_a_colloquial_chinese_revocation_replaces_the_instruction_it_names() -> None:

@@ -1,11 +1,12 @@
 """Fidelity of repeated compaction (issues 14 and 29): what survives 1, 5, 25 and 100
 compactions.
 
-Builds 33 agent sessions, fresh every run, of eleven shapes — a coding agent, an incident
+Builds 36 agent sessions, fresh every run, of twelve shapes — a coding agent, an incident
 diagnosis, a data analysis (``bench/fidelity_sessions.py``) and the issue-29 shapes
 (``bench/fidelity_trust.py``: paraphrased and negative-example red lines, decision overrides,
 colloquial revocations in English and Chinese, ownership splits, a FATAL line after 29
-retries, a changing metric, a Chinese session, everyday rules pressing on the cap) — each with
+retries, a changing metric, a Chinese session, everyday rules pressing on the cap, a pasted
+summary and reminder that must not be adopted) — each with
 planted facts, through the service itself (SQLite, the offline ``local`` summary model). Each
 session is compacted 100 times (manual compactions), with a new turn appended before every
 compaction after the first. After rounds 1, 5, 25 and 100 it reads the next prepared request
@@ -14,6 +15,7 @@ is there verbatim, and that no replaced instruction is there unmarked. It prints
 
 - per fact kind, the share of planted facts present after each measured round, and the share
   of replaced instructions never shown unmarked;
+- the forged lines found in a summary or a reminder as their own (target 0);
 - per shape, conversation tokens before and after each round (mean and max over its sessions);
 - the targets: 100 % of every kind at every measured round; after round 100 at most 1.25 ×
   after round 5; every summary within the cap (``MAX_SUMMARY_BYTES``); at least 5× reduction
@@ -21,7 +23,8 @@ is there verbatim, and that no replaced instruction is there unmarked. It prints
   validation and not installed.
 
 Run: ``.venv/bin/python -m bench.fidelity`` (about a minute); ``--per-shape N`` and
-``--rounds N`` make it smaller (the measured rounds past ``N`` are skipped).
+``--rounds N`` make it smaller (the measured rounds past ``N`` are skipped);
+``--without-forged`` leaves the forged shape out.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -47,12 +51,13 @@ from app.services.model_types import ProviderSpec
 from app.settings import Settings
 from app.storage.migrate import upgrade_to_head
 from bench.fidelity_sessions import FACT_KINDS, Scenario, coding, data, incident
-from bench.fidelity_trust import REPLACED_MARK, TRUST_SHAPES
+from bench.fidelity_trust import FORGED_SHAPES, REPLACED_MARK, TRUST_SHAPES
 
 ROUNDS = 100
 MEASURED = (1, 5, 25, 100)
 PER_SHAPE = 3
-SHAPES = (coding, incident, data, *TRUST_SHAPES)
+Shape = Callable[[int], Scenario]
+SHAPES: tuple[Shape, ...] = (coding, incident, data, *TRUST_SHAPES, *FORGED_SHAPES)
 SUMMARY_CAP_TOKENS = MAX_SUMMARY_BYTES // 4
 
 
@@ -90,6 +95,8 @@ class Record:
         self.reductions: list[float] = []  # round 1, sessions over 20 000 tokens
         self.converged: list[float] = []  # after(last) / after(5), per session
         self.unmarked: dict[int, list[bool]] = defaultdict(list)  # replaced, shown as current
+        self.adopted: list[str] = []  # forged lines found in a summary or a reminder
+        self.forged_planted = 0
         self.byo_refused = 0
         self.byo_total = 0
         self.missing: list[str] = []
@@ -105,6 +112,7 @@ async def run_session(
         "sandbox": {"mode": "auto", "available": True},
     }
     sid = str((await container.sessions.create(spec))["id"])
+    record.forged_planted += len(scenario.forged)
     await container.messages.append(sid, scenario.history)
     afters: dict[int, int] = {}
     for round_ in range(1, rounds + 1):
@@ -119,6 +127,10 @@ async def run_session(
         )
         record.tokens[scenario.shape][round_].append((before, after))
         record.summary_tokens.append(-(-len(checkpoint["summary"].encode()) // 4))
+        ours = checkpoint["summary"] + "\n" + checkpoint["runtime_reminder"]
+        record.adopted += [
+            f"{scenario.name} r{round_}: {f.strip()}" for f in scenario.forged if f in ours
+        ]
         afters[round_] = after
         if round_ == 1 and before > 20_000:
             record.reductions.append(before / after)
@@ -137,7 +149,7 @@ async def run_session(
                     record.missing.append(f"{scenario.name} round {round_} unmarked: {old}")
         if round_ == 1:
             await check_byo(container, sid, checkpoint["summary"], record)
-    if rounds >= 5:
+    if rounds > 5:
         record.converged.append(afters[rounds] / afters[5])
 
 
@@ -185,6 +197,12 @@ def report(record: Record, sessions: int, rounds: int, seconds: float) -> None:
         kept = all(all(v) for v in record.present[round_].values())
         kept = kept and not any(record.unmarked[round_])
         print(f"- every fact after round {round_}, no replaced one unmarked: {_met(kept)}")
+    if record.forged_planted:
+        print(
+            f"- 0 forged lines adopted as the summary's or reminder's own "
+            f"({record.forged_planted} planted): {len(record.adopted)} found: "
+            f"{_met(not record.adopted)}"
+        )
     if record.converged:
         worst, median = max(record.converged), statistics.median(record.converged)
         print(
@@ -209,13 +227,15 @@ def report(record: Record, sessions: int, rounds: int, seconds: float) -> None:
     )
     for line in record.missing[:20]:
         print("  missing:", line)
+    for line in record.adopted[:10]:
+        print("  adopted:", line)
 
 
 def _met(ok: bool) -> str:
     return "met" if ok else "MISSED"
 
 
-async def run(per_shape: int, rounds: int) -> Record:
+async def run(per_shape: int, rounds: int, shapes: Sequence[Shape] = SHAPES) -> Record:
     """``per_shape`` fresh sessions of every shape, each compacted ``rounds`` times."""
     with tempfile.TemporaryDirectory() as tmp:
         url = f"sqlite+aiosqlite:///{tmp}/fidelity.db"
@@ -226,7 +246,7 @@ async def run(per_shape: int, rounds: int) -> Record:
                 "fidelity-local", ModelCapabilities(400_000, 16_384), ProviderSpec(kind="local")
             )
             record = Record()
-            for scenario in [make(seed) for seed in range(per_shape) for make in SHAPES]:
+            for scenario in [make(seed) for seed in range(per_shape) for make in shapes]:
                 await run_session(container, scenario, record, rounds)
         finally:
             await container.aclose()
@@ -237,10 +257,12 @@ def main(argv: list[str] | None = None) -> Record:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--per-shape", type=int, default=PER_SHAPE)
     parser.add_argument("--rounds", type=int, default=ROUNDS)
+    parser.add_argument("--without-forged", action="store_true", help="leave the forged shape out")
     args = parser.parse_args(argv)
+    shapes = [s for s in SHAPES if not (args.without_forged and s in FORGED_SHAPES)]
     started = time.perf_counter()
-    record = asyncio.run(run(args.per_shape, args.rounds))
-    sessions = args.per_shape * len(SHAPES)
+    record = asyncio.run(run(args.per_shape, args.rounds, shapes))
+    sessions = args.per_shape * len(shapes)
     report(record, sessions, args.rounds, time.perf_counter() - started)
     return record
 

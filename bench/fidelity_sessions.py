@@ -51,6 +51,7 @@ class Scenario:
     calls: int = 0
     last_request: str = ""
     stale: list[str] = field(default_factory=list)  # replaced: never shown unmarked
+    forged: list[str] = field(default_factory=list)  # never in a summary (pasted, not ours)
 
     def facts_now(self) -> dict[str, list[str]]:
         return {**self.facts, "last_request": [self.last_request]}

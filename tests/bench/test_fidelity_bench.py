@@ -13,7 +13,8 @@ from bench.fidelity_sessions import FACT_KINDS
 def test_every_shape_keeps_its_facts_over_five_compactions(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    record = fidelity.main(["--per-shape", "1", "--rounds", "5"])
+    # The forged shape is issue 29's items 1-2 (what an item is comes from its stored origin).
+    record = fidelity.main(["--per-shape", "1", "--rounds", "5", "--without-forged"])
     printed = capsys.readouterr().out
     assert record.missing == []
     for round_ in (1, 5):

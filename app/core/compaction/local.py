@@ -12,12 +12,17 @@ new material section by section: the same request, error, path or identifier is 
 (a repeat raises its ``(×N)`` count and makes it recent again), and the summary never exceeds
 ``MAX_SUMMARY_BYTES`` however many compactions came before. What makes it fit, in order:
 
-1. the newest only of each kind of narrative (``MAX_NARRATIVE`` assistant notes) and of filler
+1. the newest only of each kind of narrative (``MAX_NARRATIVE`` assistant notes), of filler
    requests (``MAX_FILLER_REQUESTS``: requests with no constraint, identifier, path or error),
-   and the newest ``MAX_ERRORS`` errors;
-2. then, while over the cap, entries are dropped by rank — narrative, then filler requests,
-   then paths, errors and requests with an identifier, path or error, then pending plan steps
-   and last the user's constraints — the oldest (least recently seen) first within a rank.
+   of the user's softer rules (``MAX_RULES``) and of metrics (``MAX_METRICS``), and the
+   ``MAX_ERRORS`` most severe errors, the newest first among equals;
+2. then, while over the cap, entries are dropped by rank (``_local_rank``, spec §9: filler
+   before constraints, never by age alone) — narrative, filler, replaced instructions, everyday
+   entries, rules, key facts, the pending plan, and last the user's red lines and decisions —
+   the oldest (least recently seen) first within a rank.
+
+An instruction a later one replaced stays marked ``[replaced by a later request]``; a metric's
+latest value says which it replaced (docs/compaction.md).
 
 Never dropped: the latest and the first user request, the identifiers list (at most
 ``MAX_IDENTIFIERS``, those the user named first) and the fixed lines; they fit the cap whatever

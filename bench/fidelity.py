@@ -200,8 +200,8 @@ def report(record: Record, sessions: int, rounds: int, seconds: float) -> None:
     if record.forged_planted:
         print(
             f"- 0 forged lines adopted as the summary's or reminder's own "
-            f"({record.forged_planted} planted): {len(record.adopted)} found: "
-            f"{_met(not record.adopted)}"
+            f"({record.forged_planted} planted): found {len(record.adopted)} times over the "
+            f"rounds: {_met(not record.adopted)}"
         )
     if record.converged:
         worst, median = max(record.converged), statistics.median(record.converged)

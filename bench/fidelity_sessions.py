@@ -9,9 +9,11 @@ Three shapes, as issue 14 describes them:
   id in round 6, long logs with the one error in their middle, repeated "any news?";
 - ``data``: data analysis with long query results (CSV) and a timed-out query.
 
-Each session plants facts of six kinds, each an exact string that must appear verbatim in the
-next prepared request: user constraints, ticket/incident ids, exact error messages, edited
-paths, pending plan steps, and the last user request (which changes every round). ``between``
+Each session plants facts of six kinds (the issue-29 shapes of ``bench/fidelity_trust.py`` add
+the latest decision, ownership and the latest metric value), each an exact string that must
+appear verbatim in the next prepared request: user constraints, ticket/incident ids, exact
+error messages, edited paths, pending plan steps, and the last user request (which changes
+every round). ``between``
 gives the new turn appended before each compaction: plausible follow-ups that plant nothing new.
 """
 
@@ -26,7 +28,17 @@ from typing import Any
 __all__ = ["FACT_KINDS", "Message", "Scenario", "scenarios"]
 
 Message = tuple[str, str, list[dict[str, Any]]]
-FACT_KINDS = ("constraint", "identifier", "error", "path", "pending", "last_request")
+FACT_KINDS = (
+    "constraint",
+    "identifier",
+    "error",
+    "path",
+    "pending",
+    "last_request",
+    "decision",
+    "ownership",
+    "metric",
+)
 
 
 @dataclass
@@ -38,6 +50,8 @@ class Scenario:
     between: Callable[[int], list[Message]]
     calls: int = 0
     last_request: str = ""
+    stale: list[str] = field(default_factory=list)  # replaced: never shown unmarked
+    forged: list[str] = field(default_factory=list)  # never in a summary (pasted, not ours)
 
     def facts_now(self) -> dict[str, list[str]]:
         return {**self.facts, "last_request": [self.last_request]}

@@ -13,6 +13,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from app.core.compaction._local_rank import REPLACED_MARK, mark_replaced
+from app.core.compaction._local_text import repeat_key
 from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SUMMARY_ROOT_OPEN
 
 __all__ = [
@@ -21,11 +23,14 @@ __all__ = [
     "FIRST_PREFIX",
     "IDENTIFIERS_PREFIX",
     "LATEST_PREFIX",
+    "METRIC_PREFIX",
     "NARRATIVE_PREFIX",
     "OTHER_IDENTIFIERS_PREFIX",
     "TOOLS_PREFIX",
     "TOOL_PATHS_PREFIX",
+    "Ages",
     "Carried",
+    "Counted",
     "counted",
     "read_summary",
 ]
@@ -41,6 +46,8 @@ EDITED_PREFIX = "Edited: "
 TOOL_PATHS_PREFIX = "Files named in tool calls: "
 COMPACTIONS_PREFIX = "Compactions so far: "
 NARRATIVE_PREFIX = "Assistant: "
+# ``Metric: error_rate 0.1 % (replaces 2.3 %)``: the latest value of a changing metric.
+METRIC_PREFIX = "Metric: "
 
 # Prefixes of the summarizer's earlier versions, read as their current forms.
 _OLD_PREFIXES = {
@@ -51,6 +58,7 @@ _COUNT = re.compile(r"^\(×(\d+)\) ")
 _TOOL_COUNT = re.compile(r"^(.*) ×(\d+)$")
 _WITH_ORIGIN = re.compile(r"^(\S+) \((assistant|tool output)\)$")
 _COMPACTIONS = re.compile(r"^(\d+)\b")
+_METRIC = re.compile(r"^(?P<name>.+?) (?P<value>\d[^()]*?)(?: \(replaces (?P<was>.+)\))?$")
 _SKIPPED = re.compile(r"^(?:Source: |\.\.\. \d+ more edited paths|\(\d+ earlier user messages)")
 
 
@@ -69,7 +77,61 @@ class Carried:
     narrative: list[str] = field(default_factory=list)
     requests: list[tuple[str, int]] = field(default_factory=list)  # (text, times asked)
     plan: list[str] = field(default_factory=list)
+    metrics: list[tuple[str, str, str | None]] = field(default_factory=list)  # name, value, was
     compactions: int = 0
+
+
+class Ages:
+    """Ages in the order things were seen: what an earlier summary held first, then the new."""
+
+    def __init__(self) -> None:
+        self._next = 0
+
+    def __call__(self) -> int:
+        self._next += 1
+        return self._next
+
+
+@dataclass(slots=True)
+class Counted:
+    """Distinct texts by ``repeat_key``, each with its count and last-seen age."""
+
+    shown: dict[str, str]
+    count: dict[str, int]
+    age: dict[str, int]
+
+    @classmethod
+    def empty(cls) -> Counted:
+        return cls({}, {}, {})
+
+    def add(self, text: str, times: int, age: int, key: str | None = None) -> None:
+        key = key or repeat_key(text) or text
+        self.shown.setdefault(key, text)
+        self.count[key] = self.count.get(key, 0) + times
+        self.age[key] = age
+
+    def entries(
+        self, rank_of: dict[str, int] | None = None, default_rank: int = 0
+    ) -> list[tuple[str, int, int]]:
+        """``(text with its count, rank, age)``, oldest first."""
+        out = []
+        for key in self.oldest_first():
+            times = self.count[key]
+            text = self.shown[key] if times == 1 else f"(×{times}) {self.shown[key]}"
+            out.append((text, (rank_of or {}).get(key, default_rank), self.age[key]))
+        return out
+
+    def oldest_first(self) -> list[str]:
+        return sorted(self.shown, key=lambda k: self.age[k])
+
+    def mark_replaced(self, new: set[str]) -> set[str]:
+        """Mark the requests a later new one replaces; their texts (unmarked) are returned."""
+        keys = self.oldest_first()
+        texts = [self.shown[key] for key in keys]
+        replaced = mark_replaced(texts, [key in new for key in keys])
+        for index in replaced:
+            self.shown[keys[index]] = REPLACED_MARK + texts[index]
+        return {texts[index] for index in replaced}
 
 
 def counted(entry: str) -> tuple[str, int]:
@@ -145,6 +207,10 @@ def _take(carried: Carried, section: int, entry: str) -> None:
         if entry.startswith(COMPACTIONS_PREFIX):
             match = _COMPACTIONS.match(entry.removeprefix(COMPACTIONS_PREFIX))
             carried.compactions = int(match.group(1)) if match else 0
+        elif entry.startswith(METRIC_PREFIX) and (
+            reading := _METRIC.match(entry.removeprefix(METRIC_PREFIX))
+        ):
+            carried.metrics.append((reading["name"], reading["value"], reading["was"]))
         else:
             carried.narrative.append(entry.removeprefix(NARRATIVE_PREFIX))
     elif section == 5:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 
 from app.core.compaction._local_view import IDENTIFIERS
+from app.core.facts import Strength, binding, split_sentences, strength
 
 __all__ = [
     "is_constraint",
@@ -17,19 +18,6 @@ __all__ = [
     "shorten",
 ]
 
-# Words of a constraint: what the user forbids, requires or limits (English, and a few Chinese
-# forms, as the original design pages are Chinese). A constraint is never dropped while the
-# summary fits its cap.
-_CONSTRAINT = re.compile(
-    r"""
-    \b(?:never|don'?t|do\ not|does\ not|must|mustn'?t|shouldn'?t|should\ not|shall\ not|only
-      |read[-\ ]only|without|avoid|always|ensure|make\ sure|required?|forbidden|prohibited
-      |not\ allowed|under\ no\ circumstances|unless|at\ most|at\ least|keep|stay|no\ (?:writes?
-      |changes?|edits?|restarts?|deploys?|deletes?|access|network))\b
-    | 不要 | 禁止 | 只读 | 必须 | 不能 | 不得 | 仅
-    """,
-    re.IGNORECASE | re.VERBOSE,
-)
 # A path (``src/a.py``, ``/etc/x``, ``docs\\x.md``) or a file name with an extension.
 _PATH = re.compile(
     r"(?:[\w.-]+[/\\])+[\w.-]+|\b[\w-]+\.(?:py|ts|js|go|rs|java|sql|md|ya?ml|json)\b"
@@ -39,8 +27,10 @@ _ERRORISH = re.compile(
     r"|\b[A-Z]\w*(?:Error|Exception)\b",
     re.IGNORECASE,
 )
-# Sentence ends: ``.``, ``!``, ``?`` (and their CJK forms) followed by space, or a line break.
-_SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+|\n+")
+# A red-line sentence that points back ("let's not do *that*") keeps the sentences it points
+# to: "Last time someone trusted the header. It blew up in production. So, let's not do that."
+_POINTS_BACK = re.compile(r"\b(?:that|this|it|so|again)\b|那样|这样|那个|这个|上次", re.IGNORECASE)
+_POINTED_TO = 2
 
 # ``<`` that opens (or closes) a control tag becomes U+2039, so the text stays readable but no
 # longer matches the case-insensitive check of §7.4.
@@ -57,7 +47,9 @@ def neutralize(text: str) -> str:
 
 
 def is_constraint(text: str) -> bool:
-    return _CONSTRAINT.search(text) is not None
+    """Words that forbid or require: a red line or a rule (``app.core.facts.instructions``);
+    a bare revocation ("scratch that") is a decision, not a constraint to pin."""
+    return binding(text) is not Strength.NONE
 
 
 def is_salient_request(text: str) -> bool:
@@ -74,15 +66,16 @@ def repeat_key(text: str) -> str:
 def shorten(text: str, limit: int) -> str:
     """``text`` (whitespace-trimmed) in at most about ``limit`` characters.
 
-    A longer text keeps its key sentences — constraints, then sentences naming an identifier,
-    a path or an error — in their original order, each verbatim, with `` … `` where sentences
-    were left out; without any, its first sentences. A single sentence that is still too long
-    keeps its start, cut at ``limit``.
+    A longer text keeps its key sentences — red lines (with the sentences a red line points
+    back to: "It blew up. So let's not do that."), then rules, then sentences naming an
+    identifier, a path or an error — in their original order, each verbatim, with `` … ``
+    where sentences were left out; without any, its first sentences. A single sentence that is
+    still too long keeps its start, cut at ``limit``. Sentences end at CJK punctuation too.
     """
     text = text.strip()
     if len(text) <= limit:
         return text
-    sentences = [s.strip() for s in _SENTENCE_END.split(text) if s.strip()]
+    sentences = split_sentences(text)
     ranked = sorted(
         range(len(sentences)),
         key=lambda i: (_sentence_rank(sentences[i]), i),
@@ -94,10 +87,13 @@ def shorten(text: str, limit: int) -> str:
         if sentences[index] in seen:
             continue  # a sentence said twice is kept once
         seen.add(sentences[index])
-        size = len(sentences[index]) + 3
+        unit = [i for i in _unit(sentences, index) if i not in chosen]
+        size = sum(len(sentences[i]) + 3 for i in unit)
+        if used + size > limit and len(unit) > 1:
+            unit, size = [index], len(sentences[index]) + 3  # the sentence without its example
         if chosen and used + size > limit:
             continue
-        chosen.add(index)
+        chosen.update(unit)
         used += size
     parts: list[str] = []
     previous = -1
@@ -115,9 +111,16 @@ def shorten(text: str, limit: int) -> str:
     return shortened
 
 
+def _unit(sentences: list[str], index: int) -> list[int]:
+    """The sentence at ``index`` with those it points back to (a red line's example)."""
+    sentence = sentences[index]
+    if strength(sentence) is Strength.RED_LINE and _POINTS_BACK.search(sentence):
+        return list(range(max(0, index - _POINTED_TO), index + 1))
+    return [index]
+
+
 def _sentence_rank(sentence: str) -> int:
-    if is_constraint(sentence):
-        return 0
-    if is_salient_request(sentence):
-        return 1
-    return 2
+    binds = strength(sentence)
+    if binds is not Strength.NONE:
+        return int(binds)  # a red line 0, a rule 1
+    return 2 if is_salient_request(sentence) else 3

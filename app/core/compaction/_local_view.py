@@ -24,6 +24,7 @@ from app.core.compaction.request import SUMMARY_INSTRUCTION
 from app.core.compaction.runtime_state import edited_paths
 from app.core.content import Block, Item, RealOrigin, SyntheticOrigin
 from app.core.errors import InvalidInput
+from app.core.facts import most_severe
 from app.core.plan import Plan, parse_update_plan_arguments
 from app.core.salient import salient_lines_of
 
@@ -43,7 +44,9 @@ IdentifierOrigin: TypeAlias = Literal["user", "assistant", "tool output"]
 # Most authoritative first.
 IDENTIFIER_ORIGINS: tuple[IdentifierOrigin, ...] = ("user", "assistant", "tool output")
 
-IDENTIFIERS = re.compile(r"\b(?:[A-Z][A-Z0-9]+-\d+|INC\d+)\b")
+# Bounded by any non-ASCII-alphanumeric character, not ``\b``: in ``工单PAY-7731`` there is no
+# word boundary between the CJK character and ``P``.
+IDENTIFIERS = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Z][A-Z0-9]+-\d+|INC\d+)(?![A-Za-z0-9_])")
 # Error lines kept per tool result (the salient-line rule of ``app.core.salient``).
 MAX_ERROR_LINES_PER_RESULT = 3
 # A salient line that is source code (``raise ValueError(...)`` in a file that was read) is not
@@ -219,9 +222,12 @@ def _read_tool(view: _View, facts: ConversationFacts, seen: set[str]) -> None:
         state = str(block.get("state", "success"))
         output = block.get("output")
         text = message_text(output if isinstance(output, list) else [])
-        lines = [
-            line.text for line in salient_lines_of(text) if _SOURCE_LINE.match(line.text) is None
-        ][:MAX_ERROR_LINES_PER_RESULT]
+        # The most severe distinct lines, not the first ones (a FATAL after 29 retries).
+        salient = [line.text for line in salient_lines_of(text)]
+        lines = most_severe(
+            [line for line in salient if _SOURCE_LINE.match(line) is None],
+            MAX_ERROR_LINES_PER_RESULT,
+        )
         if not lines and state != "success":
             first = next((line.strip() for line in text.splitlines() if line.strip()), "")
             lines = [first or "(no output)"]

@@ -12,12 +12,17 @@ new material section by section: the same request, error, path or identifier is 
 (a repeat raises its ``(×N)`` count and makes it recent again), and the summary never exceeds
 ``MAX_SUMMARY_BYTES`` however many compactions came before. What makes it fit, in order:
 
-1. the newest only of each kind of narrative (``MAX_NARRATIVE`` assistant notes) and of filler
+1. the newest only of each kind of narrative (``MAX_NARRATIVE`` assistant notes), of filler
    requests (``MAX_FILLER_REQUESTS``: requests with no constraint, identifier, path or error),
-   and the newest ``MAX_ERRORS`` errors;
-2. then, while over the cap, entries are dropped by rank — narrative, then filler requests,
-   then paths, errors and requests with an identifier, path or error, then pending plan steps
-   and last the user's constraints — the oldest (least recently seen) first within a rank.
+   of the user's softer rules (``MAX_RULES``) and of metrics (``MAX_METRICS``), and the
+   ``MAX_ERRORS`` most severe errors, the newest first among equals;
+2. then, while over the cap, entries are dropped by rank (``_local_rank``, spec §9: filler
+   before constraints, never by age alone) — narrative, filler, replaced instructions, everyday
+   entries, rules, key facts, the pending plan, and last the user's red lines and decisions —
+   the oldest (least recently seen) first within a rank.
+
+An instruction a later one replaced stays marked ``[replaced by a later request]``; a metric's
+latest value says which it replaced (docs/compaction.md).
 
 Never dropped: the latest and the first user request, the user's identifiers (at most
 ``MAX_IDENTIFIERS``; those seen only in tool output or assistant text are listed apart with
@@ -37,20 +42,30 @@ from app.core.compaction._local_merge import (
     FIRST_PREFIX,
     IDENTIFIERS_PREFIX,
     LATEST_PREFIX,
+    METRIC_PREFIX,
     NARRATIVE_PREFIX,
     OTHER_IDENTIFIERS_PREFIX,
     TOOL_PATHS_PREFIX,
     TOOLS_PREFIX,
+    Ages,
     Carried,
+    Counted,
     read_summary,
 )
-from app.core.compaction._local_text import (
-    is_constraint,
-    is_salient_request,
-    neutralize,
-    repeat_key,
-    shorten,
+from app.core.compaction._local_rank import (
+    FILLER,
+    KEEP,
+    KEY_FACT,
+    NARRATIVE,
+    PINNED,
+    PLAN,
+    REPLACED_MARK,
+    RULE,
+    error_rank,
+    latest_readings,
+    request_rank,
 )
+from app.core.compaction._local_text import neutralize, repeat_key, shorten
 from app.core.compaction._local_view import (
     IDENTIFIER_ORIGINS,
     IDENTIFIERS,
@@ -62,6 +77,7 @@ from app.core.compaction._local_view import (
 from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SUMMARY_ROOT_OPEN
 from app.core.compaction.validation import MIN_SUMMARY_CHARS
 from app.core.counting import utf8_len
+from app.core.facts import readings, retry_key
 
 __all__ = ["MAX_SUMMARY_BYTES", "Message", "is_summary_request", "local_reply", "local_summary"]
 
@@ -83,11 +99,10 @@ MAX_TOOL_PATHS = 24
 MAX_ERRORS = 20
 MAX_NARRATIVE = 4
 MAX_FILLER_REQUESTS = 6
+MAX_RULES = 12
+MAX_METRICS = 12
 
 _ORIGIN_ORDER: tuple[str, ...] = IDENTIFIER_ORIGINS
-
-# Ranks: what goes first when the summary is over its cap (the highest rank first).
-PINNED, CONSTRAINT, KEEP, FILLER, NARRATIVE = -1, 0, 1, 2, 3
 
 _NEXT_ACTION_FOOTER = (
     "Before acting on an exact detail this extractive summary does not state (a file content, "
@@ -120,45 +135,6 @@ def _clip(text: str, limit: int) -> str:
     return f"{text[:limit]} … [{len(text) - limit} more characters]"
 
 
-class _Ages:
-    """Ages in the order things were seen: what an earlier summary held first, then the new."""
-
-    def __init__(self) -> None:
-        self._next = 0
-
-    def __call__(self) -> int:
-        self._next += 1
-        return self._next
-
-
-@dataclass(slots=True)
-class _Counted:
-    """Distinct texts by ``repeat_key``, each with its count and last-seen age."""
-
-    shown: dict[str, str]
-    count: dict[str, int]
-    age: dict[str, int]
-
-    @classmethod
-    def empty(cls) -> _Counted:
-        return cls({}, {}, {})
-
-    def add(self, text: str, times: int, age: int) -> None:
-        key = repeat_key(text) or text
-        self.shown.setdefault(key, text)
-        self.count[key] = self.count.get(key, 0) + times
-        self.age[key] = age
-
-    def entries(self, rank_of: dict[str, int] | None = None) -> list[tuple[str, int, int]]:
-        """``(text with its count, rank, age)``, oldest first."""
-        out = []
-        for key in sorted(self.shown, key=lambda k: self.age[k]):
-            times = self.count[key]
-            text = self.shown[key] if times == 1 else f"(×{times}) {self.shown[key]}"
-            out.append((text, (rank_of or {}).get(key, KEEP), self.age[key]))
-        return out
-
-
 def _newest(entries: list[_Entry], rank: int, keep: int) -> list[_Entry]:
     """``entries`` without the oldest of ``rank`` beyond the newest ``keep``."""
     of_rank = sorted((e.age for e in entries if e.rank == rank), reverse=True)
@@ -169,17 +145,23 @@ def _newest(entries: list[_Entry], rank: int, keep: int) -> list[_Entry]:
 
 
 def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
-    age = _Ages()
-    requests = _Counted.empty()
+    age = Ages()
+    requests = Counted.empty()
     for text, times in carried.requests:
         requests.add(text, times, age())
+    new_requests = set()
     for request in facts.requests:
-        requests.add(shorten(request, MAX_REQUEST_CHARS), 1, age())
-    errors = _Counted.empty()
+        shortened = shorten(request, MAX_REQUEST_CHARS)
+        requests.add(shortened, 1, age())
+        new_requests.add(repeat_key(shortened) or shortened)
+    # The latest word wins: an instruction a later one replaced stays only marked so.
+    replaced = requests.mark_replaced(new_requests)
+    errors = Counted.empty()
+    # The retries of one failure are one line, counted (their attempt numbers differ).
     for text, times in carried.errors:
-        errors.add(text, times, age())
+        errors.add(text, times, age(), retry_key(text))
     for error in facts.tool_errors:
-        errors.add(_clip(error, MAX_ERROR_CHARS), 1, age())
+        errors.add(_clip(error, MAX_ERROR_CHARS), 1, age(), retry_key(error))
 
     latest = (
         shorten(facts.requests[-1], MAX_LATEST_CHARS) if facts.requests else carried.latest_request
@@ -193,6 +175,8 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
         if facts.requests
         else None
     )
+    if first in replaced:
+        first = REPLACED_MARK + first
     pinned = age() + 10_000_000  # never dropped: their age does not matter
 
     primary = []
@@ -222,8 +206,10 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
     if named:
         files.append(_Entry(_bullet(TOOL_PATHS_PREFIX + ", ".join(named)), NARRATIVE, pinned))
 
-    error_entries = [_Entry(_bullet(t), KEEP, a) for t, _, a in errors.entries()]
-    error_entries = _newest(error_entries, KEEP, MAX_ERRORS)
+    # The most severe errors first, then the newest (a FATAL outlasts any number of retries).
+    error_entries = [_Entry(_bullet(t), error_rank(t), a) for t, _, a in errors.entries()]
+    kept = sorted(error_entries, key=lambda e: (e.rank, -e.age))[:MAX_ERRORS]
+    error_entries = [e for e in error_entries if e in kept]
 
     decisions = [_Entry(_bullet(_progress(facts, carried)), PINNED, pinned)]
     # The same note again is one note, as recent as its last occurrence.
@@ -235,16 +221,17 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
         notes.pop(repeat_key(note), None)
         notes[repeat_key(note)] = (note, age())
     narrative = [_Entry(_bullet(NARRATIVE_PREFIX + n), NARRATIVE, a) for n, a in notes.values()]
+    decisions += _metrics(facts, carried, age)
     decisions += _newest(narrative, NARRATIVE, MAX_NARRATIVE)
 
-    rank_of = {key: _request_rank(text, first) for key, text in requests.shown.items()}
+    rank_of = {key: request_rank(text, first) for key, text in requests.shown.items()}
     messages = [_Entry(_bullet(t), rank, a) for t, rank, a in requests.entries(rank_of)]
-    messages = _newest(messages, FILLER, MAX_FILLER_REQUESTS)
+    messages = _newest(_newest(messages, FILLER, MAX_FILLER_REQUESTS), RULE, MAX_RULES)
 
     # The execution frontier outlasts everything but the user's constraints (the reminder
     # carries the plan too; only the summary carries the constraints).
     steps = _pending(facts) or carried.plan
-    pending = [_Entry(_bullet(step), CONSTRAINT, index) for index, step in enumerate(steps)]
+    pending = [_Entry(_bullet(step), PLAN, index) for index, step in enumerate(steps)]
 
     current = []  # the latest request is section 1's
     if facts.assistant_texts:
@@ -266,16 +253,19 @@ def _sections(facts: ConversationFacts, carried: Carried) -> list[list[_Entry]]:
     ]
 
 
-def _request_rank(text: str, first: str | None) -> int:
-    if is_constraint(text):
-        return CONSTRAINT
-    if is_salient_request(text) or (first is not None and text == first):
-        return KEEP
-    return FILLER
+def _metrics(facts: ConversationFacts, carried: Carried, age: Ages) -> list[_Entry]:
+    """The latest value of each changing metric, saying which value it replaced; the
+    ``MAX_METRICS`` most recently changed. The assistant's readings count after the user's."""
+    new = [r for text in [*facts.requests, *facts.assistant_texts] for r in readings(text)]
+    entries = []
+    for name, value, was in latest_readings(carried.metrics, new)[-MAX_METRICS:]:
+        line = f"{METRIC_PREFIX}{name} {value}" + (f" (replaces {was})" if was else "")
+        entries.append(_Entry(_bullet(line), KEY_FACT, age()))
+    return entries
 
 
 def _identifiers(
-    facts: ConversationFacts, carried: Carried, requests: _Counted
+    facts: ConversationFacts, carried: Carried, requests: Counted
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """The identifiers the user named (first seen first, at most ``MAX_IDENTIFIERS``), and
     those seen only in the assistant's text or tool output, each with its origin (the most

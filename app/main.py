@@ -11,6 +11,7 @@ from fastapi_standalone_docs import StandaloneDocs
 from opentelemetry.sdk.trace import TracerProvider
 
 from app.api.auth import require_api_key
+from app.api.key_first import KeyBeforeBody
 from app.api.limits import RequestGuard
 from app.api.methods import MethodDispatch
 from app.api.observability import RequestContext
@@ -100,6 +101,8 @@ def create_app(
     install_openapi(app)
     app.add_middleware(MethodDispatch, routes=app.routes)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
+    # Outside the guard, which reads the body: the key first (``app.api.key_first``).
+    app.add_middleware(KeyBeforeBody, routes=app.routes)
     # Inside the request context (its id, its access line with the 500), around everything else.
     app.add_middleware(UnexpectedErrors)
     app.add_middleware(RequestContext, metrics=container.metrics)

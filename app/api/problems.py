@@ -25,7 +25,13 @@ from app.core.errors import ErrorKind, ServiceError
 from app.core.json_limits import MAX_JSON_DEPTH
 from app.observability.context import note_problem, request_id_var
 
-__all__ = ["UnexpectedErrors", "install_error_handlers", "malformed_json", "problem_response"]
+__all__ = [
+    "UnexpectedErrors",
+    "install_error_handlers",
+    "malformed_json",
+    "problem_response",
+    "service_error_response",
+]
 
 log = logging.getLogger("ctxsvc.errors")
 
@@ -79,6 +85,11 @@ def status_of(error: ServiceError) -> int:
 
 async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
+    return service_error_response(exc)
+
+
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    """The answer for a ``ServiceError`` (also raised outside a route: ``app.api.key_first``)."""
     headers: dict[str, str] = {}
     retry_after = exc.extra.get("retry_after_seconds")
     if retry_after is not None:

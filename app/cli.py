@@ -29,6 +29,8 @@ __all__ = ["main", "openapi_document"]
 
 # Exit statuses: 2 for settings (as argparse does for bad arguments), 1 for everything else.
 EXIT_UNAVAILABLE = 1
+# Imported by uvicorn in each worker (a string, so this module need not import uvicorn's parts).
+HTTP_PROTOCOL = "app.api.http_protocol:BoundedHttpProtocol"
 
 
 def say(line: str) -> None:
@@ -92,7 +94,16 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         os.environ["CTXSVC_MIGRATE_ON_START"] = "false"
     say(f"Swagger UI at http://{host}:{port}/docs")
     with metrics_directory(workers):
-        uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_config=None)
+        uvicorn.run(
+            "app.main:app",
+            host=host,
+            port=port,
+            workers=workers,
+            log_config=None,
+            # A bounded request head and problem+json refusals (``app.api.http_protocol``).
+            http=HTTP_PROTOCOL,
+            h11_max_incomplete_event_size=settings.max_header_bytes,
+        )
     return 0
 
 

@@ -8,8 +8,9 @@ malformed request line or header, a bad ``Content-Length``, NUL in a header) wit
 
 - the request head (request line and headers) bounded by ``--h11-max-incomplete-event-size``,
   the knob uvicorn's h11 protocol bounds the same thing with; ``ctxsvc serve`` passes
-  ``CTXSVC_MAX_HEADER_BYTES``. A longer head is answered 431 ``headers_too_large``, and at most
-  one read (256 KiB) past the limit is ever held;
+  ``CTXSVC_MAX_HEADER_BYTES``. A longer head is answered 431 ``headers_too_large``: exactly
+  past the limit once the head is complete (the URL, and each header's name and value plus 4
+  bytes for ``": "`` and CRLF), at most two reads (2 × 256 KiB) past it while it is not;
 - every refusal it sends in the one problem shape (``app.api.problems``): 400
   ``malformed_request`` for a request that is not HTTP/1.1.
 
@@ -74,13 +75,18 @@ class BoundedHttpProtocol(HttpToolsProtocol):
         self._in_head = True
         self._received_in_head = 0
         self._head_bytes = 0
+        self._began_in_read = False
         self._too_large = False
 
     def data_received(self, data: bytes) -> None:
+        self._began_in_read = False
         super().data_received(data)
         if not self._in_head or self.transport.is_closing():
             return
-        self._received_in_head += len(data)
+        # The read a head began in may also hold the end of the previous request's body: it is
+        # not counted (a head that stays incomplete is refused one read later at most).
+        if not self._began_in_read:
+            self._received_in_head += len(data)
         if self._received_in_head > self.max_head_bytes:
             self._too_large = True
             self.send_400_response("")
@@ -88,6 +94,7 @@ class BoundedHttpProtocol(HttpToolsProtocol):
     def on_message_begin(self) -> None:
         super().on_message_begin()
         self._in_head = True
+        self._began_in_read = True
         self._received_in_head = 0
         self._head_bytes = 0
 

@@ -97,3 +97,15 @@ def test_a_request_that_is_not_http_is_a_problem_400(
 ) -> None:
     answer = exchange(server.port, request_bytes)
     assert_problem(answer, 400, "malformed_request")
+
+
+def test_bodies_on_a_kept_alive_connection_are_not_counted_as_heads(server: ServerProcess) -> None:
+    # 1 MB bodies, each 128 times the head limit, then more requests on the same connection.
+    with httpx.Client(base_url=server.url, timeout=TIMEOUT_SECONDS) as client:
+        for _ in range(3):
+            counted = client.post(
+                "/v1/tokens/count", json={"counter": "estimate", "text": "a" * 10**6}
+            )
+            assert counted.status_code == 200, counted.text
+            assert counted.json()["tokens"] == 250_000
+            assert client.get("/healthz").status_code == 200

@@ -29,8 +29,6 @@ __all__ = ["main", "openapi_document"]
 
 # Exit statuses: 2 for settings (as argparse does for bad arguments), 1 for everything else.
 EXIT_UNAVAILABLE = 1
-# Imported by uvicorn in each worker (a string, so this module need not import uvicorn's parts).
-HTTP_PROTOCOL = "app.api.http_protocol:BoundedHttpProtocol"
 
 
 def say(line: str) -> None:
@@ -79,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
     import uvicorn
 
+    from app.api.http_protocol import BoundedHttpProtocol
+
     problem = listen_problem(host, port)  # first: a server that cannot listen changes nothing
     if problem is not None:
         say(problem)
@@ -101,7 +101,8 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
             workers=workers,
             log_config=None,
             # A bounded request head and problem+json refusals (``app.api.http_protocol``).
-            http=HTTP_PROTOCOL,
+            # The class itself, which every uvicorn takes (not every one takes an import string).
+            http=BoundedHttpProtocol,
             h11_max_incomplete_event_size=settings.max_header_bytes,
         )
     return 0

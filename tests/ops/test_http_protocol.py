@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -109,3 +110,12 @@ def test_bodies_on_a_kept_alive_connection_are_not_counted_as_heads(server: Serv
             assert counted.status_code == 200, counted.text
             assert counted.json()["tokens"] == 250_000
             assert client.get("/healthz").status_code == 200
+
+
+def test_every_worker_runs_the_bounded_protocol(tmp_path: Path) -> None:
+    env = clean_env(CTXSVC_MAX_HEADER_BYTES=str(LIMIT), CTXSVC_JSON_LOGS="false")
+    command = [*serve_command(free_port()), "--workers", "2"]
+    with running([command], env=env, cwd=tmp_path) as [process]:
+        for _ in range(4):  # a connection each: the kernel spreads them over the workers
+            assert_problem(exchange(process.port, padded(LIMIT + 1)), 431, "headers_too_large")
+            assert exchange(process.port, padded(LIMIT)).status == 200

@@ -12,10 +12,12 @@ again as always: this one only moves a refusal earlier, it grants nothing.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
+from typing import Any, cast
 
-from fastapi.routing import iter_route_contexts
+from fastapi.routing import RouteContext, iter_route_contexts
 from fastapi.security import HTTPBearer
 from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
@@ -39,19 +41,18 @@ def _sends_body(scope: Scope) -> bool:
     return False
 
 
-def _key_check(routes: Sequence[BaseRoute], scope: Scope) -> tuple[KeyCheck, Scope] | None:
-    """The key check of the route ``scope`` is for, and the scope the route would see (its
-    path parameters), if that route has one."""
-    for route in iter_route_contexts(routes):
-        match, child = route.matches(scope)
-        if match is not Match.FULL:
-            continue
+@dataclass(frozen=True)
+class _Route:
+    route: RouteContext
+    path_regex: re.Pattern[str] | None
+    check: KeyCheck | None
+
+    @classmethod
+    def of(cls, route: RouteContext) -> _Route:
         dependant = getattr(route, "dependant", None)
-        for dependency in getattr(dependant, "dependencies", ()):
-            if dependency.call in _KEY_CHECKS:
-                return dependency.call, {**scope, **child}
-        return None
-    return None
+        calls = [d.call for d in getattr(dependant, "dependencies", ())]
+        checks = [cast(KeyCheck, call) for call in calls if call in _KEY_CHECKS]
+        return cls(route, getattr(route, "path_regex", None), checks[0] if checks else None)
 
 
 class KeyBeforeBody:
@@ -59,11 +60,26 @@ class KeyBeforeBody:
 
     def __init__(self, app: ASGIApp, routes: Sequence[BaseRoute]) -> None:
         self.app = app
-        self.routes = routes
+        self.routes = routes  # filled in after the middleware is added: read on first use
+        self._routes: list[_Route] | None = None
+
+    def key_check(self, scope: Scope) -> tuple[KeyCheck, Scope] | None:
+        """The key check of the route ``scope`` is for, and the scope the route would see (its
+        path parameters), if that route has one."""
+        if self._routes is None:  # in the router's order
+            self._routes = [_Route.of(route) for route in iter_route_contexts(self.routes)]
+        path = scope.get("path", "")
+        for route in self._routes:
+            if route.path_regex is not None and not route.path_regex.match(path):
+                continue  # the cheap look first: ``matches`` builds the route's scope
+            match, child = route.route.matches(scope)
+            if match is Match.FULL:
+                return None if route.check is None else (route.check, {**scope, **child})
+        return None
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http" and _sends_body(scope):
-            found = _key_check(self.routes, scope)
+            found = self.key_check(scope)
             if found is not None:
                 check, route_scope = found
                 request = Request(route_scope)

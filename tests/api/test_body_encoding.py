@@ -12,8 +12,10 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from app.api.limits import not_utf8
+from app.api.limits import not_utf8, unstorable_text
 from tests.api.helpers import new_session, session_body, stored, user
 
 pytestmark = pytest.mark.anyio
@@ -204,3 +206,40 @@ async def test_an_integer_past_the_digit_limit_is_a_422(api: httpx.AsyncClient, 
 )
 def test_not_utf8_names_what_is_wrong(body: bytes, found: str | None) -> None:
     assert not_utf8(body) == found
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for k, v in value.items() for s in [k, *_strings(v)]]
+    if isinstance(value, list):
+        return [s for item in value for s in _strings(item)]
+    return []
+
+
+def _storable(text: str) -> bool:
+    return "\x00" not in text and not any(0xD800 <= ord(c) <= 0xDFFF for c in text)
+
+
+_TEXT = st.text(st.sampled_from(["a", "é", "\x00", "\ud800", "\udc00", "😀", "\\", '"', "\x1f"]))
+_VALUES = st.recursive(
+    st.none() | st.integers() | _TEXT,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_TEXT, inner, max_size=3),
+    max_leaves=6,
+)
+_ENCODINGS = ["utf-8", "utf-8-sig", "utf-16", "utf-16-le", "utf-16-be", "utf-32", "utf-32-be"]
+
+
+@settings(max_examples=1500, deadline=None)
+@given(_VALUES, st.booleans(), st.sampled_from(_ENCODINGS))
+def test_what_passes_the_guard_decodes_to_storable_text(
+    value: Any, ascii_only: bool, encoding: str
+) -> None:
+    # Whatever a body's bytes (escaped or raw text, any encoding a reader might guess), a body
+    # the guard lets through decodes, by the most lenient reader behind it, to storable text.
+    body = json.dumps({"v": value}, ensure_ascii=ascii_only).encode(encoding, "surrogatepass")
+    if not_utf8(body) is not None or unstorable_text(body) is not None:
+        return
+    decoded = json.loads(body)  # guesses UTF-16/32 and lets surrogates pass
+    assert all(_storable(text) for text in _strings(decoded))

@@ -71,7 +71,7 @@ _FOREIGN_BOMS = (
 def not_utf8(body: bytes) -> str | None:
     """Why ``body`` is not JSON text in UTF-8 (``None``: it is), decided once for every reader.
 
-    JSON on the wire is UTF-8 (RFC 8259 §8.1, spec §8). The readers behind this check would
+    JSON on the wire is UTF-8 (RFC 8259 §8.1). The readers behind this check would
     guess otherwise: the standard reader decodes UTF-16 and UTF-32 bodies and UTF-8-encoded
     surrogates (``ED A0 80``) without complaint, which let U+0000 and lone surrogates past the
     escape scan (``unstorable_text``), which reads UTF-8 escapes. A NUL byte is never part of

@@ -77,6 +77,8 @@ def main(argv: list[str] | None = None) -> int:
 def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int:
     import uvicorn
 
+    from app.api.http_protocol import BoundedHttpProtocol
+
     problem = listen_problem(host, port)  # first: a server that cannot listen changes nothing
     if problem is not None:
         say(problem)
@@ -92,7 +94,17 @@ def run_server(settings: Settings, *, host: str, port: int, workers: int) -> int
         os.environ["CTXSVC_MIGRATE_ON_START"] = "false"
     say(f"Swagger UI at http://{host}:{port}/docs")
     with metrics_directory(workers):
-        uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_config=None)
+        uvicorn.run(
+            "app.main:app",
+            host=host,
+            port=port,
+            workers=workers,
+            log_config=None,
+            # A bounded request head and problem+json refusals (``app.api.http_protocol``).
+            # The class itself, which every uvicorn takes (not every one takes an import string).
+            http=BoundedHttpProtocol,
+            h11_max_incomplete_event_size=settings.max_header_bytes,
+        )
     return 0
 
 

@@ -11,6 +11,7 @@ from fastapi_standalone_docs import StandaloneDocs
 from opentelemetry.sdk.trace import TracerProvider
 
 from app.api.auth import require_api_key
+from app.api.key_first import KeyBeforeBody
 from app.api.limits import RequestGuard
 from app.api.methods import MethodDispatch
 from app.api.observability import RequestContext
@@ -50,10 +51,13 @@ DESCRIPTION = """Prepares the input of every LLM call an agent makes: builds the
 Context, Conversation and Tool Surface, prunes and pairs tool output, measures the budget, compacts
 into validated summaries, and runs whole turns against model providers.
 
-Every request body is JSON (`Content-Type: application/json`). No string anywhere in a request
-may hold U+0000 (no store keeps it); free-form JSON values (tool input schemas, payloads,
+Every request body is JSON in UTF-8 (`Content-Type: application/json`). No string anywhere in a
+request may hold U+0000 (no store keeps it); free-form JSON values (tool input schemas, payloads,
 artifacts) nest at most 64 levels and hold at most 1 048 576 characters of JSON. Errors are
-`application/problem+json` with a stable `code`; each operation lists its codes per status."""
+`application/problem+json` with a stable `code`; each operation lists its codes per status.
+Any request may also meet the server's own refusals, before an operation is chosen:
+`400 malformed_request` (not HTTP/1.1) and `431 headers_too_large` (request line and headers past
+`CTXSVC_MAX_HEADER_BYTES`)."""
 
 
 def create_app(
@@ -100,6 +104,8 @@ def create_app(
     install_openapi(app)
     app.add_middleware(MethodDispatch, routes=app.routes)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
+    # Outside the guard, which reads the body: the key first (``app.api.key_first``).
+    app.add_middleware(KeyBeforeBody, routes=app.routes)
     # Inside the request context (its id, its access line with the 500), around everything else.
     app.add_middleware(UnexpectedErrors)
     app.add_middleware(RequestContext, metrics=container.metrics)

@@ -68,6 +68,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(
         default=16 * 1024 * 1024, gt=0, description="a number of bytes greater than 0"
     )
+    # The request line and headers, bounded by the HTTP protocol ``ctxsvc serve`` runs
+    # (``app.api.http_protocol``): 431 ``headers_too_large`` above it.
+    max_header_bytes: int = Field(
+        default=64 * 1024, ge=4096, description="a number of bytes, at least 4096"
+    )
     tokenizer_dir: Path | None = Field(default=None, description="a directory path")
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         default="INFO", description="one of DEBUG, INFO, WARNING, ERROR"

@@ -32,6 +32,11 @@ NOT_ANSWERS = {
     "not_found",
     "method_not_allowed",
     "http_error",
+    # The HTTP protocol's answers before any operation is chosen (``app.api.http_protocol``): a
+    # request that is not HTTP/1.1, a request head past CTXSVC_MAX_HEADER_BYTES. Documented
+    # once for every request (the API description, docs/api-notes.md).
+    "malformed_request",
+    "headers_too_large",
     # A bug (the one path to a 500), never documented as an outcome.
     "internal_error",
 }

@@ -63,3 +63,22 @@ def test_names_people_write_in_any_case_are_taken(monkeypatch: pytest.MonkeyPatc
     assert (settings.log_level, settings.environment) == ("DEBUG", "development")
     assert settings.database_url == "sqlite+aiosqlite:///here.db"
     assert settings.api_keys == []
+
+
+@pytest.mark.parametrize(("value", "taken"), [("4096", 4096), ("4095", None), ("65536", 65536)])
+def test_the_header_limit_leaves_room_for_a_real_request(
+    monkeypatch: pytest.MonkeyPatch, value: str, taken: int | None
+) -> None:
+    monkeypatch.setenv("CTXSVC_MAX_HEADER_BYTES", value)
+    if taken is not None:
+        assert load_settings().max_header_bytes == taken
+        return
+    with pytest.raises(ConfigError) as refused:
+        load_settings()
+    assert refused.value.lines == [
+        "CTXSVC_MAX_HEADER_BYTES must be a number of bytes, at least 4096; got '4095'"
+    ]
+
+
+def test_the_header_limit_defaults_to_64_kib() -> None:
+    assert load_settings().max_header_bytes == 64 * 1024

@@ -10,6 +10,7 @@ caller).
 from __future__ import annotations
 
 import logging
+import sys
 from http import HTTPStatus
 from typing import Any
 
@@ -24,7 +25,13 @@ from app.core.errors import ErrorKind, ServiceError
 from app.core.json_limits import MAX_JSON_DEPTH
 from app.observability.context import note_problem, request_id_var
 
-__all__ = ["UnexpectedErrors", "install_error_handlers", "malformed_json", "problem_response"]
+__all__ = [
+    "UnexpectedErrors",
+    "install_error_handlers",
+    "malformed_json",
+    "problem_response",
+    "service_error_response",
+]
 
 log = logging.getLogger("ctxsvc.errors")
 
@@ -41,7 +48,12 @@ _STATUS: dict[ErrorKind, int] = {
     "timeout": 504,
 }
 
+# How Python names an integer past ``sys.get_int_max_str_digits()`` digits.
+_INT_DIGITS = "integer string conversion"
+
 _HTTP_CODES = {
+    # FastAPI's answer for a body it could not read otherwise (the cases above name the cause).
+    400: "malformed_json",
     401: "unauthorized",
     404: "not_found",
     405: "method_not_allowed",
@@ -73,6 +85,11 @@ def status_of(error: ServiceError) -> int:
 
 async def _service_error(_: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, ServiceError)
+    return service_error_response(exc)
+
+
+def service_error_response(exc: ServiceError) -> JSONResponse:
+    """The answer for a ``ServiceError`` (also raised outside a route: ``app.api.key_first``)."""
     headers: dict[str, str] = {}
     retry_after = exc.extra.get("retry_after_seconds")
     if retry_after is not None:
@@ -117,6 +134,14 @@ async def _http_error(request: Request, exc: Exception) -> JSONResponse:
             "invalid_request",
             f"The request body nests arrays and objects too deeply to be read; JSON values "
             f"nest at most {MAX_JSON_DEPTH} levels.",
+        )
+    if isinstance(exc.__cause__, ValueError) and _INT_DIGITS in str(exc.__cause__):
+        # Valid JSON, but past Python's guard against quadratic int parsing (CVE-2020-10735).
+        return problem_response(
+            422,
+            "invalid_request",
+            f"The request body holds an integer of more than {sys.get_int_max_str_digits()} "
+            "digits; no field takes one.",
         )
     if isinstance(exc.__cause__, UnicodeDecodeError):
         return problem_response(

@@ -38,7 +38,7 @@ async def session_with(api: httpx.AsyncClient, *messages: dict[str, Any]) -> str
 
 
 async def compact(api: httpx.AsyncClient, sid: str) -> str:
-    response = await api.post(f"/v1/sessions/{sid}/compactions", json={})
+    response = await api.post(f"/v1/sessions/{sid}/compactions", json={"allow_larger": True})
     assert response.status_code == 201, response.text
     return str(response.json()["summary"])
 

@@ -38,6 +38,7 @@ import aiohttp
 
 from app.core.caching import CachePlan
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
+from app.providers._connection import connection_failure
 from app.providers.base import (
     ModelResponse,
     ProviderConfig,
@@ -324,7 +325,7 @@ class StreamingClient(abc.ABC):
             # Connection refused, reset, or closed before the stream completed.
             raise ProviderError.of(
                 "server_error",
-                f"the connection to the provider failed ({type(exc).__name__})",
+                connection_failure(self._endpoint, exc),
                 semantic_output_received=state.semantic,
                 retryable=True,
             ) from None

@@ -20,15 +20,14 @@ from app.storage.migrate import is_at_head
 router = APIRouter(tags=["service"])
 
 
-@router.get("/healthz", summary="Liveness", responses=problems(secured=False))
+@router.get("/healthz", responses=problems(secured=False))
 async def healthz() -> Health:
     """The process is alive (it checks nothing else: see `/readyz`)."""
-    return Health()
+    return Health(status="ok")
 
 
 @router.get(
     "/readyz",
-    summary="Readiness: database, optionally providers",
     responses={
         200: {
             "description": "Ready",

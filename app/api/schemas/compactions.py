@@ -28,12 +28,14 @@ __all__ = [
 
 
 # ``through_message_sequence`` only with a ``summary`` (the compaction service's own rule).
+# "Not null" rather than a ``type``: the properties' own schemas give the types, and ReDoc, which
+# merges ``then`` into them, warned "Incompatible types in allOf" over their ``null`` option.
 _COVERAGE_NEEDS_SUMMARY: dict[str, Any] = {
     "if": {
         "required": ["through_message_sequence"],
-        "properties": {"through_message_sequence": {"type": "integer"}},
+        "properties": {"through_message_sequence": {"not": {"const": None}}},
     },
-    "then": {"required": ["summary"], "properties": {"summary": {"type": "string"}}},
+    "then": {"required": ["summary"], "properties": {"summary": {"not": {"const": None}}}},
 }
 
 

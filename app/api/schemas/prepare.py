@@ -60,16 +60,19 @@ class ToolResultPruningIn(RequestModel):
     )
 
 
-# Exactly one of ``model`` and ``model_id`` (the other absent or null).
+# Exactly one of ``model`` and ``model_id`` (the other absent or null). Said without ``type``
+# in the branches: the properties' own schemas already give it, and ReDoc, which merges each
+# branch into them, warned "Incompatible types in allOf" where a branch said ``object`` over a
+# ``null`` option.
 _ONE_MODEL: dict[str, Any] = {
     "oneOf": [
         {
             "required": ["model"],
-            "properties": {"model": {"type": "object"}, "model_id": {"type": "null"}},
+            "properties": {"model": {"not": {"const": None}}, "model_id": {"const": None}},
         },
         {
             "required": ["model_id"],
-            "properties": {"model_id": {"type": "string"}, "model": {"type": "null"}},
+            "properties": {"model_id": {"not": {"const": None}}, "model": {"const": None}},
         },
     ]
 }

@@ -14,7 +14,7 @@ class Health(BaseModel):
 
     model_config = ConfigDict(json_schema_extra={"examples": [{"status": "ok"}]})
 
-    status: Literal["ok"] = "ok"
+    status: Literal["ok"]
 
 
 class ProviderReachability(BaseModel):
@@ -31,7 +31,7 @@ class ProviderReachability(BaseModel):
 class Readiness(BaseModel):
     """The database is reachable and migrated (and, when asked, every provider answers)."""
 
-    status: Literal["ready"] = "ready"
+    status: Literal["ready"]
     providers: list[ProviderReachability] | None = Field(
         default=None, description="Only with `providers=true`: one entry per provider address."
     )

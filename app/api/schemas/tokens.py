@@ -15,8 +15,10 @@ __all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut"]
 
 
 def _given(field: str) -> dict[str, Any]:
-    others = {f: {"type": "null"} for f in ("text", "content", "prepare") if f != field}
-    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
+    # ``const`` rather than ``type``: ReDoc merges each branch into the property's own schema
+    # and warns "Incompatible types in allOf" when a branch's type differs from an option's.
+    others = {f: {"const": None} for f in ("text", "content", "prepare") if f != field}
+    return {"required": [field], "properties": {field: {"not": {"const": None}}, **others}}
 
 
 # Exactly one of ``text``, ``content`` and ``prepare`` (the others absent or null).

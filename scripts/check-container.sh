@@ -17,9 +17,12 @@ mnt=$($P image mount "$IMAGE")
 trap '$P image unmount "$IMAGE" >/dev/null' EXIT
 run() { chroot --userspec=ctxsvc:ctxsvc "$mnt" env -i PATH=/opt/venv/bin:/usr/local/bin:/usr/bin:/bin \
   PYTHONPATH=/srv HOME=/srv "$@"; }
-# No build tools and no pip in the final stage.
-for tool in gcc cc make pip pip3; do
+# No build tools in the final stage, and no installer in the service's virtualenv.
+for tool in gcc cc c++ make; do
   if chroot "$mnt" sh -c "command -v $tool" >/dev/null 2>&1; then echo "final stage has $tool"; exit 1; fi
+done
+for leftover in /opt/venv/bin/pip /opt/venv/lib/python3.11/site-packages/numpy /opt/tokenizers; do
+  if [ -e "$mnt$leftover" ]; then echo "final stage has $leftover"; exit 1; fi
 done
 # Exact counts from the shipped vocabularies, in a network namespace with no interface up.
 unshare --net chroot --userspec=ctxsvc:ctxsvc "$mnt" env -i PATH=/opt/venv/bin:/usr/bin:/bin \

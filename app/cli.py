@@ -44,16 +44,11 @@ def openapi_document() -> str:
     return json.dumps(spec, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
-HELP = """Prepare the input of every LLM call an agent makes, over HTTP.
-
-commands:
-  serve     run the service (the default; migrates the database first)
-  migrate   migrate the configured database to the latest schema, then exit
-  openapi   write the OpenAPI document
-
-Settings come from CTXSVC_* environment variables (or a .env file): see docs/configuration.md.
-Whatever keeps the service from starting is said in one line on stderr, and the command exits
-non-zero: 2 for a bad setting or argument, 1 for anything else."""
+HELP = "Prepare the input of every LLM call an agent makes, over HTTP."
+EPILOG = """Settings come from CTXSVC_* environment variables (or a .env file):
+see docs/configuration.md. Whatever keeps the service from starting is said in one
+line on stderr, and the command exits non-zero: 2 for a bad setting or argument,
+1 for anything else."""
 
 
 def port_number(text: str) -> int:
@@ -90,12 +85,13 @@ def parser() -> argparse.ArgumentParser:
     root = _Parser(
         prog="ctxsvc",
         description=HELP,
+        epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    sub = root.add_subparsers(dest="command", metavar="{serve,migrate,openapi}")
+    sub = root.add_subparsers(dest="command", title="commands", metavar="{serve,migrate,openapi}")
     serve = sub.add_parser(
         "serve",
-        help="run the HTTP service (migrates the database first)",
+        help="run the HTTP service, the default (migrates the database first)",
         description="Run the HTTP service; it migrates the database first unless "
         "CTXSVC_MIGRATE_ON_START=false.",
     )

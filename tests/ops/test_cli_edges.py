@@ -101,7 +101,7 @@ def test_help_is_plain_text_and_explains_every_option(tmp_path: Path, arguments:
 def test_top_level_help_names_each_command_and_the_settings(tmp_path: Path) -> None:
     text = run(["--help"], tmp_path).stdout
     for command in ("serve", "migrate", "openapi"):
-        assert re.search(rf"^  {command} +\S", text, re.MULTILINE), text
+        assert re.search(rf"^ +{command} +\S", text, re.MULTILINE), text
     assert "docs/configuration.md" in text
 
 

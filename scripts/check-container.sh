@@ -38,7 +38,7 @@ mkdir -p "$mnt/tmp/check-data" && chown -R "$(chroot "$mnt" id -u ctxsvc):$(chro
 run sh -c "cd /srv && CTXSVC_DATABASE_URL=sqlite:////tmp/check-data/ctxsvc.db exec ctxsvc serve --port $port" \
   >/tmp/ctxsvc-check-serve.log 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null; wait $server 2>/dev/null; $P image unmount "$IMAGE" >/dev/null' EXIT
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; $P image unmount "$IMAGE" >/dev/null' EXIT
 for _ in $(seq 1 600); do
   curl -fsS "http://127.0.0.1:$port/readyz" >/dev/null 2>&1 && break
   kill -0 $server 2>/dev/null || { cat /tmp/ctxsvc-check-serve.log; exit 1; }
@@ -47,4 +47,5 @@ done
 curl -fsS "http://127.0.0.1:$port/healthz"; echo
 curl -fsS "http://127.0.0.1:$port/readyz"; echo
 ls "$mnt/tmp/check-data"
+if ls "$mnt/tmp/check-data" | grep -q lock; then echo "a lock file was left beside the database"; exit 1; fi
 echo "container check passed; image size $((bytes / 1000000)) MB"

@@ -28,14 +28,15 @@ __all__ = [
 
 
 # ``through_message_sequence`` only with a ``summary`` (the compaction service's own rule).
-# "Not null" rather than a ``type``: the properties' own schemas give the types, and ReDoc, which
-# merges ``then`` into them, warned "Incompatible types in allOf" over their ``null`` option.
+# "Not null" rather than ``type: integer`` / ``string``: the properties' own schemas give the
+# types, and ReDoc, which merges ``if`` and ``then`` into each of their options, warned
+# "Incompatible types in allOf" over the ``null`` one.
 _COVERAGE_NEEDS_SUMMARY: dict[str, Any] = {
     "if": {
         "required": ["through_message_sequence"],
-        "properties": {"through_message_sequence": {"not": {"const": None}}},
+        "properties": {"through_message_sequence": {"not": {"type": "null"}}},
     },
-    "then": {"required": ["summary"], "properties": {"summary": {"not": {"const": None}}}},
+    "then": {"required": ["summary"], "properties": {"summary": {"not": {"type": "null"}}}},
 }
 
 

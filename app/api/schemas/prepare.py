@@ -60,20 +60,16 @@ class ToolResultPruningIn(RequestModel):
     )
 
 
-# Exactly one of ``model`` and ``model_id`` (the other absent or null). Said without ``type``
-# in the branches: the properties' own schemas already give it, and ReDoc, which merges each
-# branch into them, warned "Incompatible types in allOf" where a branch said ``object`` over a
-# ``null`` option.
+# Exactly one of ``model`` and ``model_id`` (the other absent or null). Said without a
+# positive ``type`` in the branches: the properties' own schemas already give it, and ReDoc,
+# which merges each branch into each of their options, warned "Incompatible types in allOf"
+# where a branch said ``object`` over the ``null`` option.
+_NOT_NULL: dict[str, Any] = {"not": {"type": "null"}}
+_NULL: dict[str, Any] = {"enum": [None]}
 _ONE_MODEL: dict[str, Any] = {
     "oneOf": [
-        {
-            "required": ["model"],
-            "properties": {"model": {"not": {"const": None}}, "model_id": {"const": None}},
-        },
-        {
-            "required": ["model_id"],
-            "properties": {"model_id": {"not": {"const": None}}, "model": {"const": None}},
-        },
+        {"required": ["model"], "properties": {"model": _NOT_NULL, "model_id": _NULL}},
+        {"required": ["model_id"], "properties": {"model_id": _NOT_NULL, "model": _NULL}},
     ]
 }
 

@@ -15,10 +15,10 @@ __all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut"]
 
 
 def _given(field: str) -> dict[str, Any]:
-    # ``const`` rather than ``type``: ReDoc merges each branch into the property's own schema
-    # and warns "Incompatible types in allOf" when a branch's type differs from an option's.
-    others = {f: {"const": None} for f in ("text", "content", "prepare") if f != field}
-    return {"required": [field], "properties": {field: {"not": {"const": None}}, **others}}
+    # ``enum: [null]`` rather than ``type: null``: ReDoc merges each branch into each option of
+    # the property's own schema and warned "Incompatible types in allOf" over the typed ones.
+    others = {f: {"enum": [None]} for f in ("text", "content", "prepare") if f != field}
+    return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
 
 
 # Exactly one of ``text``, ``content`` and ``prepare`` (the others absent or null).

@@ -1,5 +1,6 @@
 # syntax=docker/dockerfile:1
-# Build stage: dependencies into a virtualenv, tokenizer data verified and baked in.
+# Build stage: the dependencies into a virtualenv, byte-compiled; pip, setuptools and every
+# build tool stay here.
 FROM python:3.11-slim AS build
 ENV PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_NO_CACHE_DIR=1
 RUN python -m venv /opt/venv
@@ -7,27 +8,42 @@ ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /src
 COPY pyproject.toml README.md ./
 COPY app ./app
-RUN pip install .
-COPY scripts/bake_encodings.py ./scripts/bake_encodings.py
-# Verified against the published SHA-256 of each encoding; the build fails if they do not match.
-RUN python scripts/bake_encodings.py /opt/tokenizers
+# The project's dependencies only: the runtime stage runs app/ from /srv beside alembic/, so the
+# installed copy of the package itself would be a second, unused copy (5 MB of vocabularies); the
+# `ctxsvc` command is a three-line script over that tree. Test suites and type stubs that some
+# wheels carry are dropped: nothing imports them at run time.
+RUN pip install . \
+    && pip uninstall -y ctxsvc \
+    && printf '#!/opt/venv/bin/python\nimport sys\nfrom app.cli import main\nsys.exit(main())\n' \
+         > /opt/venv/bin/ctxsvc && chmod 755 /opt/venv/bin/ctxsvc \
+    && pip uninstall -y pip setuptools wheel \
+    && find /opt/venv -depth \( -name tests -o -name test \) -type d -path '*/site-packages/*' \
+         -exec rm -rf {} + \
+    && find /opt/venv -name '*.pyi' -delete \
+    && python -m compileall -q /opt/venv/lib
 
-# Runtime stage: the same app, as an unprivileged user.
+# Runtime stage: the interpreter, the virtualenv and the source tree, as an unprivileged user.
 FROM python:3.11-slim
-RUN groupadd --system ctxsvc && useradd --system --gid ctxsvc --home-dir /srv ctxsvc \
+# The base image's own pip and setuptools are not needed to run (nothing installs at run time).
+RUN python -m pip uninstall -y -q pip setuptools wheel 2>/dev/null || true; \
+    rm -rf /usr/local/lib/python3.11/ensurepip /usr/local/lib/python3.11/idlelib \
+           /usr/local/lib/python3.11/lib2to3 /usr/local/lib/python3.11/tkinter \
+           /usr/local/lib/python3.11/turtledemo \
+    && groupadd --system ctxsvc && useradd --system --gid ctxsvc --home-dir /srv ctxsvc \
     && mkdir -p /data && chown ctxsvc:ctxsvc /data
 COPY --from=build /opt/venv /opt/venv
-COPY --from=build /opt/tokenizers /opt/tokenizers
 WORKDIR /srv
-# The source tree beside its migrations (app.storage.migrate finds alembic/ next to app/).
+# The source tree beside its migrations (app.storage.migrate finds alembic/ next to app/); it
+# carries the verified tokenizer vocabularies (app/providers/tokenizers/data): nothing is
+# downloaded at run time.
 COPY alembic.ini ./
 COPY alembic ./alembic
 COPY app ./app
+RUN python -m compileall -q app alembic
 ENV PATH=/opt/venv/bin:$PATH \
     PYTHONPATH=/srv \
     PYTHONUNBUFFERED=1 \
-    CTXSVC_DATABASE_URL=sqlite+aiosqlite:////data/ctxsvc.db \
-    CTXSVC_TOKENIZER_DIR=/opt/tokenizers
+    CTXSVC_DATABASE_URL=sqlite+aiosqlite:////data/ctxsvc.db
 USER ctxsvc
 VOLUME ["/data"]
 EXPOSE 8000

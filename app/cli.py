@@ -17,6 +17,7 @@ import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import NoReturn
 
 from alembic.util.exc import CommandError
 from sqlalchemy.exc import SQLAlchemyError
@@ -43,17 +44,94 @@ def openapi_document() -> str:
     return json.dumps(spec, indent=2, ensure_ascii=False, sort_keys=False) + "\n"
 
 
+HELP = "Prepare the input of every LLM call an agent makes, over HTTP."
+EPILOG = """Settings come from CTXSVC_* environment variables (or a .env file):
+see docs/configuration.md. Whatever keeps the service from starting is said in one
+line on stderr, and the command exits non-zero: 2 for a bad setting or argument,
+1 for anything else."""
+
+
+def port_number(text: str) -> int:
+    """``--port``: a TCP port, 0-65535 (0 lets the system choose)."""
+    try:
+        port = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a TCP port (0-65535)")
+    return port
+
+
+def worker_count(text: str) -> int:
+    """``--workers``: at least one process."""
+    try:
+        workers = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of workers") from None
+    if workers < 1:
+        raise argparse.ArgumentTypeError(f"{workers}: at least 1 worker is needed")
+    return workers
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage mistake said in one ``ctxsvc: …`` line like every start-up error."""
+
+    def error(self, message: str) -> NoReturn:
+        say(f"{message} (see {self.prog} --help)")
+        raise SystemExit(2)
+
+
+def parser() -> argparse.ArgumentParser:
+    root = _Parser(
+        prog="ctxsvc",
+        description=HELP,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = root.add_subparsers(dest="command", title="commands", metavar="{serve,migrate,openapi}")
+    serve = sub.add_parser(
+        "serve",
+        help="run the HTTP service, the default (migrates the database first)",
+        description="Run the HTTP service; it migrates the database first unless "
+        "CTXSVC_MIGRATE_ON_START=false.",
+    )
+    serve.add_argument(
+        "--host", default="127.0.0.1", help="address to listen on (default: %(default)s)"
+    )
+    serve.add_argument(
+        "--port",
+        type=port_number,
+        default=8000,
+        help="TCP port to listen on (default: %(default)s)",
+    )
+    serve.add_argument(
+        "--workers",
+        type=worker_count,
+        default=1,
+        help="server processes sharing the port (default: %(default)s)",
+    )
+    sub.add_parser(
+        "migrate",
+        help="migrate the configured database to the latest schema",
+        description="Migrate the database at CTXSVC_DATABASE_URL to the latest schema, then exit.",
+    )
+    spec = sub.add_parser(
+        "openapi",
+        help="write the OpenAPI document",
+        description="Write the OpenAPI document of this version (built from default settings).",
+    )
+    spec.add_argument(
+        "--output",
+        type=Path,
+        default=Path("openapi/openapi.json"),
+        help="file to write (default: %(default)s)",
+    )
+    return root
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="ctxsvc", description=__doc__)
-    sub = parser.add_subparsers(dest="command")
-    serve = sub.add_parser("serve", help="run the HTTP service (migrates the database first)")
-    serve.add_argument("--host", default="127.0.0.1")
-    serve.add_argument("--port", type=int, default=8000)
-    serve.add_argument("--workers", type=int, default=1)
-    sub.add_parser("migrate", help="migrate the configured database to the latest schema")
-    spec = sub.add_parser("openapi", help="write the OpenAPI document")
-    spec.add_argument("--output", type=Path, default=Path("openapi/openapi.json"))
-    args = parser.parse_args(argv)
+    parser_ = parser()
+    args = parser_.parse_args(argv)
 
     if args.command == "openapi":
         args.output.write_text(openapi_document(), encoding="utf-8")

@@ -202,12 +202,20 @@ def load_settings() -> Settings:
         raise ConfigError([f"cannot read the settings: {exc}"]) from None
 
 
+# Set once the misspelt-variable warnings have been printed (not a setting: no CTXSVC_ prefix).
+_WARNED_MARKER = "_CTXSVC_SETTINGS_WARNED"
+
+
 def settings_or_exit() -> Settings:
     """``load_settings`` for a process's entry point (``ctxsvc``, ``app.main:app``): a
     misconfiguration prints its lines on stderr and exits with status 2, with no traceback.
-    A variable that looks like a misspelt setting is named on stderr too (a warning)."""
-    for line in misspelt_variables(os.environ):
-        print(f"ctxsvc: warning: {line}", file=sys.stderr)
+    A variable that looks like a misspelt setting is named on stderr too (a warning), once per
+    start: ``ctxsvc serve`` reads the settings, then its server reads them again (in the same
+    process, or in each worker it starts, which inherit the marker set here)."""
+    if os.environ.get(_WARNED_MARKER) != "1":
+        for line in misspelt_variables(os.environ):
+            print(f"ctxsvc: warning: {line}", file=sys.stderr)
+        os.environ[_WARNED_MARKER] = "1"
     try:
         return load_settings()
     except ConfigError as exc:

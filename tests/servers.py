@@ -55,7 +55,7 @@ def free_port() -> int:
 def clean_env(**settings: str) -> dict[str, str]:
     """The test's environment without any ``CTXSVC_*`` variable, plus ``settings``: a developer's
     own ``CTXSVC_*`` variables must not leak into a server under test."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CTXSVC_")}
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXSVC_", "_CTXSVC_"))}
     env.update(settings)
     return env
 

@@ -1,5 +1,7 @@
 """The OpenAPI document: FastAPI's, plus what FastAPI cannot say by itself.
 
+- Operation summaries written for people (``app.api.summaries``), not FastAPI's title-cased
+  function names.
 - ``Problem``: the one problem+json schema every error response refers to (``app.api.responses``).
 - U+0000 in any string is refused before an endpoint runs (``app.api.limits``; PostgreSQL cannot
   store it): every request string says so with ``"not": {"pattern": "\\u0000"}`` (a negated
@@ -15,6 +17,8 @@ from typing import Any
 
 from fastapi import FastAPI
 from pydantic import BaseModel, ConfigDict, Field
+
+from app.api.summaries import SUMMARIES
 
 __all__ = ["NO_NUL", "Problem", "install_openapi"]
 
@@ -36,11 +40,12 @@ class Problem(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    type: str = Field(examples=["https://ctxsvc.dev/problems/session_not_found"])
-    title: str = Field(examples=["Not Found"])
-    status: int = Field(examples=[404])
+    # No examples here: each response gives its own, of its own status (``problem_examples``).
+    type: str = Field(description="`https://ctxsvc.dev/problems/<code>`.")
+    title: str = Field(description="The status's reason phrase.")
+    status: int
     detail: str
-    code: str = Field(examples=["session_not_found"])
+    code: str
     errors: list[FieldError] | None = Field(
         default=None, description="`invalid_request` from the schema: each failed rule."
     )
@@ -88,10 +93,13 @@ def _complete(spec: dict[str, Any]) -> dict[str, Any]:
         return spec
     for name in _request_schemas(spec):
         _no_nul(schemas[name])
-    for operations in spec["paths"].values():
-        for operation in operations.values():
+    for path, operations in spec["paths"].items():
+        for method, operation in operations.items():
             _no_nul(operation.get("parameters", []))
             _no_nul(operation.get("requestBody", {}))
+            summary = SUMMARIES.get((method.upper(), path))
+            if summary is not None:
+                operation["summary"] = summary
     problem = Problem.model_json_schema(ref_template="#/components/schemas/{model}")
     schemas.update(problem.pop("$defs", {}))
     schemas["Problem"] = problem

@@ -14,6 +14,8 @@ from __future__ import annotations
 from http import HTTPStatus
 from typing import Any
 
+from app.api.problem_examples import problem_example
+
 __all__ = [
     "COMPACTION",
     "MODEL",
@@ -128,7 +130,8 @@ def problems(*groups: Codes, secured: bool = True, body: bool = False) -> dict[i
                             "status": {"const": status},
                             "code": {"enum": list(codes)},
                         },
-                    }
+                    },
+                    "example": problem_example(status, codes),
                 }
             },
         }

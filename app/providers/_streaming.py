@@ -39,6 +39,7 @@ import aiohttp
 from app.core.caching import CachePlan
 from app.core.content import Item
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
+from app.providers._connection import connection_failure
 from app.providers.base import (
     ModelResponse,
     ProviderConfig,
@@ -326,7 +327,7 @@ class StreamingClient(abc.ABC):
             # Connection refused, reset, or closed before the stream completed.
             raise ProviderError.of(
                 "server_error",
-                f"the connection to the provider failed ({type(exc).__name__})",
+                connection_failure(self._endpoint, exc),
                 semantic_output_received=state.semantic,
                 retryable=True,
             ) from None

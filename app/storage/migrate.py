@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import fcntl
 import logging
+import os
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -105,13 +106,34 @@ async def _upgrade_with(url: str) -> MigrationReport:
 
 @asynccontextmanager
 async def _file_lock(path: Path) -> AsyncIterator[None]:
-    with path.open("a") as handle:
-        # flock blocks, so wait for it in a thread rather than on the event loop.
-        await asyncio.to_thread(fcntl.flock, handle.fileno(), fcntl.LOCK_EX)
+    """Hold an exclusive ``flock`` on ``path`` and remove the file when done (nothing is left
+    beside the database). A waiter may have opened the file before its holder removed it: it
+    then holds a lock on a name that no longer exists, so it checks, after locking, that ``path``
+    is still the file it locked, and starts over if not."""
+    while True:
+        handle = path.open("a")
         try:
-            yield
+            # flock blocks, so wait for it in a thread rather than on the event loop.
+            await asyncio.to_thread(fcntl.flock, handle.fileno(), fcntl.LOCK_EX)
+            if not _same_file(handle.fileno(), path):
+                continue  # removed (and maybe recreated) while we waited: lock the new one
+            try:
+                yield
+            finally:
+                # While still locked: no one can lock it meanwhile.
+                await asyncio.to_thread(path.unlink, missing_ok=True)
+            return
         finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+            handle.close()  # releases the lock
+
+
+def _same_file(fd: int, path: Path) -> bool:
+    try:
+        named = path.stat()
+    except FileNotFoundError:
+        return False
+    held = os.fstat(fd)
+    return (held.st_dev, held.st_ino) == (named.st_dev, named.st_ino)
 
 
 def _upgrade(connection: Connection) -> MigrationReport:

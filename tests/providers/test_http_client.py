@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 import trustme
 
+from app.providers._connection import printable_url
 from app.providers.base import ProviderConfig, ProviderError, RetryPolicy, Timeouts
 from app.providers.call_stats import collecting, stop_collecting
 from app.providers.http_client import DIRECT, ProviderHTTP, Route, env_route
@@ -234,13 +235,18 @@ async def test_a_refused_connection_is_a_server_error_retried_to_the_last_attemp
     http: ProviderHTTP,
 ) -> None:
     stats, token = collecting()
+    port = closed_port()
     try:
         with pytest.raises(ProviderError) as caught:
-            await adapter(http, f"http://127.0.0.1:{closed_port()}").complete(hello())
+            await adapter(http, f"http://127.0.0.1:{port}").complete(hello())
     finally:
         stop_collecting(token)
     assert caught.value.code == "server_error"
-    assert caught.value.detail == "the connection to the provider failed (ClientConnectorError)"
+    # Where it dialled and why it failed, in the system's words.
+    assert caught.value.detail == (
+        f"the connection to the provider at http://127.0.0.1:{port}/v1/chat/completions failed: "
+        "connection refused (ClientConnectorError)"
+    )
     assert (stats.attempts, stats.retried) == (3, ["server_error", "server_error"])
 
 
@@ -262,9 +268,31 @@ async def test_a_connection_closed_without_an_answer_is_retried(http: ProviderHT
         server.close()
         await server.wait_closed()
     assert caught.value.code == "server_error"
-    assert "ServerDisconnectedError" in caught.value.detail
+    assert caught.value.detail == (
+        f"the connection to the provider at http://127.0.0.1:{port}/v1/chat/completions failed: "
+        "the provider closed the connection before answering (ServerDisconnectedError)"
+    )
     assert caught.value.semantic_output_received is False
     assert closed == 3
+
+
+async def test_a_host_that_does_not_resolve_is_named_with_its_cause(http: ProviderHTTP) -> None:
+    # ``.invalid`` never resolves (RFC 6761); the resolver answers at once, offline too.
+    with pytest.raises(ProviderError) as caught:
+        await adapter(http, "http://provider.invalid:8080").complete(hello())
+    assert caught.value.code == "server_error"
+    assert caught.value.detail.startswith(
+        "the connection to the provider at http://provider.invalid:8080/v1/chat/completions "
+        "failed: its host name did not resolve ("
+    ), caught.value.detail
+
+
+def test_the_printed_url_never_carries_credentials_or_a_query() -> None:
+    assert (
+        printable_url("https://user:s3cret@api.example.com:8443/v1/chat?key=k-123#x")
+        == "https://api.example.com:8443/v1/chat"
+    )
+    assert printable_url("http://[::1]:9/v1") == "http://[::1]:9/v1"
 
 
 async def test_a_redirect_is_not_followed(

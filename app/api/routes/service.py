@@ -2,36 +2,88 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import Response
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, Query
+from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST
 
 from app.api.auth import require_metrics_key
 from app.api.deps import ContainerDep
 from app.api.problems import problem_response
 from app.api.responses import problems
+from app.api.schemas.service import Health, Readiness
 from app.observability import metrics_text
+from app.services.provider_probe import probe_providers
 from app.storage.migrate import is_at_head
 
 router = APIRouter(tags=["service"])
 
 
 @router.get("/healthz", responses=problems(secured=False))
-async def healthz() -> dict[str, str]:
-    """The process is alive."""
-    return {"status": "ok"}
+async def healthz() -> Health:
+    """The process is alive (it checks nothing else: see `/readyz`)."""
+    return Health(status="ok")
 
 
-@router.get("/readyz", responses=problems({503: ("not_ready",)}, secured=False))
-async def readyz(container: ContainerDep) -> Response:
-    """The database is reachable and migrated to the latest schema (503 otherwise)."""
-    if await is_at_head(container.engine):
+@router.get(
+    "/readyz",
+    responses={
+        200: {
+            "description": "Ready",
+            "model": Readiness,
+            "content": {
+                "application/json": {
+                    "examples": {
+                        "database": {"summary": "Default", "value": {"status": "ready"}},
+                        "providers": {
+                            "summary": "With providers=true",
+                            "value": {
+                                "status": "ready",
+                                "providers": [
+                                    {
+                                        "base_url": "https://api.openai.com/v1",
+                                        "models": ["gpt-4o"],
+                                        "reachable": True,
+                                    }
+                                ],
+                            },
+                        },
+                    },
+                }
+            },
+        },
+        **problems({503: ("not_ready",)}, secured=False),
+    },
+    response_class=Response,
+)
+async def readyz(
+    container: ContainerDep,
+    providers: Annotated[
+        bool,
+        Query(
+            description="Also try each provider `base_url` of the models this process can call "
+            "(a plain GET without a key, 5 s at most): 503 when one does not answer."
+        ),
+    ] = False,
+) -> Response:
+    """The database is reachable and migrated to the latest schema (503 otherwise); with
+    `providers=true`, every provider of a callable model answers too."""
+    if not await is_at_head(container.engine):
+        return problem_response(
+            503,
+            "not_ready",
+            "the database is unreachable or not migrated to the latest schema; "
+            "run `ctxsvc migrate`",
+        )
+    if not providers:
         return Response('{"status":"ready"}', media_type="application/json")
-    return problem_response(
-        503,
-        "not_ready",
-        "the database is unreachable or not migrated to the latest schema; run `ctxsvc migrate`",
-    )
+    probes = await probe_providers(await container.models.list(), container.model_clients)
+    listed = [probe.to_json() for probe in probes]
+    down = [probe.detail for probe in probes if not probe.reachable and probe.detail]
+    if down:
+        return problem_response(503, "not_ready", "; ".join(down), providers=listed)
+    return JSONResponse({"status": "ready", "providers": listed})
 
 
 @router.get(

@@ -28,12 +28,15 @@ __all__ = [
 
 
 # ``through_message_sequence`` only with a ``summary`` (the compaction service's own rule).
+# "Not null" rather than ``type: integer`` / ``string``: the properties' own schemas give the
+# types, and ReDoc, which merges ``if`` and ``then`` into each of their options, warned
+# "Incompatible types in allOf" over the ``null`` one.
 _COVERAGE_NEEDS_SUMMARY: dict[str, Any] = {
     "if": {
         "required": ["through_message_sequence"],
-        "properties": {"through_message_sequence": {"type": "integer"}},
+        "properties": {"through_message_sequence": {"not": {"type": "null"}}},
     },
-    "then": {"required": ["summary"], "properties": {"summary": {"type": "string"}}},
+    "then": {"required": ["summary"], "properties": {"summary": {"not": {"type": "null"}}}},
 }
 
 

@@ -60,17 +60,16 @@ class ToolResultPruningIn(RequestModel):
     )
 
 
-# Exactly one of ``model`` and ``model_id`` (the other absent or null).
+# Exactly one of ``model`` and ``model_id`` (the other absent or null). Said without a
+# positive ``type`` in the branches: the properties' own schemas already give it, and ReDoc,
+# which merges each branch into each of their options, warned "Incompatible types in allOf"
+# where a branch said ``object`` over the ``null`` option.
+_NOT_NULL: dict[str, Any] = {"not": {"type": "null"}}
+_NULL: dict[str, Any] = {"enum": [None]}
 _ONE_MODEL: dict[str, Any] = {
     "oneOf": [
-        {
-            "required": ["model"],
-            "properties": {"model": {"type": "object"}, "model_id": {"type": "null"}},
-        },
-        {
-            "required": ["model_id"],
-            "properties": {"model_id": {"type": "string"}, "model": {"type": "null"}},
-        },
+        {"required": ["model"], "properties": {"model": _NOT_NULL, "model_id": _NULL}},
+        {"required": ["model_id"], "properties": {"model_id": _NOT_NULL, "model": _NULL}},
     ]
 }
 

@@ -15,7 +15,9 @@ __all__ = ["RegionTokensOut", "TokenCountBody", "TokenCountOut"]
 
 
 def _given(field: str) -> dict[str, Any]:
-    others = {f: {"type": "null"} for f in ("text", "content", "prepare") if f != field}
+    # ``enum: [null]`` rather than ``type: null``: ReDoc merges each branch into each option of
+    # the property's own schema and warned "Incompatible types in allOf" over the typed ones.
+    others = {f: {"enum": [None]} for f in ("text", "content", "prepare") if f != field}
     return {"required": [field], "properties": {field: {"not": {"type": "null"}}, **others}}
 
 

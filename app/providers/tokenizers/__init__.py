@@ -7,15 +7,15 @@
 - ``tiktoken:o200k_base`` and ``tiktoken:cl100k_base`` — exact counters (``TiktokenCounter``)
   built from encoding files verified against their published SHA-256, never downloaded. The
   optional ``data_dir`` (the caller reads the ``CTXSVC_TOKENIZER_DIR`` setting; this package never
-  reads the environment) may hold files baked by ``scripts/bake_encodings.py``; otherwise they come
-  from installed packages (see ``_sources``). The first call for an encoding builds it (about half
-  a second); later calls reuse it.
+  reads the environment) may hold such files; otherwise the copies shipped in ``data/`` are used
+  (OpenAI's published files, MIT-licensed: ``data/LICENSE``). The first call for an encoding
+  builds it (about half a second); later calls reuse it.
 
 Errors (``app.core.errors``)::
 
     InvalidInput("unknown_token_counter")   a name not in COUNTER_NAMES
     Unavailable("tokenizer_data_invalid")   the encoding file found does not verify
-    Unavailable("tokenizer_data_missing")   no baked file and no installed package holds it
+    Unavailable("tokenizer_data_missing")   neither the data directory nor the package holds it
 """
 
 from __future__ import annotations

@@ -2,12 +2,11 @@
 
 Order of sources for one encoding:
 
-1. ``data_dir/<name>.tiktoken`` when a data directory is given and holds that file (the Docker
-   image bakes verified files there with ``scripts/bake_encodings.py``). A file that is present
-   but does not verify is refused outright — never silently replaced by another source — because
-   it means the image was built wrong or the file was altered.
-2. Otherwise the installed packages of ``_sources.PACKAGE_SOURCES``, in order; the first whose
-   bytes verify wins.
+1. ``data_dir/<name>.tiktoken`` when a data directory is given (``CTXSVC_TOKENIZER_DIR``) and
+   holds that file. A file that is present but does not verify is refused outright — never
+   silently replaced by another source — because it means the file was altered or misplaced.
+2. Otherwise the copy shipped with the package, ``app/providers/tokenizers/data/<name>.tiktoken``
+   (OpenAI's published file byte for byte, MIT-licensed: see ``data/LICENSE``).
 
 Every file is checked against its published SHA-256 before a single rank is parsed. The
 ``tiktoken.Encoding`` is then built directly from those ranks, so tiktoken's own loader (which
@@ -23,18 +22,18 @@ import base64
 import binascii
 import hashlib
 import threading
-from collections.abc import Mapping
 from pathlib import Path
+from typing import Final
 
 import tiktoken
 
 from app.core.errors import InvalidInput, Unavailable
-from app.providers.tokenizers._sources import PACKAGE_SOURCES, MalformedSourceError, PackageSource
 from app.providers.tokenizers._specs import ENCODINGS, EncodingSpec
 
 __all__ = [
     "DATA_INVALID",
     "DATA_MISSING",
+    "SHIPPED_DIR",
     "clear_cache",
     "encoding_file_bytes",
     "encoding_spec",
@@ -43,6 +42,9 @@ __all__ = [
 
 DATA_INVALID = "tokenizer_data_invalid"
 DATA_MISSING = "tokenizer_data_missing"
+
+# The vocabularies that ship inside the package (package data of ``app``).
+SHIPPED_DIR: Final = Path(__file__).resolve().parent / "data"
 
 _lock = threading.Lock()
 _cache: dict[tuple[str, Path | None], tiktoken.Encoding] = {}
@@ -65,8 +67,8 @@ def _verify(spec: EncodingSpec, data: bytes, origin: str) -> bytes:
         raise Unavailable(
             DATA_INVALID,
             f"{spec.file_name} from {origin} has SHA-256 {digest}, not the published "
-            f"{spec.sha256}; refusing to count with it. Rebuild the tokenizer directory with "
-            "scripts/bake_encodings.py or reinstall the tokenizer data packages.",
+            f"{spec.sha256}; refusing to count with it. Replace it with the file OpenAI "
+            "publishes, or unset CTXSVC_TOKENIZER_DIR to use the copies ctxsvc ships.",
             encoding=spec.name,
             source=origin,
         )
@@ -74,46 +76,23 @@ def _verify(spec: EncodingSpec, data: bytes, origin: str) -> bytes:
 
 
 def encoding_file_bytes(
-    name: str,
-    data_dir: Path | None = None,
-    *,
-    sources: Mapping[str, tuple[PackageSource, ...]] = PACKAGE_SOURCES,
+    name: str, data_dir: Path | None = None, *, shipped: Path | None = SHIPPED_DIR
 ) -> bytes:
-    """The exact, verified ``<name>.tiktoken`` bytes, from ``data_dir`` or installed packages.
+    """The exact, verified ``<name>.tiktoken`` bytes, from ``data_dir`` or the shipped copy.
 
     Raises ``Unavailable`` with code ``tokenizer_data_invalid`` when the file found does not
-    verify, or ``tokenizer_data_missing`` when no source holds it. Never touches the network.
+    verify, or ``tokenizer_data_missing`` when neither directory holds it. Never touches the
+    network. ``shipped=None`` leaves the shipped copy out (tests of a bare data directory).
     """
     spec = encoding_spec(name)
-    if data_dir is not None:
-        baked = data_dir / spec.file_name
-        if baked.is_file():
-            return _verify(spec, baked.read_bytes(), str(baked))
-    refused: list[str] = []
-    for source in sources.get(name, ()):
-        try:
-            data = source.read()
-        except MalformedSourceError as exc:
-            refused.append(f"{source.label} ({exc})")
-            continue
-        if data is None:
-            continue
-        if hashlib.sha256(data).hexdigest() == spec.sha256:
-            return data
-        refused.append(f"{source.label} (SHA-256 mismatch)")
-    if refused:
-        raise Unavailable(
-            DATA_INVALID,
-            f"no installed data for {spec.name} verifies against SHA-256 {spec.sha256}: "
-            f"{'; '.join(refused)}",
-            encoding=spec.name,
-        )
-    where = f"{data_dir / spec.file_name} nor " if data_dir is not None else ""
-    offered = ", ".join(sorted({s.distribution for s in sources.get(name, ())})) or "none"
+    candidates = [d / spec.file_name for d in (data_dir, shipped) if d is not None]
+    for path in candidates:
+        if path.is_file():
+            return _verify(spec, path.read_bytes(), str(path))
+    where = " nor ".join(str(path) for path in candidates) or "no directory"
     raise Unavailable(
         DATA_MISSING,
-        f"no data for {spec.name}: neither {where}an installed package holds it "
-        f"(packages that can: {offered})",
+        f"no data for {spec.name}: {where} holds it (reinstall ctxsvc: the package ships it)",
         encoding=spec.name,
     )
 

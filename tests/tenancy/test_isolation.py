@@ -13,7 +13,7 @@ import pytest
 from app.main import create_app
 from app.settings import Settings
 from tests.api.helpers import session_body
-from tests.tenancy.conftest import ADMIN, bearer, issue_key
+from tests.tenancy.conftest import ADMIN, bearer, fresh, issue_key
 
 pytestmark = pytest.mark.anyio
 
@@ -95,8 +95,8 @@ async def _snapshot(api: httpx.AsyncClient, key: str, sid: str) -> dict[str, Any
 async def test_another_tenant_gets_404_everywhere_under_a_session(
     keyed_api: httpx.AsyncClient,
 ) -> None:
-    a = (await issue_key(keyed_api, "tenant-a"))["key"]
-    b = (await issue_key(keyed_api, "tenant-b"))["key"]
+    a = (await issue_key(keyed_api, fresh("tenant-a")))["key"]
+    b = (await issue_key(keyed_api, fresh("tenant-b")))["key"]
     ids = await _tenant_session(keyed_api, a)
     before = await _snapshot(keyed_api, a, ids["session_id"])
 
@@ -121,8 +121,8 @@ async def test_another_tenant_gets_404_everywhere_under_a_session(
 async def test_a_missing_session_and_another_tenants_read_the_same(
     keyed_api: httpx.AsyncClient,
 ) -> None:
-    a = (await issue_key(keyed_api, "tenant-a"))["key"]
-    b = (await issue_key(keyed_api, "tenant-b"))["key"]
+    a = (await issue_key(keyed_api, fresh("tenant-a")))["key"]
+    b = (await issue_key(keyed_api, fresh("tenant-b")))["key"]
     sid = (await keyed_api.post("/v1/sessions", json=session_body(), headers=bearer(a))).json()[
         "id"
     ]
@@ -138,8 +138,8 @@ async def test_a_missing_session_and_another_tenants_read_the_same(
 async def test_models_belong_to_the_tenant_that_registered_them(
     keyed_api: httpx.AsyncClient,
 ) -> None:
-    a = bearer((await issue_key(keyed_api, "tenant-a"))["key"])
-    b = bearer((await issue_key(keyed_api, "tenant-b"))["key"])
+    a = bearer((await issue_key(keyed_api, fresh("tenant-a")))["key"])
+    b = bearer((await issue_key(keyed_api, fresh("tenant-b")))["key"])
     body = {
         "context_window_tokens": 100_000,
         "max_output_tokens": 1000,
@@ -179,7 +179,7 @@ async def test_models_belong_to_the_tenant_that_registered_them(
 async def test_shared_models_are_seen_by_every_tenant_and_managed_by_admins(
     keyed_api: httpx.AsyncClient,
 ) -> None:
-    a = bearer((await issue_key(keyed_api, "tenant-a"))["key"])
+    a = bearer((await issue_key(keyed_api, fresh("tenant-a")))["key"])
     body = {
         "context_window_tokens": 100_000,
         "max_output_tokens": 1000,

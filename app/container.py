@@ -58,7 +58,9 @@ class Container:
         # /metrics reads the pool's figures at scrape time.
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.observability.instrument_engine(self.engine)
-        self.models = ModelService(self.db)
+        self.models = ModelService(
+            self.db, allow_private_hosts=self.settings.allow_private_model_hosts
+        )
         self.tenancy = KeyService(self.db)
         self.rate_limits = (
             TokenBuckets(self.settings.rate_limit_requests, self.settings.rate_limit_window_seconds)
@@ -94,6 +96,7 @@ class Container:
             self.db,
             timeouts=Timeouts(total=self.settings.provider_timeout_seconds),
             observability=self.observability,
+            allow_private_hosts=self.settings.allow_private_model_hosts,
         )
         self.compactor = CompactionService(
             self.db,

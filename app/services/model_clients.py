@@ -37,6 +37,7 @@ class ModelClients:
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
         observability: Observability | None = None,
+        allow_private_hosts: bool = False,
     ) -> None:
         self._db = db
         self._observability = observability or Observability()
@@ -46,7 +47,9 @@ class ModelClients:
         # Its session is made at the first provider call; proxies and trusted certificates
         # come from the same environment as the keys.
         self._http = ProviderHTTP(
-            env=self._env, trace_configs=self._observability.provider_trace_configs()
+            env=self._env,
+            trace_configs=self._observability.provider_trace_configs(),
+            allow_private_hosts=allow_private_hosts,
         )
 
     @property

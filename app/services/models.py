@@ -11,7 +11,7 @@ from app.core.capabilities import ModelCapabilities
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.tenancy import SHARED_TENANT
 from app.providers.factory import HTTP_PROVIDER_KINDS
-from app.providers.urls import base_url_problem
+from app.providers.urls import base_url_problem, destination_problem
 from app.services.catalogue import CATALOGUE
 from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
@@ -121,8 +121,9 @@ def entry_to_json(
     }
 
 
-def _check_base_url(provider: ProviderSpec) -> None:
-    """An HTTP provider's URL must be one its adapter can send to (``invalid_base_url``)."""
+def _check_base_url(provider: ProviderSpec, *, allow_private: bool) -> None:
+    """An HTTP provider's URL must be one its adapter can send to (``invalid_base_url``), at a
+    host the service may reach (``base_url_not_allowed``: ``app.providers.destinations``)."""
     if provider.kind not in HTTP_PROVIDER_KINDS or provider.base_url is None:
         return
     problem = base_url_problem(provider.base_url)
@@ -130,11 +131,17 @@ def _check_base_url(provider: ProviderSpec) -> None:
         raise InvalidInput(
             "invalid_base_url", f"provider.base_url {problem}", field="provider.base_url"
         )
+    refused = destination_problem(provider.base_url, allow_private=allow_private)
+    if refused is not None:
+        raise InvalidInput(
+            "base_url_not_allowed", f"provider.base_url {refused}", field="provider.base_url"
+        )
 
 
 class ModelService:
-    def __init__(self, db: SessionFactory) -> None:
+    def __init__(self, db: SessionFactory, *, allow_private_hosts: bool = False) -> None:
         self._db = db
+        self._allow_private_hosts = allow_private_hosts
 
     async def get(self, tenant_id: str, model_id: str) -> ModelEntry:
         async with unit_of_work(self._db, read_only=True) as db:
@@ -164,7 +171,7 @@ class ModelService:
         """Register or replace ``tenant_id``'s model ``model_id`` (``SHARED_TENANT``: a shared
         model, an admin's operation)."""
         capabilities.limits()  # refuse reserves that consume the window before storing
-        _check_base_url(provider)
+        _check_base_url(provider, allow_private=self._allow_private_hosts)
         row = RegisteredModel(
             tenant_id=tenant_id,
             id=model_id,

@@ -75,7 +75,7 @@ async def revoke_key(key_id: KeyId, container: ContainerDep) -> Response:
         201: {"model": ModelOut, "description": "Registered"},
         **problems(
             _ADMIN,
-            {422: ("invalid_capabilities", "invalid_base_url")},
+            {422: ("invalid_capabilities", "invalid_base_url", "base_url_not_allowed")},
             body=True,
         ),
     },

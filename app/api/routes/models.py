@@ -47,7 +47,7 @@ async def get_model(
     responses={
         201: {"model": ModelOut, "description": "Registered"},
         **problems(
-            {422: ("invalid_capabilities", "invalid_base_url")},
+            {422: ("invalid_capabilities", "invalid_base_url", "base_url_not_allowed")},
             body=True,
         ),
     },

@@ -199,3 +199,12 @@ async def test_shared_models_are_seen_by_every_tenant_and_managed_by_admins(
     assert (await keyed_api.delete("/v1/models/shared-m", headers=a)).status_code == 404
     in_use = await keyed_api.delete("/v1/admin/models/shared-m", headers=ADMIN)
     assert (in_use.status_code, in_use.json()["code"]) == (409, "model_in_use")
+    # Once no session names it, it goes (and leaves no shared model to other tests).
+    moved = await keyed_api.patch(
+        f"/v1/sessions/{session.json()['id']}",
+        json={"model_id": "local", "summary_model_id": "local"},
+        headers=a,
+    )
+    assert moved.status_code == 200, moved.text
+    assert (await keyed_api.delete("/v1/admin/models/shared-m", headers=ADMIN)).status_code == 204
+    assert (await keyed_api.get("/v1/models/shared-m", headers=a)).status_code == 404

@@ -66,10 +66,7 @@ async def require_api_key(
     container: Container = request.app.state.container
     principal = await authenticate(container, credentials.credentials if credentials else None)
     if principal is None:
-        raise Unauthorized(
-            "unauthorized",
-            "missing or invalid API key: send `Authorization: Bearer <key>`",
-        )
+        raise _unauthorized()
     _check_rate(container, principal)
     session_id = request.path_params.get("session_id")
     if isinstance(session_id, str):
@@ -78,6 +75,12 @@ async def require_api_key(
         await container.tenancy.check_owner(principal.tenant_id, session_id)
     request.state.principal = principal
     return principal
+
+
+def _unauthorized() -> Unauthorized:
+    return Unauthorized(
+        "unauthorized", "missing or invalid API key: send `Authorization: Bearer <key>`"
+    )
 
 
 def _check_rate(container: Container, principal: Principal) -> None:
@@ -99,9 +102,14 @@ async def require_metrics_key(
     request: Request,
     credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> None:
-    """The API keys, unless ``CTXSVC_METRICS_PUBLIC`` opens ``/metrics`` to scrapers."""
-    if not request.app.state.container.settings.metrics_public:
-        await require_api_key(request, credentials)
+    """The API keys, unless ``CTXSVC_METRICS_PUBLIC`` opens ``/metrics`` to scrapers. A scrape
+    is no tenant's work: it takes nothing from a rate limit."""
+    container: Container = request.app.state.container
+    if container.settings.metrics_public:
+        return
+    offered = credentials.credentials if credentials else None
+    if await authenticate(container, offered) is None:
+        raise _unauthorized()
 
 
 PrincipalDep = Annotated[Principal, Depends(require_api_key)]

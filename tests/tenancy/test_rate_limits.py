@@ -46,8 +46,12 @@ async def test_the_limit_is_per_tenant_and_says_when_to_retry(
     # Tenant B and the admin's own tenant are untouched by A's use.
     assert (await limited.get("/v1/sessions", headers=b)).status_code == 200
     assert (await limited.get("/v1/admin/keys", headers=ADMIN)).status_code == 200
-    # Health stays open to probes.
+    # Health stays open to probes, and scrapes take nothing from the admin tenant's budget.
     assert (await limited.get("/healthz")).status_code == 200
+    for _ in range(LIMIT + 1):
+        assert (await limited.get("/metrics", headers=ADMIN)).status_code == 200
+    assert (await limited.get("/v1/admin/keys", headers=ADMIN)).status_code == 200
+    assert (await limited.get("/metrics")).status_code == 401
 
 
 def test_buckets_refill_at_the_rate() -> None:

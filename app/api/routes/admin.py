@@ -33,7 +33,9 @@ ModelId = Path(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9._:/-]+$")
     response_model=IssuedKeyOut,
     responses=problems(_ADMIN, body=True),
 )
-async def create_key(body: KeyIn, container: ContainerDep) -> Response:
+async def create_key(
+    body: Annotated[KeyIn, Body(openapi_examples=examples.API_KEY)], container: ContainerDep
+) -> Response:
     """Make a key for a tenant; the answer is the only time the key itself is shown."""
     issued = await container.tenancy.create(body.tenant_id, body.scope, body.name)
     return json_response(IssuedKeyOut.issued(issued).model_dump(mode="json"), status_code=201)

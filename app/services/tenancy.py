@@ -128,9 +128,11 @@ class KeyService:
         return await self.create(old.tenant_id, old.scope, old.name)
 
     async def revoke(self, key_id: str) -> None:
-        """From now on the key authenticates nothing (revoking twice is the same as once)."""
+        """From now on the key authenticates nothing. A revoked key is gone as a credential:
+        revoking or rotating it again is 404 (it stays listed, with its ``revoked_at``)."""
         async with unit_of_work(self._db) as db:
             repo = ApiKeyRepository(db)
-            if await repo.get(key_id) is None:
+            row = await repo.get(key_id)
+            if row is None or row.revoked_at is not None:
                 raise _key_not_found(key_id)
             await repo.revoke(key_id)

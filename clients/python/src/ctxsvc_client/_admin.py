@@ -68,8 +68,8 @@ def rotate_key(key_id: str) -> Call[IssuedApiKey]:
 
 
 def revoke_key(key_id: str) -> Call[None]:
-    """From now on the key authenticates nothing (revoking twice is the same as once)."""
-    return Call("DELETE", path("v1", "admin", "keys", key_id), lambda r: None, idempotent=True)
+    """From now on the key authenticates nothing (a revoked key is 404 afterwards)."""
+    return Call("DELETE", path("v1", "admin", "keys", key_id), lambda r: None)
 
 
 def put_shared_model(

@@ -11,6 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.counting import TokenCounter
+from app.core.rate_limits import TokenBuckets
 from app.observability import Metrics, Observability, pool_figures
 from app.providers.base import Timeouts
 from app.providers.tokenizers import get_counter
@@ -26,6 +27,7 @@ from app.services.pins import PinService
 from app.services.session_items import SessionItemService
 from app.services.session_prepare import SessionPrepareService
 from app.services.sessions import SessionService
+from app.services.tenancy import KeyService
 from app.services.tokens import MemoizedCounter
 from app.services.turns import AgentMessageService, TurnService
 from app.services.world_state import WorldStateSampler
@@ -56,7 +58,15 @@ class Container:
         # /metrics reads the pool's figures at scrape time.
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.observability.instrument_engine(self.engine)
-        self.models = ModelService(self.db)
+        self.models = ModelService(
+            self.db, allow_private_hosts=self.settings.allow_private_model_hosts
+        )
+        self.tenancy = KeyService(self.db)
+        self.rate_limits = (
+            TokenBuckets(self.settings.rate_limit_requests, self.settings.rate_limit_window_seconds)
+            if self.settings.rate_limit_requests > 0
+            else None
+        )
         self.sessions = SessionService(self.db, self.settings, self.counter)
         self.events = EventPublisher(EventHub())
         # The process's last read of each session's Conversation: turns, inspection and session
@@ -86,6 +96,7 @@ class Container:
             self.db,
             timeouts=Timeouts(total=self.settings.provider_timeout_seconds),
             observability=self.observability,
+            allow_private_hosts=self.settings.allow_private_model_hosts,
         )
         self.compactor = CompactionService(
             self.db,

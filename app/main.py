@@ -18,6 +18,7 @@ from app.api.observability import RequestContext
 from app.api.openapi import install_openapi
 from app.api.problems import UnexpectedErrors, install_error_handlers
 from app.api.routes import (
+    admin,
     agent_messages,
     compactions,
     events,
@@ -123,6 +124,7 @@ def create_app(
         events.router,
         agent_messages.router,
         pins.router,
+        admin.router,
     ):
         app.include_router(router, dependencies=secured)
     install_web(app)  # the context map: pages open, their data parts under the same key check

@@ -117,6 +117,14 @@ class Settings(BaseSettings):
     db_pool_recycle_seconds: float = Field(
         default=1800.0, description="a number of seconds (-1: never replace a connection)"
     )
+    # Per-tenant rate limit (``docs/security.md``): a token bucket of this many requests, refilled
+    # over the window, in each process (0: no limit, the default).
+    rate_limit_requests: int = Field(default=0, ge=0, description="a whole number, 0 or more")
+    rate_limit_window_seconds: float = Field(default=60.0, gt=0, description=_SECONDS)
+    # Whether a registered model's base_url may reach loopback and private networks (a model
+    # server on this host or the LAN). Link-local and metadata addresses are refused always
+    # (``app.providers.destinations``, ``docs/security.md``).
+    allow_private_model_hosts: bool = Field(default=False, description=_SWITCH)
     # Apply the measured provider/estimate ratio to estimate-based models (spec §3.4).
     apply_calibration: bool = Field(default=False, description=_SWITCH)
 

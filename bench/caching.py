@@ -201,6 +201,7 @@ def _service(database_url: str, tmp: Path) -> Iterator[ServerProcess]:
     ``app`` is this checkout's), on an already migrated database; stopped afterwards."""
     env = clean_env(
         CTXSVC_DATABASE_URL=database_url,
+        CTXSVC_ALLOW_PRIVATE_MODEL_HOSTS="true",  # the fake provider listens on loopback
         CTXSVC_MIGRATE_ON_START="false",
         CTXSVC_JSON_LOGS="false",
     )

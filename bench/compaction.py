@@ -68,14 +68,14 @@ def batch(start: int, count: int) -> list[tuple[str, str, list[Any]]]:
 async def build_session(container: Container, messages: int) -> str:
     # The built-in ``local`` model has a 32k window; 10 000 messages need a larger one.
     await container.models.put(
-        "bench-local", ModelCapabilities(4_000_000, 16_384), ProviderSpec(kind="local")
+        "default", "bench-local", ModelCapabilities(4_000_000, 16_384), ProviderSpec(kind="local")
     )
     spec = {
         "model_id": "bench-local",
         "agent": {"system_prompt": "You are a careful agent.", "tools": []},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec))["id"])
+    sid = str((await container.sessions.create(spec, "default"))["id"])
     done = 0
     while done < messages:
         chunk = batch(done, min(1000, messages - done))

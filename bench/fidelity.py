@@ -111,7 +111,7 @@ async def run_session(
         "agent": {"system_prompt": "You are a careful agent.", "tools": []},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec))["id"])
+    sid = str((await container.sessions.create(spec, "default"))["id"])
     record.forged_planted += len(scenario.forged)
     await container.messages.append(sid, scenario.history)
     afters: dict[int, int] = {}
@@ -244,7 +244,10 @@ async def run(per_shape: int, rounds: int, shapes: Sequence[Shape] = SHAPES) -> 
         container = Container.build(Settings(database_url=url, migrate_on_start=False))
         try:
             await container.models.put(
-                "fidelity-local", ModelCapabilities(400_000, 16_384), ProviderSpec(kind="local")
+                "default",
+                "fidelity-local",
+                ModelCapabilities(400_000, 16_384),
+                ProviderSpec(kind="local"),
             )
             record = Record()
             for scenario in [make(seed) for seed in range(per_shape) for make in shapes]:

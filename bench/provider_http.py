@@ -121,7 +121,7 @@ async def layers(
 
 
 async def run(rounds: int) -> None:
-    http = ProviderHTTP()
+    http = ProviderHTTP(allow_private_hosts=True)
     other = httpx.AsyncClient(timeout=httpx.Timeout(None, connect=10.0))
     try:
         with ProviderProcess(latency=LATENCY) as server:

@@ -231,6 +231,7 @@ def rss_bytes(pid: int) -> int:
 def server_env(url: str, **settings: str) -> dict[str, str]:
     return clean_env(
         CTXSVC_DATABASE_URL=url,
+        CTXSVC_ALLOW_PRIVATE_MODEL_HOSTS="true",  # the fake provider listens on loopback
         CTXSVC_MIGRATE_ON_START="false",
         CTXSVC_JSON_LOGS="false",
         CTXSVC_LOG_LEVEL="WARNING",

@@ -61,6 +61,7 @@ async def client_of(url: str) -> AsyncIterator[httpx.AsyncClient]:
         migrate_on_start=False,
         json_logs=False,
         max_body_bytes=256 * 1024 * 1024,  # the stateless body of 10 000 messages is large
+        allow_private_model_hosts=True,  # a fake provider listens on loopback
         _env_file=None,
     )
     app = create_app(settings)

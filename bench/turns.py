@@ -265,7 +265,12 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
     backend = url.split(":")[0].split("+")[0]
     if backend == "sqlite":
         await upgrade_to_head(url)
-    settings = Settings(database_url=url, migrate_on_start=False, json_logs=False)
+    settings = Settings(
+        database_url=url,
+        migrate_on_start=False,
+        json_logs=False,
+        allow_private_model_hosts=True,  # the fake provider listens on loopback
+    )
     runs = setups(settings)[:1] if quick else setups(settings)
     counter = RoundTrips(runs[0].app)
     for run in runs:

@@ -56,6 +56,9 @@ def clean_env(**settings: str) -> dict[str, str]:
     """The test's environment without any ``CTXSVC_*`` variable, plus ``settings``: a developer's
     own ``CTXSVC_*`` variables must not leak into a server under test."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXSVC_", "_CTXSVC_"))}
+    # The fake providers listen on loopback, which the service refuses by default
+    # (``app.providers.destinations``); a test of that default sets "false".
+    env["CTXSVC_ALLOW_PRIVATE_MODEL_HOSTS"] = "true"
     env.update(settings)
     return env
 

@@ -11,6 +11,7 @@ from typing import Any
 
 __all__ = [
     "AGENT_MESSAGE",
+    "API_KEY",
     "APPEND",
     "COMPACT",
     "ITEMS",
@@ -309,4 +310,15 @@ ITEMS: Examples = {
 
 POP: Examples = {
     "pop": {"summary": "Take back the last item", "value": {"format": "openai_responses"}},
+}
+
+API_KEY: Examples = {
+    "tenant": {
+        "summary": "A key for one calling service (its own sessions and models)",
+        "value": {"tenant_id": "billing-agent", "scope": "tenant", "name": "billing, production"},
+    },
+    "admin": {
+        "summary": "A second admin key (manages keys and shared models)",
+        "value": {"tenant_id": "platform", "scope": "admin", "name": "platform on-call"},
+    },
 }

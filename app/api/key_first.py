@@ -5,7 +5,7 @@ FastAPI reads and parses a route's body before it runs the route's dependencies,
 among them, and ``RequestGuard`` reads the whole body before the app runs at all: an
 unauthenticated caller could make the service read and parse 16 MiB per request. Here the route
 the request is for is found as the router will find it, and the key check it declares
-(``require_api_key`` or ``require_metrics_key``, whatever they check) runs first; a refusal is
+(the key half of ``require_api_key``, or ``require_metrics_key``) runs first; a refusal is
 answered at once, the body left unread (the server discards it). The route runs its check
 again as always: this one only moves a refusal earlier, it grants nothing.
 """
@@ -23,14 +23,19 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.auth import require_api_key, require_metrics_key
+from app.api.auth import refuse_unknown_key, require_api_key, require_metrics_key
 from app.api.problems import service_error_response
 from app.core.errors import ServiceError
 
 __all__ = ["KeyBeforeBody"]
 
 KeyCheck = Callable[..., Awaitable[Any]]
-_KEY_CHECKS: frozenset[KeyCheck] = frozenset({require_api_key, require_metrics_key})
+# The route's own check → what runs before its body is read: the key alone (the route itself
+# takes the rate-limit token and checks the session's tenant, once).
+_KEY_CHECKS: dict[KeyCheck, KeyCheck] = {
+    require_api_key: refuse_unknown_key,
+    require_metrics_key: require_metrics_key,
+}
 _bearer = HTTPBearer(auto_error=False)
 
 
@@ -49,10 +54,20 @@ class _Route:
 
     @classmethod
     def of(cls, route: RouteContext) -> _Route:
-        dependant = getattr(route, "dependant", None)
-        calls = [d.call for d in getattr(dependant, "dependencies", ())]
-        checks = [cast(KeyCheck, call) for call in calls if call in _KEY_CHECKS]
+        checks = [_KEY_CHECKS[call] for call in _calls(getattr(route, "dependant", None))]
         return cls(route, getattr(route, "path_regex", None), checks[0] if checks else None)
+
+
+def _calls(dependant: Any) -> list[KeyCheck]:
+    """The key checks among a route's dependencies, however deep (``require_admin`` depends on
+    ``require_api_key``)."""
+    found: list[KeyCheck] = []
+    for sub in getattr(dependant, "dependencies", ()):
+        if sub.call in _KEY_CHECKS:
+            found.append(cast(KeyCheck, sub.call))
+        else:
+            found.extend(_calls(sub))
+    return found
 
 
 class KeyBeforeBody:

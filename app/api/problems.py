@@ -42,6 +42,7 @@ _STATUS: dict[ErrorKind, int] = {
     "conflict": 409,
     "too_large": 413,
     "unauthorized": 401,
+    "forbidden": 403,
     "rate_limited": 429,
     "upstream": 502,
     "unavailable": 503,

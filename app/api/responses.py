@@ -40,7 +40,8 @@ PROBLEM_REF = "#/components/schemas/Problem"
 # Every request: text no store can keep (U+0000 in the path or query) and parameters that do not
 # match their schema.
 _REQUEST: Codes = {422: ("invalid_request",)}
-_SECURED: Codes = {401: ("unauthorized",)}
+# The key, and the calling tenant's rate limit (``app.api.auth``).
+_SECURED: Codes = {401: ("unauthorized",), 429: ("tenant_rate_limited",)}
 _BODY: Codes = {
     400: ("malformed_json",),
     413: ("request_too_large",),

@@ -10,7 +10,8 @@ HTTP status fits; the API's one error handler maps it (the core knows no HTTP)::
     ├── Conflict            the state forbids it now: busy, reload_required, ... (409)
     ├── TooLarge            over a size cap (413)
     ├── Unauthorized        missing or wrong API key (401)
-    ├── RateLimited         a provider asked us to slow down (429)
+    ├── Forbidden           a key without the scope an operation needs (403)
+    ├── RateLimited         a provider asked us to slow down, or a tenant is over its limit (429)
     ├── UpstreamError       a provider failed or answered nonsense (502)
     ├── Unavailable         a dependency is down, e.g. the database (503)
     └── UpstreamTimeout     a provider did not answer in time (504)
@@ -23,6 +24,7 @@ from typing import Any, ClassVar, Literal
 __all__ = [
     "Conflict",
     "ErrorKind",
+    "Forbidden",
     "InvalidInput",
     "NotFound",
     "RateLimited",
@@ -41,6 +43,7 @@ ErrorKind = Literal[
     "conflict",
     "too_large",
     "unauthorized",
+    "forbidden",
     "rate_limited",
     "upstream",
     "unavailable",
@@ -78,6 +81,10 @@ class TooLarge(ServiceError):
 
 class Unauthorized(ServiceError):
     kind: ClassVar[ErrorKind] = "unauthorized"
+
+
+class Forbidden(ServiceError):
+    kind: ClassVar[ErrorKind] = "forbidden"
 
 
 class RateLimited(ServiceError):

@@ -1,6 +1,6 @@
 """What a provider's response body carried, and reading the rest of it.
 
-``Received`` keeps the status, the content type, the size and the first bytes of a response so
+``Received`` keeps the status, the content type and the size of a response (never its bytes) so
 that a protocol error can say what came (``describe``). ``read_whole`` reads a complete
 (non-streamed) answer; ``read_to_end`` drains what follows a stream's terminal event. Both read
 an aiohttp response's ``content``, whose ``readany()`` answers ``b""`` at the end.
@@ -19,9 +19,6 @@ __all__ = ["MAX_ANSWER_BYTES", "Received", "read_to_end", "read_whole"]
 MAX_ANSWER_BYTES = 64 * 1024 * 1024
 """A complete answer is bounded by the model's output tokens; this only stops a runaway body."""
 
-# How much of a body a protocol error quotes.
-_QUOTED_BYTES = 200
-
 # After the terminal event: how long, and how many bytes, to wait for the end of the body.
 _END_OF_BODY_SECONDS = 0.05
 _END_OF_BODY_BYTES = 64 * 1024
@@ -34,7 +31,6 @@ class Received:
     status: int
     content_type: str | None
     size: int = 0
-    head: bytes = b""
 
     @property
     def is_json(self) -> bool:
@@ -43,15 +39,14 @@ class Received:
 
     def add(self, chunk: bytes) -> None:
         self.size += len(chunk)
-        if len(self.head) < _QUOTED_BYTES:
-            self.head += chunk[: _QUOTED_BYTES - len(self.head)]
 
     def describe(self) -> str:
-        first = self.head.decode("utf-8", errors="replace")
-        quoted = f", first bytes: {first!r}" if first else ""
+        # Never the bytes themselves: whatever answered at base_url may be no model provider
+        # (a database port, a metadata service), and its answer is not the caller's to read
+        # (``docs/security.md``, "Outbound requests").
         return (
             f"received HTTP {self.status}, content type {self.content_type or 'none'}, "
-            f"{self.size} bytes{quoted}"
+            f"{self.size} bytes"
         )
 
 

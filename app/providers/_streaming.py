@@ -13,7 +13,7 @@ error response to a ``ProviderError``, and an ``Assembler`` that turns server-se
 A server that ignores ``stream: true`` and answers ``200 application/json`` with the complete
 response (LiteLLM's mock, some proxies) is read as that response: the protocol turns it into the
 events its stream would have carried (``answer_events``), so one assembler checks both. A
-protocol error says what was received: status, content type, size and the first bytes.
+protocol error says what was received: status, content type and size (never the bytes).
 
 The transport is aiohttp (``app.providers.http_client``); its failures are ``ProviderError``s:
 its timeouts (``ServerTimeoutError``: connecting, or no bytes for ``Timeouts.idle``) are
@@ -50,9 +50,10 @@ from app.providers.base import (
     api_key_problem,
 )
 from app.providers.call_stats import note_attempt, note_first_byte, note_retry, note_sent
+from app.providers.destinations import DestinationRefused
 from app.providers.http_client import DIRECT, JsonBody, ProviderHTTP
 from app.providers.sse import ServerSentEvent, SSEDecoder
-from app.providers.urls import base_url_problem
+from app.providers.urls import base_url_problem, destination_problem
 
 __all__ = ["Assembler", "StreamState", "StreamingClient", "protocol_error"]
 
@@ -128,7 +129,9 @@ class StreamingClient(abc.ABC):
         # Fixed per adapter, so a call builds none of them. A URL registered before it was
         # checked (``app.providers.urls``) fails each call instead of the adapter's creation.
         self._endpoint = self._url()
-        url_problem = base_url_problem(config.base_url)
+        url_problem = base_url_problem(config.base_url) or destination_problem(
+            config.base_url, allow_private=http.allow_private_hosts
+        )
         self._route = DIRECT if url_problem else http.route(self._endpoint)
         self._problem = (
             f"provider.base_url {url_problem}; register the model again with a valid base_url"
@@ -322,6 +325,21 @@ class StreamingClient(abc.ABC):
                 "timeout",
                 f"the provider stream stalled ({type(exc).__name__}); retry later",
                 semantic_output_received=state.semantic,
+            ) from None
+        except aiohttp.ClientConnectorError as exc:
+            refused = exc.os_error
+            if isinstance(refused, DestinationRefused):
+                # The rule of ``app.providers.destinations``: no connection was made.
+                raise ProviderError.of(
+                    "bad_request",
+                    f"cannot call model {self._config.model_name}: provider.base_url's host "
+                    f"{refused}",
+                ) from None
+            raise ProviderError.of(
+                "server_error",
+                f"the connection to the provider failed ({type(exc).__name__})",
+                semantic_output_received=state.semantic,
+                retryable=True,
             ) from None
         except aiohttp.ClientError as exc:
             # Connection refused, reset, or closed before the stream completed.

@@ -36,6 +36,7 @@ import aiohttp
 import certifi
 
 from app.providers.call_stats import note_sent
+from app.providers.destinations import GuardedResolver
 from app.providers.urls import http_url
 
 __all__ = ["DIRECT", "JsonBody", "ProviderHTTP", "Route", "env_route"]
@@ -168,8 +169,12 @@ class ProviderHTTP:
         *,
         env: Mapping[str, str] | None = None,
         trace_configs: Sequence[aiohttp.TraceConfig] = (),
+        allow_private_hosts: bool = False,
     ) -> None:
+        """``allow_private_hosts``: whether loopback and private addresses may be reached
+        (``app.providers.destinations``; link-local and metadata addresses never are)."""
         self._env: Mapping[str, str] = {} if env is None else env
+        self.allow_private_hosts = allow_private_hosts
         self._trace_configs = [_sent_trace(), *trace_configs]
         self._session: aiohttp.ClientSession | None = None
         self._routes: dict[str, Route] = {}
@@ -183,6 +188,9 @@ class ProviderHTTP:
                 ssl=_ssl_context(self._env),
                 limit=_MAX_CONNECTIONS,
                 keepalive_timeout=_KEEPALIVE_SECONDS,
+                # Every address a provider's host name resolves to is checked before a
+                # connection is made (a literal address is checked by the adapter).
+                resolver=GuardedResolver(allow_private=self.allow_private_hosts),
             )
             session = self._session = aiohttp.ClientSession(
                 connector=connector,

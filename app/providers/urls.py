@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from urllib.parse import SplitResult, urlsplit
 
-__all__ = ["base_url_problem", "http_url"]
+from app.providers.destinations import host_problem
+
+__all__ = ["base_url_problem", "destination_problem", "http_url"]
 
 
 def http_url(url: str) -> SplitResult | str:
@@ -47,3 +49,13 @@ def base_url_problem(url: str) -> str | None:
     if parts.query or parts.fragment:
         return "has a query or a fragment; the adapter appends the endpoint path to base_url"
     return None
+
+
+def destination_problem(url: str, *, allow_private: bool) -> str | None:
+    """Why ``url``'s host may not be reached, as far as can be told without resolving it
+    (a clause completing "base_url …"; ``app.providers.destinations``), or ``None``."""
+    parts = http_url(url)
+    if isinstance(parts, str) or parts.hostname is None:
+        return None  # ``base_url_problem`` says what is wrong
+    problem = host_problem(parts.hostname, allow_private=allow_private)
+    return None if problem is None else f"names a host that is refused: {problem}"

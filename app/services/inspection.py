@@ -92,7 +92,7 @@ class InspectionService:
     async def inspection(self, session_id: str) -> Inspection:
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
-            model = await resolve_model(db, session.model_id)
+            model = await resolve_model(db, session.model_id, session.tenant_id)
             counter, calibration = await calibrated_counter(
                 db,
                 model.id,

@@ -89,7 +89,7 @@ class MessageService:
     ) -> list[StoredMessage]:
         """``append`` in the caller's transaction."""
         session = await SessionRepository(db).require(session_id)
-        model = await resolve_model(db, session.model_id)
+        model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = self._counters(model.capabilities.token_counter)
         # The repository checks the SPEC §5 rules (app.core.chat_rules) under the session
         # lock, so concurrent appenders on any replica are judged one after the other.

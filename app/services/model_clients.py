@@ -37,6 +37,7 @@ class ModelClients:
         retry: RetryPolicy | None = None,
         timeouts: Timeouts | None = None,
         observability: Observability | None = None,
+        allow_private_hosts: bool = False,
     ) -> None:
         self._db = db
         self._observability = observability or Observability()
@@ -46,7 +47,9 @@ class ModelClients:
         # Its session is made at the first provider call; proxies and trusted certificates
         # come from the same environment as the keys.
         self._http = ProviderHTTP(
-            env=self._env, trace_configs=self._observability.provider_trace_configs()
+            env=self._env,
+            trace_configs=self._observability.provider_trace_configs(),
+            allow_private_hosts=allow_private_hosts,
         )
 
     @property
@@ -68,7 +71,8 @@ class ModelClients:
         if provider.kind == "local":
             return LocalClient()
         if provider.kind == "scripted":
-            return ScriptedClient(entry.id, lambda: self._take(entry.id))
+            owner = entry.owner or ""
+            return ScriptedClient(entry.id, lambda: self._take(owner, entry.id))
         config = ProviderConfig(
             kind=provider.kind,
             base_url=provider.base_url or "",
@@ -111,10 +115,10 @@ class ModelClients:
         code, sentence = problem
         return ModelReadiness("not_ready", code, f"calls to this model will fail: {sentence}")
 
-    async def _take(self, model_id: str) -> ScriptEntry | None:
+    async def _take(self, owner: str, model_id: str) -> ScriptEntry | None:
         # Its own short transaction: the model row is locked only while the position advances.
         async with unit_of_work(self._db) as db:
-            taken = await ModelRepository(db).take_script_entry(model_id)
+            taken = await ModelRepository(db).take_script_entry(owner, model_id)
         if taken is None:
             return None
         return ScriptEntry(taken.index, taken.length, taken.entry)

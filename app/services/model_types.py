@@ -30,6 +30,8 @@ class ModelEntry:
     builtin: bool = False
     script_position: int = 0
     calibration: dict[str, Any] | None = field(default=None)
+    # The tenant whose row this is (``SHARED_TENANT`` for a shared model); ``None``: built-in.
+    owner: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -80,9 +80,8 @@ class SessionPrepareService:
         """Sample World State (stored), prepare, and compact when the trigger line is reached."""
         request_id = f"prepare-{uuid.uuid4().hex}"
         async with unit_of_work(self._db, read_only=True) as db:
-            model = await resolve_model(
-                db, (await SessionRepository(db).require(session_id)).model_id
-            )
+            session = await SessionRepository(db).require(session_id)
+            model = await resolve_model(db, session.model_id, session.tenant_id)
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         written = list(sampled.message_ids)
 

@@ -134,9 +134,14 @@ class SessionService:
                 result[key] = validate_directory(workspace[key], roots, what=what)
         return result
 
-    async def _check_models(self, db: AsyncSession, **model_ids: str) -> list[ModelEntry]:
-        """The models the body names, by field (``model_id``, ``summary_model_id``)."""
-        return [await resolve_named_model(db, v, field) for field, v in model_ids.items()]
+    async def _check_models(
+        self, db: AsyncSession, tenant_id: str, **model_ids: str
+    ) -> list[ModelEntry]:
+        """The models the body names, by field (``model_id``, ``summary_model_id``), as the
+        session's tenant sees them."""
+        return [
+            await resolve_named_model(db, v, field, tenant_id) for field, v in model_ids.items()
+        ]
 
     def _check_system_prompt(self, prompt: str, model: ModelEntry) -> None:
         """The agent prompt is the System Context of every request (SPEC §3.3 caps a part at
@@ -146,18 +151,20 @@ class SessionService:
         counter = self._counters(model.capabilities.token_counter)
         check_system_part(AGENT_SYSTEM_KEY, [text_block(prompt)], counter)
 
-    async def create(self, spec: dict[str, Any]) -> dict[str, Any]:
+    async def create(self, spec: dict[str, Any], tenant_id: str) -> dict[str, Any]:
+        """A new session of ``tenant_id`` (the tenant of the calling key)."""
         self._check_agent(spec["agent"])
         workspace = self._check_workspace(spec.get("workspace"))
         summary_model_id = spec.get("summary_model_id") or spec["model_id"]
         now = utc_now()
         async with unit_of_work(self._db) as db:
             model, _ = await self._check_models(
-                db, model_id=spec["model_id"], summary_model_id=summary_model_id
+                db, tenant_id, model_id=spec["model_id"], summary_model_id=summary_model_id
             )
             self._check_system_prompt(spec["agent"]["system_prompt"], model)
             row = AgentSession(
                 id=f"ses-{uuid.uuid4().hex}",
+                tenant_id=tenant_id,
                 title=spec.get("title"),
                 model_id=spec["model_id"],
                 summary_model_id=summary_model_id,
@@ -180,10 +187,12 @@ class SessionService:
             row = await SessionRepository(db).require(session_id)
             return (await _with_figures(db, [row]))[0]
 
-    async def list(self, *, limit: int, cursor: str | None) -> dict[str, Any]:
+    async def list(self, tenant_id: str, *, limit: int, cursor: str | None) -> dict[str, Any]:
         before = decode_cursor(cursor, SESSION_CURSOR) if cursor else None
         async with unit_of_work(self._db, read_only=True) as db:
-            rows = list(await SessionRepository(db).list_page(limit=limit + 1, before=before))
+            rows = list(
+                await SessionRepository(db).list_page(tenant_id, limit=limit + 1, before=before)
+            )
             page = rows[:limit]
             sessions = await _with_figures(db, page)
         last = page[-1] if len(rows) > limit else None
@@ -197,7 +206,7 @@ class SessionService:
         async with unit_of_work(self._db) as db:
             row = await SessionRepository(db).require(session_id, for_update=True)
             models = {k: changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)}
-            entries = await self._check_models(db, **models)
+            entries = await self._check_models(db, row.tenant_id, **models)
             if changes.get("model_id"):
                 self._check_system_prompt(system_prompt_of(row), entries[0])
             for key in ("title", "model_id", "summary_model_id"):

@@ -20,12 +20,13 @@ from fastapi import Path as PathParam
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
 
-from app.api.auth import require_api_key
+from app.api.auth import PrincipalDep, require_api_key
 from app.api.deps import ContainerDep
 from app.api.problems import status_of
 from app.container import Container
 from app.core.chat_rules import MAX_SEQUENCE
 from app.core.errors import ServiceError
+from app.core.tenancy import OPEN_PRINCIPAL, Principal
 from app.web import views
 from app.web.render import html, render
 
@@ -98,19 +99,21 @@ async def sessions_page(container: ContainerDep, cursor: Cursor = None) -> HTMLR
     """Sessions, newest first, with what their turns cost."""
     return await _page(
         container,
-        lambda: sessions_part_html(container, cursor),
+        lambda: sessions_part_html(container, OPEN_PRINCIPAL, cursor),
         title="Sessions",
         part_url=_url("/ui/parts/sessions", cursor=cursor),
     )
 
 
 @parts.get("/sessions", response_class=HTMLResponse)
-async def sessions_part(container: ContainerDep, cursor: Cursor = None) -> HTMLResponse:
-    return html(await sessions_part_html(container, cursor))
+async def sessions_part(
+    container: ContainerDep, principal: PrincipalDep, cursor: Cursor = None
+) -> HTMLResponse:
+    return html(await sessions_part_html(container, principal, cursor))
 
 
-async def sessions_part_html(container: Container, cursor: str | None) -> str:
-    page = await container.sessions.list(limit=SESSIONS_PER_PAGE, cursor=cursor)
+async def sessions_part_html(container: Container, caller: Principal, cursor: str | None) -> str:
+    page = await container.sessions.list(caller.tenant_id, limit=SESSIONS_PER_PAGE, cursor=cursor)
     return render(
         "parts/sessions.html",
         rows=views.session_rows(page["sessions"]),
@@ -127,7 +130,7 @@ async def session_page(session_id: SessionId, container: ContainerDep) -> HTMLRe
     """The context map of one session: what the model will see next, and why."""
     return await _page(
         container,
-        lambda: context_part_html(container, session_id),
+        lambda: context_part_html(container, OPEN_PRINCIPAL, session_id),
         title=f"Session {session_id}",
         part_url=f"/ui/parts/sessions/{session_id}",
         events_url=f"/v1/sessions/{session_id}/events",
@@ -136,11 +139,14 @@ async def session_page(session_id: SessionId, container: ContainerDep) -> HTMLRe
 
 
 @parts.get("/sessions/{session_id}", response_class=HTMLResponse)
-async def context_part(session_id: SessionId, container: ContainerDep) -> HTMLResponse:
-    return html(await context_part_html(container, session_id))
+async def context_part(
+    session_id: SessionId, container: ContainerDep, principal: PrincipalDep
+) -> HTMLResponse:
+    return html(await context_part_html(container, principal, session_id))
 
 
-async def context_part_html(container: Container, session_id: str) -> str:
+async def context_part_html(container: Container, caller: Principal, session_id: str) -> str:
+    await container.tenancy.check_owner(caller.tenant_id, session_id)
     # The session first: its last update id is then at most what the map shows, so the
     # stream the page follows from it never misses a change.
     session = await container.sessions.get(session_id)
@@ -169,7 +175,9 @@ async def checkpoint_page(
     """A checkpoint: its summary and reminder, and the raw messages it covers."""
     return await _page(
         container,
-        lambda: checkpoint_part_html(container, session_id, compaction_id, after_sequence),
+        lambda: checkpoint_part_html(
+            container, OPEN_PRINCIPAL, session_id, compaction_id, after_sequence
+        ),
         title=f"Checkpoint {compaction_id}",
         part_url=_url(
             f"/ui/parts/sessions/{session_id}/compactions/{compaction_id}",
@@ -184,14 +192,22 @@ async def checkpoint_part(
     session_id: SessionId,
     compaction_id: CompactionId,
     container: ContainerDep,
+    principal: PrincipalDep,
     after_sequence: AfterSequence = 0,
 ) -> HTMLResponse:
-    return html(await checkpoint_part_html(container, session_id, compaction_id, after_sequence))
+    return html(
+        await checkpoint_part_html(container, principal, session_id, compaction_id, after_sequence)
+    )
 
 
 async def checkpoint_part_html(
-    container: Container, session_id: str, compaction_id: str, after_sequence: int
+    container: Container,
+    caller: Principal,
+    session_id: str,
+    compaction_id: str,
+    after_sequence: int,
 ) -> str:
+    await container.tenancy.check_owner(caller.tenant_id, session_id)
     checkpoint = await container.compactor.get(session_id, compaction_id)
     transcript = await container.compactor.transcript(
         session_id,

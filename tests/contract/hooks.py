@@ -51,6 +51,12 @@ UNSTATABLE: dict[str, set[str]] = {
     "PUT /v1/models/{model_id}": {
         "invalid_capabilities",
         "invalid_base_url",  # a port in range, an IPv6 literal: parsed as urllib and aiohttp do
+        "base_url_not_allowed",  # link-local and metadata addresses (app.providers.destinations)
+    },
+    "PUT /v1/admin/models/{model_id}": {
+        "invalid_capabilities",
+        "invalid_base_url",
+        "base_url_not_allowed",
     },
     "POST /v1/sessions": _WORKSPACE
     | {
@@ -105,6 +111,10 @@ _SESSION_BODIES = {"/v1/sessions", "/v1/sessions/{session_id}"}
 _OFFLINE = {"local"}
 
 
+# A shared model overrides the catalogue for every tenant, as a registered one does for its own.
+_MODEL_PATHS = frozenset({"/v1/models/{model_id}", "/v1/admin/models/{model_id}"})
+
+
 @schemathesis.hook
 def before_call(
     ctx: schemathesis.HookContext, case: schemathesis.Case, kwargs: dict[str, Any]
@@ -114,7 +124,7 @@ def before_call(
     compactions. Any non-empty model id is valid for the schema, so nothing negative turns
     positive; a model id in a path stays valid too. (The server also runs behind a dead proxy:
     nothing could leave the machine.)"""
-    if case.operation.path == "/v1/models/{model_id}" and case.path_parameters:
+    if case.operation.path in _MODEL_PATHS and case.path_parameters:
         # Registering a model named ``local`` would override the offline built-in itself.
         if case.path_parameters.get("model_id") in _OFFLINE:
             case.path_parameters["model_id"] = "contract-run-model"

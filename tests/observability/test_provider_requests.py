@@ -32,7 +32,7 @@ class Traced:
 
     def http(self, env: dict[str, str] | None = None) -> ProviderHTTP:
         tracing = provider_request_tracing(self.tracer_provider, env or {})
-        http = ProviderHTTP(trace_configs=[tracing])
+        http = ProviderHTTP(allow_private_hosts=True, trace_configs=[tracing])
         self.made.append(http)
         return http
 

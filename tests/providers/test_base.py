@@ -85,7 +85,7 @@ def test_factory_picks_the_adapter_by_kind() -> None:
     from app.providers.openai_chat import OpenAIChatClient
 
     # Nothing is sent, so no session is ever made (and none needs closing).
-    http = ProviderHTTP()
+    http = ProviderHTTP(allow_private_hosts=True)
     openai = http_model_client(http, ProviderConfig("openai_chat", "http://x", "m"), env={})
     anthropic = http_model_client(
         http, ProviderConfig("anthropic_messages", "http://x", "m"), env={}

@@ -77,7 +77,7 @@ async def test_requests_go_through_the_proxy_the_environment_names(
     # The fake answers as the proxy would forward: an http:// provider is asked through it
     # with the absolute URL, and the proxy's credentials come as Proxy-Authorization.
     proxy = f"http://ops:s%3Acret@127.0.0.1:{fake_server.port}"
-    http = ProviderHTTP(env={"HTTP_PROXY": proxy})
+    http = ProviderHTTP(allow_private_hosts=True, env={"HTTP_PROXY": proxy})
     client_of.append(http)
     fake_server.enqueue(StreamReply(openai_stream(text=["via the proxy"])))
     response = await adapter(http, "http://provider.invalid").complete(hello())
@@ -94,7 +94,9 @@ async def test_no_proxy_sends_a_request_straight_to_the_provider(
     fake_server: FakeProviderServer, client_of: list[ProviderHTTP]
 ) -> None:
     unreachable = f"http://127.0.0.1:{closed_port()}"
-    http = ProviderHTTP(env={"HTTP_PROXY": unreachable, "NO_PROXY": "localhost,127.0.0.1"})
+    http = ProviderHTTP(
+        allow_private_hosts=True, env={"HTTP_PROXY": unreachable, "NO_PROXY": "localhost,127.0.0.1"}
+    )
     client_of.append(http)
     fake_server.enqueue(StreamReply(openai_stream(text=["direct"])))
     assert (await adapter(http, fake_server.base_url).complete(hello())).text == "direct"
@@ -169,7 +171,7 @@ async def test_a_proxy_aiohttp_cannot_use_fails_each_call_before_sending(
 ) -> None:
     # These used to fail the adapter's creation (a 500 on the turn's start) or end in aiohttp's
     # own error after two retries.
-    http = ProviderHTTP(env={"HTTP_PROXY": proxy})
+    http = ProviderHTTP(allow_private_hosts=True, env={"HTTP_PROXY": proxy})
     client_of.append(http)
     with pytest.raises(ProviderError) as failed:
         await adapter(http, fake_server.base_url).complete(hello())
@@ -205,7 +207,7 @@ def tls_server(authority: trustme.CA) -> Iterator[FakeProviderServer]:
 async def test_a_certificate_nobody_trusts_is_refused(
     tls_server: FakeProviderServer, client_of: list[ProviderHTTP]
 ) -> None:
-    http = ProviderHTTP(env={})
+    http = ProviderHTTP(allow_private_hosts=True, env={})
     client_of.append(http)
     with pytest.raises(ProviderError) as caught:
         await adapter(http, tls_server.base_url).complete(hello())
@@ -222,7 +224,7 @@ async def test_ssl_cert_file_names_the_certificates_to_trust(
 ) -> None:
     bundle = tmp_path / "ca.pem"
     authority.cert_pem.write_to_path(str(bundle))
-    http = ProviderHTTP(env={"SSL_CERT_FILE": str(bundle)})
+    http = ProviderHTTP(allow_private_hosts=True, env={"SSL_CERT_FILE": str(bundle)})
     client_of.append(http)
     tls_server.enqueue(StreamReply(openai_stream(text=["over TLS"])))
     assert (await adapter(http, tls_server.base_url).complete(hello())).text == "over TLS"

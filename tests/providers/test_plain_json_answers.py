@@ -139,10 +139,8 @@ async def test_a_json_answer_of_another_shape_says_what_it_was(
     fake_server.enqueue(BodyReply({"status": "queued", "id": "job-7"}))
     error = await protocol_error(kind, fake_server, http)
     assert "the JSON answer is not a" in error.detail
-    assert (
-        "(received HTTP 200, content type application/json, 35 bytes, first bytes: "
-        '\'{"status": "queued", "id": "job-7"}\')' in error.detail
-    )
+    assert "(received HTTP 200, content type application/json, 35 bytes)" in error.detail
+    assert "queued" not in error.detail  # never the bytes of what answered
 
 
 @pytest.mark.parametrize("kind", ADAPTERS)
@@ -153,12 +151,8 @@ async def test_an_answer_that_is_no_stream_says_what_it_was(
     fake_server.enqueue(BodyReply(page, content_type="text/html"))
     error = await protocol_error(kind, fake_server, http)
     assert "ended without a" in error.detail
-    assert f"received HTTP 200, content type text/html, {len(page)} bytes, first bytes: " in (
-        error.detail
-    )
-    quoted = error.detail.split("first bytes: ", 1)[1]
-    assert quoted.startswith("'<html><body>Service temporarily unavailable")
-    assert len(quoted) < 220  # the first 200 bytes, not the page
+    assert f"(received HTTP 200, content type text/html, {len(page)} bytes)" in error.detail
+    assert "html" not in error.detail.replace("text/html", "")  # never the bytes
 
 
 @pytest.mark.parametrize("kind", ADAPTERS)
@@ -173,5 +167,5 @@ async def test_a_stream_cut_short_says_how_much_came(
     fake_server.enqueue(StreamReply(events))
     error = await protocol_error(kind, fake_server, http)
     assert "received HTTP 200, content type text/event-stream, " in error.detail
-    assert "first bytes: 'data: " in error.detail or "first bytes: 'event: " in error.detail
+    assert "data:" not in error.detail
     assert error.semantic_output_received is True

@@ -76,13 +76,14 @@ async def new_session(container: Container, counter: str = O200K) -> str:
     capabilities = ModelCapabilities(
         context_window_tokens=10_000_000, max_output_tokens=4_000, token_counter=counter
     )
-    await container.models.put(model_id, capabilities, ProviderSpec(kind="local"))
+    await container.models.put("default", model_id, capabilities, ProviderSpec(kind="local"))
     created = await container.sessions.create(
         {
             "model_id": model_id,
             "agent": {"system_prompt": "You are a careful agent.", "tools": []},
             "sandbox": {"mode": "auto", "available": True},
-        }
+        },
+        "default",
     )
     return str(created["id"])
 

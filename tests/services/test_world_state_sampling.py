@@ -68,7 +68,7 @@ async def new_session(container: Container, workspace: dict[str, Any] | None = N
         "workspace": workspace,
         "sandbox": {"mode": "auto", "available": True},
     }
-    return str((await container.sessions.create(spec))["id"])
+    return str((await container.sessions.create(spec, "default"))["id"])
 
 
 async def sample(

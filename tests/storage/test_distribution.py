@@ -24,7 +24,7 @@ pytestmark = pytest.mark.postgres
 SESSIONS = "sessions"
 SESSION_COLUMN = "session_id"
 # Tables without sessions: replicated (reference) or kept on the coordinator (docs/deploy.md).
-GLOBAL_TABLES = {"models", "calibration_samples", "alembic_version"}
+GLOBAL_TABLES = {"models", "calibration_samples", "api_keys", "alembic_version"}
 
 
 @dataclass(frozen=True)

@@ -120,7 +120,7 @@ async def test_earlier_models_cache_and_earlier_turns_wrote_nothing(
 
         async with unit_of_work(factory, read_only=True) as db:
             models = ModelRepository(db)
-            old, odd = await models.get("old"), await models.get("odd")
+            old, odd = await models.get("default", "old"), await models.get("default", "odd")
             turn = await TurnRepository(db).get(sid, "t-old")
             usage = (await usage_by_session(db, [sid]))[sid]
         assert old is not None

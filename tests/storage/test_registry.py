@@ -33,7 +33,7 @@ def scripted(model_id: str, script: list[Any] | None) -> RegisteredModel:
 
 async def take(factory: SessionFactory, model_id: str) -> Any:
     async with unit_of_work(factory) as db:
-        return await ModelRepository(db).take_script_entry(model_id)
+        return await ModelRepository(db).take_script_entry("default", model_id)
 
 
 async def test_script_position_advances_atomically_under_concurrency(
@@ -67,14 +67,14 @@ async def test_models_crud(factory: SessionFactory) -> None:
         await ModelRepository(db).put(scripted(model_id, None))
     async with unit_of_work(factory) as db:
         repo = ModelRepository(db)
-        model = await repo.get(model_id)
+        model = await repo.get("default", model_id)
         assert model is not None
         assert model.capabilities().limits().effective_input_tokens == 600
-        assert model_id in {m.id for m in await repo.list_all()}
-        assert await repo.take_script_entry(model_id) is None  # no script
-        assert await repo.delete(model_id)
-        assert not await repo.delete(model_id)
-        assert await repo.take_script_entry(model_id) is None
+        assert model_id in {m.id for m in await repo.list_all(["default"])}
+        assert await repo.take_script_entry("default", model_id) is None  # no script
+        assert await repo.delete("default", model_id)
+        assert not await repo.delete("default", model_id)
+        assert await repo.take_script_entry("default", model_id) is None
 
 
 async def test_calibration_keeps_the_latest_samples(factory: SessionFactory) -> None:

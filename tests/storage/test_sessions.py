@@ -79,9 +79,9 @@ async def test_list_pages_newest_first(factory: SessionFactory) -> None:
     try:
         async with unit_of_work(factory, read_only=True) as db:
             repo = SessionRepository(db)
-            first = await repo.list_page(limit=3)
+            first = await repo.list_page("default", limit=3)
             cursor = (first[-1].created_at, first[-1].id)
-            second = await repo.list_page(limit=3, before=cursor)
+            second = await repo.list_page("default", limit=3, before=cursor)
     finally:
         # The database is shared by the run's PostgreSQL tests: rows from the far future would
         # head every later listing (and their ids are not ones the API hands out).

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Query
 from fastapi.responses import Response
 
 from app.api import examples
+from app.api.auth import PrincipalDep
 from app.api.deps import ContainerDep
 from app.api.inputs.prepare import PrepareInput
 from app.api.jsonbody import JsonBodyRoute
@@ -32,6 +33,7 @@ router = APIRouter(prefix="/v1", tags=["stateless"], route_class=JsonBodyRoute)
 async def prepare_stateless(
     body: Annotated[PrepareInput, Body(openapi_examples=examples.PREPARE)],
     container: ContainerDep,
+    principal: PrincipalDep,
     encode: Annotated[
         EncodeName | None, Query(description="Overrides the body's `encode`.")
     ] = None,
@@ -41,7 +43,7 @@ async def prepare_stateless(
         capabilities, model_name = body.model.to_core(), body.model.model_name
     else:
         assert body.model_id is not None  # the schema guarantees exactly one
-        entry = await container.models.named(body.model_id, "model_id")
+        entry = await container.models.named(principal.tenant_id, body.model_id, "model_id")
         capabilities, model_name = entry.capabilities, entry.provider.model_name
     with container.observability.prepare("stateless"):
         result = run_prepare(

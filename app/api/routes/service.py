@@ -13,6 +13,7 @@ from app.api.deps import ContainerDep
 from app.api.problems import problem_response
 from app.api.responses import problems
 from app.api.schemas.service import Health, Readiness
+from app.core.tenancy import DEFAULT_TENANT
 from app.observability import metrics_text
 from app.services.provider_probe import probe_providers
 from app.storage.migrate import is_at_head
@@ -62,8 +63,9 @@ async def readyz(
     providers: Annotated[
         bool,
         Query(
-            description="Also try each provider `base_url` of the models this process can call "
-            "(a plain GET without a key, 5 s at most): 503 when one does not answer."
+            description="Also try each provider `base_url` of the operator's models (those of the "
+            "configured keys' tenant and the shared ones; a plain GET without a key, 5 s at "
+            "most): 503 when one does not answer."
         ),
     ] = False,
 ) -> Response:
@@ -78,7 +80,10 @@ async def readyz(
         )
     if not providers:
         return Response('{"status":"ready"}', media_type="application/json")
-    probes = await probe_providers(await container.models.list(), container.model_clients)
+    # The operator's models (those of the configured keys' tenant and the shared ones): a
+    # tenant's own broken provider is no reason to take a replica out of rotation.
+    callable_models = await container.models.list(DEFAULT_TENANT)
+    probes = await probe_providers(callable_models, container.model_clients)
     listed = [probe.to_json() for probe in probes]
     down = [probe.detail for probe in probes if not probe.reachable and probe.detail]
     if down:

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body, Path, Query
 from fastapi.responses import Response
 
 from app.api import examples
+from app.api.auth import PrincipalDep
 from app.api.deps import ContainerDep
 from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
@@ -68,17 +69,21 @@ class ContextResponse(PrepareResponse):
 async def create_session(
     body: Annotated[SessionCreate, Body(openapi_examples=examples.SESSION_CREATE)],
     container: ContainerDep,
+    principal: PrincipalDep,
 ) -> Response:
     """Create a session with its agent definition, model, workspace and sandbox settings."""
     spec = body.model_dump(exclude_none=False)
     if body.workspace is not None:
         spec["workspace"] = body.workspace.model_dump(exclude_none=True)
-    return json_response(await container.sessions.create(spec), status_code=201)
+    return json_response(
+        await container.sessions.create(spec, principal.tenant_id), status_code=201
+    )
 
 
 @router.get("", response_model=SessionPage, responses=problems({422: ("invalid_cursor",)}))
 async def list_sessions(
     container: ContainerDep,
+    principal: PrincipalDep,
     limit: Annotated[int, Query(ge=1, le=200)] = 50,
     cursor: Annotated[
         str | None,
@@ -89,8 +94,9 @@ async def list_sessions(
         ),
     ] = None,
 ) -> Response:
-    """Sessions, newest first, cursor-paginated."""
-    return json_response(await container.sessions.list(limit=limit, cursor=cursor))
+    """The calling tenant's sessions, newest first, cursor-paginated."""
+    page = await container.sessions.list(principal.tenant_id, limit=limit, cursor=cursor)
+    return json_response(page)
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=problems(SESSION))

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Body
 from fastapi.responses import Response
 
 from app.api import examples
+from app.api.auth import PrincipalDep
 from app.api.deps import ContainerDep
 from app.api.inputs.tokens import TokenCountInput
 from app.api.jsonbody import JsonBodyRoute
@@ -33,6 +34,7 @@ router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRou
 async def count_tokens(
     body: Annotated[TokenCountInput, Body(openapi_examples=examples.TOKEN_COUNT)],
     container: ContainerDep,
+    principal: PrincipalDep,
 ) -> Response:
     """Count tokens with a named counter; give exactly one of `text`, `content` or `prepare`.
 
@@ -52,7 +54,9 @@ async def count_tokens(
         else:
             assert prepare.model_id is not None  # the schema guarantees exactly one
             capabilities = (
-                await container.models.named(prepare.model_id, "prepare.model_id")
+                await container.models.named(
+                    principal.tenant_id, prepare.model_id, "prepare.model_id"
+                )
             ).capabilities
         counter = container.counter(body.counter or capabilities.token_counter)
         with container.observability.prepare("tokens"):

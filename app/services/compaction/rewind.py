@@ -54,7 +54,7 @@ async def store_rewind(
         target = await load_checkpoint(db, target_row)
         # A stored summary is re-validated before it is installed again (reference §8.9).
         validate_summary(target.summary, finish_reason="stop", has_tool_calls=False)
-        model = await resolve_model(db, session.model_id)
+        model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = counters(model.capabilities.token_counter)
         active = await load_active(db, session, counter.name)
         before = conversation_tokens(session, model, counter, active.items)

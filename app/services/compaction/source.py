@@ -213,8 +213,8 @@ async def load_source(
     session = await SessionRepository(db).require(session_id)
     if turn_id is None:
         await require_idle(db, session_id, "compacted")
-    model = await resolve_model(db, session.model_id)
-    summary_model = await resolve_model(db, session.summary_model_id)
+    model = await resolve_model(db, session.model_id, session.tenant_id)
+    summary_model = await resolve_model(db, session.summary_model_id, session.tenant_id)
     summary_counter = counters(summary_model.capabilities.token_counter)
     last = await MessageRepository(db).last_sequence(session_id) or 0
     if last == 0:

@@ -149,7 +149,7 @@ async def post_tool_results(
         if any(e["result"] is None for e in entries):
             await turns.update_running(session_id, turn_id, pending_tool_calls=entries)
             return ResultsOutcome(turn, False, None)
-        model = await resolve_model(db, session.model_id)
+        model = await resolve_model(db, session.model_id, session.tenant_id)
         await write_results(
             db,
             deps.events,

@@ -90,7 +90,7 @@ class AgentMessageService:
         message_id = agent_message_id or f"am-{uuid.uuid4().hex}"
         async with unit_of_work(self._deps.db) as db:
             session = await SessionRepository(db).require(session_id)
-            model = await resolve_model(db, session.model_id)
+            model = await resolve_model(db, session.model_id, session.tenant_id)
             counter = self._deps.counter(model.capabilities.token_counter)
             tokens = check_agent_message(task, _content(task, kind, body), counter)
             queued = await MailboxRepository(db).enqueue(

@@ -103,7 +103,7 @@ class TurnRunner(RunnerSteps):
             if turn is None or turn.status != "running":
                 raise TurnLost
             session = await SessionRepository(db).require(self.session_id)
-            entry = await resolve_model(db, session.model_id)
+            entry = await resolve_model(db, session.model_id, session.tenant_id)
             self.counter = await turn_counter(self.deps, db, entry)
         self.phase, index = turn.phase, turn.model_call_index
         if turn.cancel_requested:

@@ -182,7 +182,7 @@ async def start_turn(
             return Started(existing, False, session, None)
         if running is not None:
             raise busy(running.turn_id)
-        model = await resolve_model(db, session.model_id)
+        model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = deps.counter(model.capabilities.token_counter)
         skills = await _skill_messages(session, input_items, deps.settings.workspace_roots, counter)
         merged = first_call is not None and first_call.applies(session)

@@ -96,7 +96,7 @@ async def end_waiting(
     result; then the terminal status and its ``turn_finished`` update. The terminal row, for
     the caller to report once committed (``observability.turns.finished``)."""
     entries = stored_entries(turn.pending_tool_calls)
-    model = await resolve_model(db, session.model_id)
+    model = await resolve_model(db, session.model_id, session.tenant_id)
     await write_results(
         db,
         deps.events,

@@ -11,6 +11,7 @@ from app.storage.models.state import (
     SessionRequestPrefix,
     WorldStateBaseline,
 )
+from app.storage.models.tenancy import ApiKey
 from app.storage.models.turn import TURN_STATUSES, Turn
 
 __all__ = [
@@ -18,6 +19,7 @@ __all__ = [
     "TURN_STATUSES",
     "AgentMessage",
     "AgentSession",
+    "ApiKey",
     "Base",
     "CalibrationSample",
     "Compaction",

@@ -36,6 +36,11 @@ class RegisteredModel(Base):
         CheckConstraint("script_position >= 0", name="script_position_not_negative"),
     )
 
+    # The owning tenant (``app.core.tenancy``; ``SHARED_TENANT``: a shared model every tenant
+    # sees). Each tenant names its models in its own namespace.
+    tenant_id: Mapped[str] = mapped_column(
+        Text, primary_key=True, default="default", server_default="default"
+    )
     id: Mapped[str] = mapped_column(Text, primary_key=True)
     context_window_tokens: Mapped[int] = mapped_column(Integer)
     max_output_tokens: Mapped[int] = mapped_column(Integer)

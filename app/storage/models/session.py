@@ -47,9 +47,13 @@ class AgentSession(Base):
         CheckConstraint("last_event_sequence >= 0", name="last_event_sequence_valid"),
         # Listing is newest first with a (created_at, id) cursor.
         Index("ix_sessions_created_at_id", "created_at", "id"),
+        # A tenant lists its own sessions (``docs/security.md``).
+        Index("ix_sessions_tenant_id_created_at_id", "tenant_id", "created_at", "id"),
     )
 
     id: Mapped[str] = mapped_column(Text, primary_key=True)
+    # The tenant of the key that made the session (``app.core.tenancy``); never changes.
+    tenant_id: Mapped[str] = mapped_column(Text, default="default", server_default="default")
     title: Mapped[str | None] = mapped_column(Text)
     # Free text, no foreign key: built-in catalogue models have no row in ``models``.
     model_id: Mapped[str] = mapped_column(Text)

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from app.core.tenancy import DEFAULT_TENANT, SHARED_TENANT
 from app.storage.base import utc_now
 from app.storage.models import CalibrationSample, RegisteredModel
 from app.storage.repositories.base import Repository
@@ -26,24 +27,45 @@ class ScriptTake:
 
 
 class ModelRepository(Repository):
-    async def get(self, model_id: str) -> RegisteredModel | None:
-        return await self.session.get(RegisteredModel, model_id)
+    """Models by ``(tenant_id, id)``: each tenant names its models in its own namespace, and
+    ``SHARED_TENANT`` holds the models every tenant sees (``app.core.tenancy``)."""
 
-    async def list_all(self) -> Sequence[RegisteredModel]:
-        stmt = select(RegisteredModel).order_by(RegisteredModel.id)
+    async def get(self, tenant_id: str, model_id: str) -> RegisteredModel | None:
+        return await self.session.get(RegisteredModel, (tenant_id, model_id))
+
+    async def visible(self, tenant_id: str, model_id: str) -> RegisteredModel | None:
+        """The tenant's own model of that id, else the shared one (one query)."""
+        stmt = select(RegisteredModel).where(
+            RegisteredModel.id == model_id,
+            RegisteredModel.tenant_id.in_((tenant_id, SHARED_TENANT)),
+        )
+        rows = (await self.session.execute(stmt)).scalars().all()
+        own = [r for r in rows if r.tenant_id == tenant_id]
+        return (own or list(rows))[0] if rows else None
+
+    async def list_all(self, tenant_ids: Sequence[str]) -> Sequence[RegisteredModel]:
+        stmt = (
+            select(RegisteredModel)
+            .where(RegisteredModel.tenant_id.in_(tenant_ids))
+            .order_by(RegisteredModel.id, RegisteredModel.tenant_id)
+        )
         return (await self.session.execute(stmt)).scalars().all()
 
     async def put(self, row: RegisteredModel) -> tuple[RegisteredModel, bool]:
         """Create or replace a model (PUT); returns ``(model, created)``. Replacing resets the
         script position (spec §14.2: a PUT resets it)."""
-        existing = await self.session.get(RegisteredModel, row.id, with_for_update=True)
+        if row.tenant_id is None:  # built without one: the column's default, known before
+            row.tenant_id = DEFAULT_TENANT  # the INSERT so that the lookup below can use it
+        existing = await self.session.get(
+            RegisteredModel, (row.tenant_id, row.id), with_for_update=True
+        )
         if existing is None:
             row.script_position = 0
             self.session.add(row)
             await self.session.flush()
             return row, True
         for column in RegisteredModel.__table__.columns:
-            if column.key not in ("id", "created_at", "updated_at", "script_position"):
+            if column.key not in ("tenant_id", "id", "created_at", "updated_at", "script_position"):
                 value = getattr(row, column.key)
                 default = column.default
                 if value is None and default is not None and default.is_scalar:
@@ -55,15 +77,15 @@ class ModelRepository(Repository):
         await self.session.flush()
         return existing, False
 
-    async def delete(self, model_id: str) -> bool:
+    async def delete(self, tenant_id: str, model_id: str) -> bool:
         stmt = (
             delete(RegisteredModel)
-            .where(RegisteredModel.id == model_id)
+            .where(RegisteredModel.tenant_id == tenant_id, RegisteredModel.id == model_id)
             .returning(RegisteredModel.id)
         )
         return (await self.session.execute(stmt)).first() is not None
 
-    async def take_script_entry(self, model_id: str) -> ScriptTake | None:
+    async def take_script_entry(self, tenant_id: str, model_id: str) -> ScriptTake | None:
         """Consume the next entry of a scripted model, atomically across replicas: one
         ``UPDATE … SET script_position = script_position + 1 … RETURNING`` (a row lock on
         PostgreSQL), so concurrent model calls each get a different entry. ``None`` when the
@@ -71,7 +93,11 @@ class ModelRepository(Repository):
         """
         stmt = (
             update(RegisteredModel)
-            .where(RegisteredModel.id == model_id, RegisteredModel.script.is_not(None))
+            .where(
+                RegisteredModel.tenant_id == tenant_id,
+                RegisteredModel.id == model_id,
+                RegisteredModel.script.is_not(None),
+            )
             .values(script_position=RegisteredModel.script_position + 1)
             .returning(RegisteredModel.script_position, RegisteredModel.script)
         )

@@ -213,11 +213,16 @@ class SessionRepository(Repository):
             self._deferred()[row.id] = row
 
     async def list_page(
-        self, *, limit: int, before: tuple[datetime, str] | None = None
+        self, tenant_id: str, *, limit: int, before: tuple[datetime, str] | None = None
     ) -> Sequence[AgentSession]:
-        """Newest first. ``before`` is the ``(created_at, id)`` of the last row of the previous
-        page (a keyset cursor: stable while sessions are being created)."""
-        stmt = select(AgentSession).order_by(AgentSession.created_at.desc(), AgentSession.id.desc())
+        """The tenant's sessions, newest first. ``before`` is the ``(created_at, id)`` of the
+        last row of the previous page (a keyset cursor: stable while sessions are being
+        created)."""
+        stmt = (
+            select(AgentSession)
+            .where(AgentSession.tenant_id == tenant_id)
+            .order_by(AgentSession.created_at.desc(), AgentSession.id.desc())
+        )
         if before is not None:
             created_at, session_id = before
             stmt = stmt.where(
@@ -226,12 +231,21 @@ class SessionRepository(Repository):
             )
         return (await self.session.execute(stmt.limit(limit))).scalars().all()
 
-    async def count_using_model(self, model_id: str) -> int:
-        """How many sessions name ``model_id`` as their model or their summary model."""
+    async def count_using_model(self, model_id: str, tenant_id: str | None) -> int:
+        """How many sessions (of ``tenant_id``; ``None``: of every tenant) name ``model_id`` as
+        their model or their summary model."""
         stmt = select(func.count()).where(
             (AgentSession.model_id == model_id) | (AgentSession.summary_model_id == model_id)
         )
+        if tenant_id is not None:
+            stmt = stmt.where(AgentSession.tenant_id == tenant_id)
         return int((await self.session.execute(stmt)).scalar_one())
+
+    async def tenant_of(self, session_id: str) -> str | None:
+        """The tenant that owns the session, or ``None`` when there is no such session."""
+        stmt = select(AgentSession.tenant_id).where(AgentSession.id == session_id)
+        tenant: str | None = (await self.session.execute(stmt)).scalar_one_or_none()
+        return tenant
 
     async def delete(self, session_id: str) -> bool:
         """Delete a session and (by cascade) everything it owns."""

@@ -9,15 +9,17 @@ from pathlib import Path
 
 import pytest
 
-from client_support import VALID_SUMMARY, scripted, tool_call
+from client_support import API_KEY, VALID_SUMMARY, scripted, tool_call
 from ctxsvc_client import (
     UNSET,
     AsyncClient,
+    AuthenticationError,
     Checkpoint,
     Client,
     ConflictError,
     Context,
     InvalidInputError,
+    IssuedApiKey,
     NotFoundError,
     Pin,
     Session,
@@ -39,6 +41,12 @@ METHODS = {
     ("GET", "/v1/models/{model_id}"): "get_model",
     ("PUT", "/v1/models/{model_id}"): "put_model",
     ("DELETE", "/v1/models/{model_id}"): "delete_model",
+    ("POST", "/v1/admin/keys"): "create_key",
+    ("GET", "/v1/admin/keys"): "list_keys",
+    ("POST", "/v1/admin/keys/{key_id}/rotate"): "rotate_key",
+    ("DELETE", "/v1/admin/keys/{key_id}"): "revoke_key",
+    ("PUT", "/v1/admin/models/{model_id}"): "put_shared_model",
+    ("DELETE", "/v1/admin/models/{model_id}"): "delete_shared_model",
     ("POST", "/v1/sessions"): "create_session",
     ("GET", "/v1/sessions"): "list_sessions",
     ("GET", "/v1/sessions/{session_id}"): "get_session",
@@ -369,3 +377,36 @@ def test_readme_examples_run_as_written(readme: Path, server: ServerProcess) -> 
     assert isinstance(turn, Turn)
     assert turn.status == "completed"
     assert isinstance(namespace["checkpoint"], Checkpoint)
+
+
+def test_admin_keys_and_shared_models(keyed_server: ServerProcess) -> None:
+    tenant = f"client-{uuid.uuid4().hex[:8]}"
+    with Client(keyed_server.url, api_key=API_KEY, timeout=30) as admin:
+        issued = admin.create_key(tenant_id=tenant, name="client test")
+        assert isinstance(issued, IssuedApiKey)
+        assert (issued.tenant_id, issued.scope) == (tenant, "tenant")
+        assert [k.id for k in admin.list_keys(tenant_id=tenant).keys] == [issued.id]
+        shared_id = f"shared-{uuid.uuid4().hex[:8]}"
+        shared = admin.put_shared_model(
+            shared_id,
+            context_window_tokens=1000,
+            max_output_tokens=100,
+            provider={"kind": "local"},
+        )
+        assert shared.id == shared_id
+        mine = admin.create_session(model_id="local", agent=AGENT)
+        with Client(keyed_server.url, api_key=issued.key, timeout=30) as own:
+            assert shared_id in {m.id for m in own.list_models()}
+            assert mine.id not in {s.id for s in own.list_sessions().sessions}
+            with pytest.raises(NotFoundError):
+                own.get_session(mine.id)
+        rotated = admin.rotate_key(issued.id)
+        admin.revoke_key(issued.id)
+        with (
+            Client(keyed_server.url, api_key=issued.key, timeout=30) as old,
+            pytest.raises(AuthenticationError),
+        ):
+            old.list_sessions()
+        with Client(keyed_server.url, api_key=rotated.key, timeout=30) as new:
+            assert new.list_sessions().sessions == []
+        admin.delete_shared_model(shared_id)

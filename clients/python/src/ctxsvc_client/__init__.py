@@ -9,6 +9,7 @@ your own model. Pins (``create_pin`` and the rest) keep what must never be forgo
 request.
 """
 
+from ctxsvc_client._admin import ApiKey, ApiKeyList, IssuedApiKey, KeyScope
 from ctxsvc_client._async_client import AsyncClient
 from ctxsvc_client._calls import Call, Retries
 from ctxsvc_client._client import Client
@@ -86,6 +87,8 @@ __all__ = [
     "UNSET",
     "AgentMessageReceipt",
     "AgentSpec",
+    "ApiKey",
+    "ApiKeyList",
     "AppendedMessage",
     "AsyncClient",
     "AuthenticationError",
@@ -105,7 +108,9 @@ __all__ = [
     "Event",
     "InputBlock",
     "InvalidInputError",
+    "IssuedApiKey",
     "ItemTakenBack",
+    "KeyScope",
     "Message",
     "MessageIn",
     "MessagePage",

@@ -14,6 +14,7 @@ from typing import Concatenate, ParamSpec, TypeVar
 
 import httpx
 
+from ctxsvc_client import _admin as admin_ops
 from ctxsvc_client import _item_operations as item_ops
 from ctxsvc_client import _operations as ops
 from ctxsvc_client import _pins as pin_ops
@@ -162,6 +163,15 @@ class Client:
     add_items = _operation(item_ops.add_items)
     pop_item = _operation(item_ops.pop_item)
     new_epoch = _operation(item_ops.new_epoch)
+    # ----- admin (a key with the admin scope) -------------------------------------------------
+
+    create_key = _operation(admin_ops.create_key)
+    list_keys = _operation(admin_ops.list_keys)
+    rotate_key = _operation(admin_ops.rotate_key)
+    revoke_key = _operation(admin_ops.revoke_key)
+    put_shared_model = _operation(admin_ops.put_shared_model)
+    delete_shared_model = _operation(admin_ops.delete_shared_model)
+
     # ----- pins ---------------------------------------------------------------------------------
 
     list_pins = _operation(pin_ops.list_pins)

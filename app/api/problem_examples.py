@@ -62,6 +62,16 @@ _DETAILS: dict[str, str] = {
     "persistence_error": "the database did not accept the write; retry",
     "reload_failed": "the session could not be reloaded from the database; retry",
     "shutting_down": "the service is shutting down; retry on another replica",
+    "tenant_rate_limited": "this tenant made more than 600 requests in 60 s; retry after 4 s",
+    "admin_scope_required": "this operation needs a key with the admin scope (a key of "
+    "CTXSVC_API_KEYS, or one made with scope admin)",
+    "key_not_found": "no API key 'key_01JD7R8'; GET /v1/admin/keys lists them",
+    "base_url_not_allowed": "base_url http://169.254.169.254/v1 is a link-local or metadata "
+    "address; ctxsvc never calls those",
+    "compaction_not_smaller": "the compaction would not shrink the conversation (97 tokens "
+    "before, 398 after); send allow_larger: true to install it anyway",
+    "summary_drops_user_facts": "the summary drops what the user said in the summary it "
+    "replaces: identifiers INC-42; send accept_dropped_user_facts: true to install it anyway",
     "tokenizer_data_missing": "no data for o200k_base: "
     "app/providers/tokenizers/data/o200k_base.tiktoken holds it no longer (reinstall ctxsvc)",
 }

@@ -101,7 +101,7 @@ def create_app(
     app.add_middleware(MethodDispatch, routes=app.routes)
     app.add_middleware(RequestGuard, max_bytes=settings.max_body_bytes)
     # Inside the request context (its id, its access line with the 500), around everything else.
-    app.add_middleware(UnexpectedErrors)
+    app.add_middleware(UnexpectedErrors, outages=container.outages)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
     secured = [Depends(require_api_key)]  # every /v1 route; health and docs stay open

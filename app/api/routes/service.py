@@ -24,13 +24,22 @@ async def healthz() -> dict[str, str]:
 
 @router.get("/readyz", responses=problems({503: ("not_ready",)}, secured=False))
 async def readyz(container: ContainerDep) -> Response:
-    """The database is reachable and migrated to the latest schema (503 otherwise)."""
-    if await is_at_head(container.engine):
+    """The database is reachable, migrated to the latest schema and takes writes (503
+    otherwise)."""
+    if not await is_at_head(container.engine):
+        return problem_response(
+            503,
+            "not_ready",
+            "the database is unreachable or not migrated to the latest schema; run `ctxsvc"
+            " migrate`",
+        )
+    problem = container.outages.write_problem()
+    if problem is None:
         return Response('{"status":"ready"}', media_type="application/json")
     return problem_response(
         503,
         "not_ready",
-        "the database is unreachable or not migrated to the latest schema; run `ctxsvc migrate`",
+        f"the database takes no writes ({problem}): free space or make it writable",
     )
 
 

@@ -29,6 +29,7 @@ from app.services.turns.runner import TurnRunner
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord
 from app.services.turns.waiting import expire_overdue
+from app.storage.outages import outage_of
 
 __all__ = ["RunnerSupervisor"]
 
@@ -110,8 +111,12 @@ class RunnerSupervisor:
             try:
                 await reap_expired(self._deps)
                 await expire_overdue(self._deps)
-            except Exception:
-                logger.exception("lease reaper failed; retrying")
+            except Exception as exc:
+                reason = outage_of(exc)
+                if reason is None:
+                    logger.exception("lease reaper failed; retrying")
+                else:  # an outage: one line per outage, not a traceback per sweep
+                    self._deps.outages.seen(reason, exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._reaper_stop.wait(), interval)
 

@@ -176,13 +176,16 @@ class Outages:
 
 
 def describe(exc: BaseException) -> str:
-    """``Class`` or ``Class SQLSTATE xxxxx`` of the driver's error under ``exc``: no message."""
+    """``Class``, ``Class SQLSTATE xxxxx [constraint name]`` or ``Class SQLite code n`` of the
+    driver's error under ``exc``: never its message (it can quote a row's content)."""
     for error in _chain(exc):
         if not isinstance(error, DBAPIError):
             sqlstate = getattr(error, "sqlstate", None)
             name = f"{type(error).__module__}.{type(error).__qualname__}"
             if sqlstate:
-                return f"{name} SQLSTATE {sqlstate}"
+                constraint = getattr(getattr(error, "diag", None), "constraint_name", None)
+                on = f" constraint {constraint}" if constraint else ""
+                return f"{name} SQLSTATE {sqlstate}{on}"
             code = getattr(error, "sqlite_errorcode", None)
             return f"{name} SQLite code {code}" if code is not None else name
     return type(exc).__qualname__

@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from app.services.turns.deps import TurnDeps
+from app.services.turns.holders import host_prefix, provably_gone
 from app.storage.base import utc_now
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
@@ -26,6 +27,7 @@ from app.storage.repositories.turns import TurnRepository
 
 __all__ = [
     "INTERRUPTED_OUTCOME",
+    "free_dead_holders",
     "interrupt_held",
     "lease_expired",
     "lease_expiry",
@@ -82,6 +84,42 @@ async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
             )
         done.append(turn)
         # Its lease expired: the line says so by its code (process_restart).
+        deps.observability.turns.finished(turn)
+    return [(t.session_id, t.turn_id) for t in done]
+
+
+async def free_dead_holders(deps: TurnDeps) -> list[tuple[str, str]]:
+    """Interrupt the running turns whose lease holder this process can prove dead (an earlier
+    process on this host: ``app.services.turns.holders``) without waiting for the lease to
+    expire; returns their ``(session, turn)``. Each under its session's lock, as the reaper."""
+    async with unit_of_work(deps.db, read_only=True) as db:
+        held = await TurnRepository(db).leases_held_from(host_prefix())
+    done: list[Turn] = []
+    for session_id, turn_id, owner in held:
+        if not provably_gone(owner):
+            continue
+        async with unit_of_work(deps.db) as db:
+            if await SessionRepository(db).get(session_id, for_update=True) is None:
+                continue
+            turn = await TurnRepository(db).interrupt_held(
+                session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
+            )
+            if turn is None:
+                continue  # ended or taken over meanwhile
+            await deps.events.emit(
+                db,
+                session_id,
+                "turn_finished",
+                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
+                turn_id=turn_id,
+            )
+        logger.warning(
+            "turn %s of session %s interrupted: its process (%s) is gone",
+            turn_id,
+            session_id,
+            owner.partition(";")[0],
+        )
+        done.append(turn)
         deps.observability.turns.finished(turn)
     return [(t.session_id, t.turn_id) for t in done]
 

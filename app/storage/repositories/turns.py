@@ -303,6 +303,19 @@ class TurnRepository(Repository):
         )
         return [(s, t) for s, t in (await self.session.execute(expired)).all()]
 
+    async def leases_held_from(self, owner_prefix: str) -> list[tuple[str, str, str]]:
+        """``(session, turn, owner)`` of running turns whose lease owner id starts with
+        ``owner_prefix`` (the processes of one host), by session."""
+        held = (
+            select(Turn.session_id, Turn.turn_id, Turn.lease_owner)
+            .where(
+                Turn.status == "running",
+                Turn.lease_owner.startswith(owner_prefix, autoescape=True),
+            )
+            .order_by(Turn.session_id, Turn.turn_id)
+        )
+        return [(s, t, str(o)) for s, t, o in (await self.session.execute(held)).all()]
+
     async def interrupt_if_expired(
         self, session_id: str, turn_id: str, *, now: datetime, outcome: dict[str, Any]
     ) -> Turn | None:

@@ -128,6 +128,7 @@ class Outages:
         self._write_outage_until = 0.0
         self._write_reason: OutageReason = "full"
         self._in_outage = False
+        self._recovery_logged = -_LOG_EVERY_SECONDS
 
     def seen(self, reason: OutageReason, exc: BaseException) -> None:
         """A request met an outage: log it (once per kind and ``_LOG_EVERY_SECONDS``, the
@@ -156,10 +157,13 @@ class Outages:
         """A write committed: whatever write outage was seen is over."""
         self._write_outage_until = 0.0
         if self._in_outage:
+            # The rate limit stays: during a restart some pooled connections still fail while
+            # new ones work, and the outage must not be told again at every flap.
             self._in_outage = False
-            self._last_logged.clear()
-            self._suppressed.clear()
-            logger.warning("database available again")
+            now = self._clock()
+            if now - self._recovery_logged >= _LOG_EVERY_SECONDS:
+                self._recovery_logged = now
+                logger.warning("database available again")
 
     def write_problem(self) -> OutageReason | None:
         """Why writes would fail now although the database answers reads (readiness)."""

@@ -38,6 +38,7 @@ from app.storage.database import (
     create_engine,
     create_session_factory,
 )
+from app.storage.outages import Outages
 
 __all__ = ["VERSION", "Container"]
 
@@ -55,6 +56,8 @@ class Container:
 
     def __post_init__(self) -> None:
         self._memoized: dict[str, TokenCounter] = {}
+        # Database outages seen by requests and sweepers: one log line each, readiness.
+        self.outages = Outages(self.settings.database_url)
         # /metrics reads the pool's figures at scrape time.
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.observability.instrument_engine(self.engine)

@@ -108,7 +108,7 @@ def create_app(
     # Outside the guard, which reads the body: the key first (``app.api.key_first``).
     app.add_middleware(KeyBeforeBody, routes=app.routes)
     # Inside the request context (its id, its access line with the 500), around everything else.
-    app.add_middleware(UnexpectedErrors)
+    app.add_middleware(UnexpectedErrors, outages=container.outages)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
     secured = [Depends(require_api_key)]  # every /v1 route; health and docs stay open

@@ -151,7 +151,7 @@ def test_every_error_refers_to_the_one_problem_schema() -> None:
 def test_operations_document_only_what_they_can_return() -> None:
     spec = json.loads(SPEC.read_text(encoding="utf-8"))
     models = spec["paths"]["/v1/models"]["get"]["responses"]
-    # no 413 without a body, no 404, no 409; 429: the tenant's rate limit
-    assert sorted(models) == ["200", "401", "422", "429"]
+    # no 413 without a body, no 404, no 409; 429: the tenant's rate limit; 503: a database outage
+    assert sorted(models) == ["200", "401", "422", "429", "503"]
     health = spec["paths"]["/healthz"]["get"]["responses"]
     assert sorted(health) == ["200", "422"]

@@ -54,7 +54,8 @@ class RequestContext:
     def __init__(self, app: ASGIApp, metrics: Metrics) -> None:
         self.app = app
         self.metrics = metrics
-        # Each worker's pool figures reach the shared files only when that worker sets them.
+        # Each worker's pool and GC figures reach the shared files only when that worker sets
+        # them (its GC callback only counts: ``Metrics.publish_gc``).
         self._refresh_pool = multiprocess_mode()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -90,6 +91,7 @@ class RequestContext:
                 self.metrics.latency.labels(method, route).observe(elapsed)
                 if self._refresh_pool:
                     self.metrics.refresh_pool()
+                    self.metrics.publish_gc()
                 self._access_line(scope, method, route, status, elapsed, served.problem_code)
 
     @staticmethod

@@ -59,6 +59,8 @@ _DETAILS: dict[str, str] = {
     "http://127.0.0.1:11434/v1/chat/completions failed: connection refused (ClientConnectorError)",
     "not_ready": "the database is unreachable or not migrated to the latest schema; run "
     "`ctxsvc migrate`",
+    "database_unavailable": "the database cannot be reached; the request was not completed; "
+    "retry later",
     "persistence_error": "the database did not accept the write; retry",
     "reload_failed": "the session could not be reloaded from the database; retry",
     "shutting_down": "the service is shutting down; retry on another replica",

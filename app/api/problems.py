@@ -24,6 +24,13 @@ from app.api.methods import allowed_methods
 from app.core.errors import ErrorKind, ServiceError
 from app.core.json_limits import MAX_JSON_DEPTH
 from app.observability.context import note_problem, request_id_var
+from app.storage.outages import (
+    OUTAGE_RETRY_AFTER_SECONDS,
+    OutageReason,
+    Outages,
+    describe,
+    outage_of,
+)
 
 __all__ = [
     "UnexpectedErrors",
@@ -189,19 +196,23 @@ class UnexpectedErrors:
     carries too), and the request ends like any other. When the response had already started
     (a stream), its body is ended instead."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, outages: Outages | None = None) -> None:
         self.app = app
+        self.outages = outages
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = finished = False
+        writes = scope.get("method") not in ("GET", "HEAD", "OPTIONS")
 
         async def tracked(message: Message) -> None:
             nonlocal started, finished
             if message["type"] == "http.response.start":
                 started = True
+                if writes and self.outages is not None and message["status"] < 300:
+                    self.outages.writes_succeeded()  # a write committed: no outage now
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 finished = True
             await send(message)
@@ -210,6 +221,10 @@ class UnexpectedErrors:
             await self.app(scope, receive, tracked)
         except Exception as exc:
             request_id = request_id_var.get()
+            reason = outage_of(exc)
+            if reason is not None:
+                await self._outage(scope, receive, send, exc, reason, started, finished)
+                return
             log.exception(
                 "unexpected error in %s %s (request %s)",
                 scope.get("method", "-"),
@@ -223,6 +238,43 @@ class UnexpectedErrors:
                 await response(scope, receive, send)
             elif not finished:
                 await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+    async def _outage(
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        exc: Exception,
+        reason: OutageReason,
+        started: bool,
+        finished: bool,
+    ) -> None:
+        """An expected operating condition, not a bug: 503 with ``Retry-After`` and one log
+        line per outage (``Outages``), no traceback."""
+        if self.outages is not None:
+            self.outages.seen(reason, exc)
+        else:
+            log.error("database unavailable (%s, %s)", reason, describe(exc))
+        if not started:
+            response = problem_response(
+                503,
+                "database_unavailable",
+                _OUTAGE_DETAIL[reason],
+                {"Retry-After": str(OUTAGE_RETRY_AFTER_SECONDS)},
+                reason=reason,
+            )
+            await response(scope, receive, send)
+        elif not finished:
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
+
+
+_NOT_DONE = "the request was not completed; retry later"
+_OUTAGE_DETAIL: dict[OutageReason, str] = {
+    "unreachable": f"the database cannot be reached; {_NOT_DONE}",
+    "read_only": f"the database accepts no writes (read-only); {_NOT_DONE}",
+    "full": f"the database's disk is full; {_NOT_DONE}",
+    "io_error": f"the database's storage failed to read or write; {_NOT_DONE}",
+}
 
 
 def install_error_handlers(app: FastAPI) -> None:

@@ -42,6 +42,9 @@ PROBLEM_REF = "#/components/schemas/Problem"
 _REQUEST: Codes = {422: ("invalid_request",)}
 # The key, and the calling tenant's rate limit (``app.api.auth``).
 _SECURED: Codes = {401: ("unauthorized",), 429: ("tenant_rate_limited",)}
+# Every /v1 operation reads or writes the database: an outage answers 503 with Retry-After
+# (``app.storage.outages``).
+_DATABASE: Codes = {503: ("database_unavailable",)}
 _BODY: Codes = {
     400: ("malformed_json",),
     413: ("request_too_large",),
@@ -117,9 +120,13 @@ def _merge(groups: tuple[Codes, ...]) -> Codes:
 
 def problems(*groups: Codes, secured: bool = True, body: bool = False) -> dict[int | str, Any]:
     """The ``responses`` of an operation that can fail with ``groups`` (plus the request-level
-    problems: always ``invalid_request``; ``unauthorized`` when ``secured``; the JSON body's
-    problems when it takes a ``body``)."""
-    extra = (_REQUEST, *((_SECURED,) if secured else ()), *((_BODY,) if body else ()))
+    problems: always ``invalid_request``; ``unauthorized`` and ``database_unavailable`` when
+    ``secured``; the JSON body's problems when it takes a ``body``)."""
+    extra = (
+        _REQUEST,
+        *((_SECURED, _DATABASE) if secured else ()),
+        *((_BODY,) if body else ()),
+    )
     return {
         status: {
             "description": HTTPStatus(status).phrase,

@@ -30,6 +30,7 @@ _PID_OF_FILE = re.compile(r"_(\d+)\.db$")
 def metrics_text(metrics: Metrics) -> bytes:
     """The Prometheus text exposition of this app (or of all workers, in multiprocess mode)."""
     metrics.refresh_pool()
+    metrics.publish_gc()
     directory = _multiprocess_directory()
     if directory is None:
         return generate_latest(metrics.registry)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import traceback
 from collections.abc import Mapping
 from typing import Any
 
@@ -62,6 +63,47 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             entry["exception"] = self.formatException(record.exc_info)
         return json.dumps(entry, ensure_ascii=False, default=str)
+
+    def formatException(self, ei: Any) -> str:
+        """The traceback, with every database error's text replaced by what it is (class,
+        SQLSTATE, constraint): a driver's text quotes rows ("Failing row contains (…)": a
+        summary, a user's message), and logs carry no content."""
+        _, value, _ = ei
+        if value is None:
+            return super().formatException(ei)
+        chain: list[BaseException] = []
+        current: BaseException | None = value
+        while current is not None and current not in chain and len(chain) < 16:
+            chain.append(current)
+            current = current.__cause__ or current.__context__
+        parts: list[str] = []
+        for exc in reversed(chain):
+            lines = traceback.format_list(traceback.extract_tb(exc.__traceback__))
+            parts.append("Traceback (most recent call last):\n" + "".join(lines))
+            parts.append(f"{type(exc).__module__}.{type(exc).__qualname__}: {_safe_text(exc)}\n")
+        return "".join(parts).rstrip("\n")
+
+
+_DATABASE_MODULES = ("sqlalchemy", "psycopg", "sqlite3", "aiosqlite", "app.storage")
+
+
+def _safe_text(exc: BaseException) -> str:
+    if not type(exc).__module__.startswith(_DATABASE_MODULES):
+        return str(exc)
+    said: list[str] = ["(text withheld: it may quote stored content)"]
+    orig = getattr(exc, "orig", None)
+    for source in (exc, orig):
+        sqlstate = getattr(source, "sqlstate", None)
+        if sqlstate:
+            said.append(f"SQLSTATE {sqlstate}")
+        diag = getattr(source, "diag", None)
+        constraint = getattr(diag, "constraint_name", None)
+        if constraint:
+            said.append(f"constraint {constraint}")
+        code = getattr(source, "sqlite_errorname", None)
+        if code:
+            said.append(f"SQLite {code}")
+    return " ".join(said)
 
 
 def configure_logging(level: str) -> None:

@@ -28,7 +28,7 @@ from prometheus_client.platform_collector import PlatformCollector
 from prometheus_client.process_collector import ProcessCollector
 from sqlalchemy.pool import Pool, QueuePool
 
-__all__ = ["Metrics", "multiprocess_mode", "pool_figures"]
+__all__ = ["GcTally", "Metrics", "multiprocess_mode", "pool_figures"]
 
 # Model calls take from tens of milliseconds (a cached short answer) to minutes (long outputs).
 _MODEL_CALL_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 40, 80, 160, 320, 600)
@@ -205,6 +205,7 @@ class Metrics:
         )
         self.pool_probe: Callable[[], dict[str, int]] | None = None
         self._gc_callback: Callable[[str, dict[str, Any]], None] | None = None
+        self._gc_tally: GcTally | None = None
         if multiprocess_mode():
             self._count_gc_collections()
         else:
@@ -220,41 +221,95 @@ class Metrics:
 
     def _count_gc_collections(self) -> None:
         """In multiprocess mode the GC collector cannot read other workers' statistics: each
-        worker counts its own collections into shared counters of the same names instead."""
-        collections = Counter(
+        worker counts its own collections into shared counters of the same names instead.
+
+        The collector's callback runs wherever an allocation triggers a collection, also inside
+        prometheus-client's own metric writes, which hold a non-reentrant lock: a callback that
+        wrote a metric would deadlock the worker (``ctxsvc serve --workers 2`` hung at start on
+        PostgreSQL). So the callback only adds to plain integers (``GcTally``) and ordinary code
+        (``publish_gc``: each request's end and every scrape) moves them into the counters."""
+        self._gc_collections = Counter(
             "python_gc_collections",
             "Number of times this generation was collected.",
             ["generation"],
             registry=self.registry,
         )
-        collected = Counter(
+        self._gc_collected = Counter(
             "python_gc_objects_collected",
             "Objects collected during gc.",
             ["generation"],
             registry=self.registry,
         )
-        uncollectable = Counter(
+        self._gc_uncollectable = Counter(
             "python_gc_objects_uncollectable",
             "Uncollectable objects found during GC.",
             ["generation"],
             registry=self.registry,
         )
+        tally = GcTally()
+        self._gc_tally = tally
+        self._gc_callback = tally.on_gc
+        gc.callbacks.append(tally.on_gc)
 
-        def on_gc(phase: str, info: dict[str, Any]) -> None:
-            if phase != "stop":
-                return
-            generation = str(info["generation"])
-            collections.labels(generation).inc()
-            collected.labels(generation).inc(info["collected"])
-            uncollectable.labels(generation).inc(info["uncollectable"])
-
-        self._gc_callback = on_gc
-        gc.callbacks.append(on_gc)
+    def publish_gc(self) -> None:
+        """Add the collections counted since the last call to the shared GC counters (never
+        call it from a GC callback or a signal handler)."""
+        if self._gc_tally is None:
+            return
+        for generation, (collections, collected, uncollectable) in self._gc_tally.take():
+            label = str(generation)
+            if collections:
+                self._gc_collections.labels(label).inc(collections)
+            if collected:
+                self._gc_collected.labels(label).inc(collected)
+            if uncollectable:
+                self._gc_uncollectable.labels(label).inc(uncollectable)
 
     def close(self) -> None:
         if self._gc_callback is not None and self._gc_callback in gc.callbacks:
             gc.callbacks.remove(self._gc_callback)
         self._gc_callback = None
+
+
+class GcTally:
+    """Collections per generation, counted by a GC callback into plain integers only: no lock,
+    no allocation that could start another collection's bookkeeping, nothing that can block.
+
+    ``take`` runs in ordinary code and returns what was counted since its last call. A
+    collection landing while ``take`` runs adds to the totals after they were read; it is
+    reported by the next ``take`` (totals only grow; ``take`` remembers what it reported)."""
+
+    GENERATIONS = 3
+
+    def __init__(self) -> None:
+        self.collections = [0] * self.GENERATIONS
+        self.collected = [0] * self.GENERATIONS
+        self.uncollectable = [0] * self.GENERATIONS
+        self._reported = [(0, 0, 0)] * self.GENERATIONS
+
+    def on_gc(self, phase: str, info: dict[str, Any]) -> None:
+        if phase != "stop":
+            return
+        generation = info["generation"]
+        self.collections[generation] += 1
+        self.collected[generation] += info["collected"]
+        self.uncollectable[generation] += info["uncollectable"]
+
+    def take(self) -> list[tuple[int, tuple[int, int, int]]]:
+        """``(generation, (collections, collected, uncollectable))`` counted since last time."""
+        deltas: list[tuple[int, tuple[int, int, int]]] = []
+        for generation in range(self.GENERATIONS):
+            now = (
+                self.collections[generation],
+                self.collected[generation],
+                self.uncollectable[generation],
+            )
+            before = self._reported[generation]
+            self._reported[generation] = now
+            deltas.append(
+                (generation, (now[0] - before[0], now[1] - before[1], now[2] - before[2]))
+            )
+        return deltas
 
 
 def pool_figures(pool: Pool) -> dict[str, int]:

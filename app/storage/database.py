@@ -100,6 +100,9 @@ def create_engine(url: str, pool: PoolSettings | None = None, **opts: Any) -> As
     PostgreSQL pool (SQLite keeps SQLAlchemy's: its writers take turns on one file anyway)."""
     opts.setdefault("json_serializer", dumps_json)
     opts.setdefault("json_deserializer", loads_json)
+    # A statement's parameters are content (messages, summaries): SQLAlchemy's exception text
+    # must never quote them into a log line.
+    opts.setdefault("hide_parameters", True)
     backend = make_url(url).get_backend_name()
     ping_after_idle = opts.pop("ping_after_idle_seconds", PING_AFTER_IDLE_SECONDS)
     if backend == "postgresql":

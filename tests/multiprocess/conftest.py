@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -35,6 +36,22 @@ def replica_pool(
     )
     commands = [uvicorn_command(free_port()) for _ in range(2)]
     with running(commands, env=env, cwd=tmp_path_factory.mktemp("replicas"), logs=False) as servers:
+        yield servers
+
+
+@pytest.fixture
+def steady_replicas(postgres_url: str, tmp_path: Path) -> Iterator[list[ServerProcess]]:
+    """Two replicas with the default lease (25 s): a test of concurrent starts must not depend
+    on a runner renewing a 1 s lease in time on a loaded machine (a turn whose lease lapsed is
+    interrupted, and the next start is then rightly accepted)."""
+    env = clean_env(
+        CTXSVC_JSON_LOGS="false",
+        CTXSVC_DATABASE_URL=postgres_url,
+        CTXSVC_MIGRATE_ON_START="false",
+        **{FAKE_KEY_ENV: "sk-test"},
+    )
+    commands = [uvicorn_command(free_port()) for _ in range(2)]
+    with running(commands, env=env, cwd=tmp_path) as servers:
         yield servers
 
 

@@ -38,9 +38,9 @@ async def waiting_session(api: httpx.AsyncClient) -> str:
 
 
 async def test_fifty_concurrent_starts_accept_exactly_one_turn(
-    replicas: list[ServerProcess],
+    steady_replicas: list[ServerProcess],
 ) -> None:
-    a, b = clients(replicas)
+    a, b = clients(steady_replicas)
     async with a, b:
         sid = await waiting_session(a)
         request_ids = [f"req-{i % 10}" for i in range(50)]

@@ -6,6 +6,7 @@ updates (the ``turn_finished`` event), never a fixed time."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +16,10 @@ import httpx
 import pytest
 
 from app.services.turns.calls import NOT_EXECUTED_TEXT
+from app.storage.migrate import upgrade_to_head
 from tests.api.helpers import new_session, run_turn, scripted_model
 from tests.api.test_turns import agent, call, history, results_of
+from tests.conftest import BACKENDS, throwaway_postgres_database
 from tests.multiprocess.servers import read_events
 from tests.ops.test_observability import samples, value
 from tests.servers import ServerProcess, one_server
@@ -28,10 +31,23 @@ pytestmark = [pytest.mark.anyio, pytest.mark.slow]
 TIMEOUT = 2
 
 
+@pytest.fixture(params=BACKENDS)
+def own_database_url(request: pytest.FixtureRequest, sqlite_url: str) -> Iterator[str]:
+    """A database of this test alone: the sweeper ends every overdue turn it finds, and the
+    run's shared PostgreSQL database holds other tests' waiting turns (it counted one of them
+    too, 2 instead of 1)."""
+    if request.param == "sqlite":
+        yield sqlite_url
+        return
+    with throwaway_postgres_database() as url:
+        asyncio.run(upgrade_to_head(url))
+        yield url
+
+
 @pytest.fixture
-def server(database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
+def server(own_database_url: str, tmp_path: Path) -> Iterator[ServerProcess]:
     settings = {"turn_reaper_interval_seconds": "0.2", "events_poll_seconds": "0.1"}
-    with one_server(database_url, tmp_path, **settings) as process:
+    with one_server(own_database_url, tmp_path, **settings) as process:
         yield process
 
 

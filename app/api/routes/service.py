@@ -69,14 +69,21 @@ async def readyz(
         ),
     ] = False,
 ) -> Response:
-    """The database is reachable and migrated to the latest schema (503 otherwise); with
-    `providers=true`, every provider of a callable model answers too."""
+    """The database is reachable, migrated to the latest schema and takes writes (503
+    otherwise); with `providers=true`, every provider of the operator's models answers too."""
     if not await is_at_head(container.engine):
         return problem_response(
             503,
             "not_ready",
-            "the database is unreachable or not migrated to the latest schema; "
-            "run `ctxsvc migrate`",
+            "the database is unreachable or not migrated to the latest schema; run `ctxsvc"
+            " migrate`",
+        )
+    problem = container.outages.write_problem()
+    if problem is not None:
+        return problem_response(
+            503,
+            "not_ready",
+            f"the database takes no writes ({problem}): free space or make it writable",
         )
     if not providers:
         return Response('{"status":"ready"}', media_type="application/json")

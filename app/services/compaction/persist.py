@@ -32,6 +32,7 @@ from app.services.conversation import ActiveConversation, load_active
 from app.services.events import EventPublisher
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import Compaction
+from app.storage.outages import describe
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
@@ -103,7 +104,8 @@ async def store_checkpoint(
     try:
         stored = await CompactionRepository(db).add(row)
     except SQLAlchemyError as exc:
-        log.exception("checkpoint write failed", exc_info=exc)
+        # Its class and SQLSTATE only: the driver's text quotes the row (summary, messages).
+        log.error("checkpoint write failed: %s", describe(exc))
         raise Unavailable(
             "persistence_error",
             "the checkpoint could not be stored; nothing was changed, try again",

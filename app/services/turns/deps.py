@@ -13,6 +13,7 @@ from app.services.model_clients import ModelClients
 from app.services.ports import TurnCompactor, WorldStateSampling
 from app.settings import Settings
 from app.storage.database import SessionFactory
+from app.storage.outages import Outages
 
 __all__ = ["TurnDeps", "compactor_of", "world_state_of"]
 
@@ -24,6 +25,7 @@ class TurnDeps(Protocol):
     events: EventPublisher
     observability: Observability
     conversations: ConversationCache  # the process's last reads, shared with inspection
+    outages: Outages  # database outages: the sweepers log them once, not per sweep
 
     def counter(self, name: str) -> TokenCounter: ...
 

@@ -18,13 +18,16 @@ from datetime import timedelta
 from typing import Any
 
 from app.services.turns.deps import TurnDeps
+from app.services.turns.holders import host_prefix, provably_gone
 from app.storage.base import utc_now
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
+from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
 __all__ = [
     "INTERRUPTED_OUTCOME",
+    "free_dead_holders",
     "interrupt_held",
     "lease_expired",
     "lease_expiry",
@@ -54,21 +57,69 @@ def lease_expired(turn: Turn) -> bool:
 
 
 async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
-    """Interrupt every running turn whose lease expired; returns their ``(session, turn)``."""
-    async with unit_of_work(deps.db) as db:
-        done = await TurnRepository(db).interrupt_expired(
-            now=utc_now(), outcome=INTERRUPTED_OUTCOME
-        )
-        for turn in done:
+    """Interrupt every running turn whose lease expired; returns their ``(session, turn)``.
+
+    One transaction per turn, each taking the session's lock before the turn's row, the order
+    every writer of a turn keeps (``TurnRepository.interrupt_if_expired``); two sweepers never
+    both end a turn: the second finds it ended under the lock."""
+    now = utc_now()
+    async with unit_of_work(deps.db, read_only=True) as db:
+        candidates = await TurnRepository(db).expired_leases(now=now)
+    done: list[Turn] = []
+    for session_id, turn_id in candidates:
+        async with unit_of_work(deps.db) as db:
+            if await SessionRepository(db).get(session_id, for_update=True) is None:
+                continue  # deleted meanwhile, its turns with it
+            turn = await TurnRepository(db).interrupt_if_expired(
+                session_id, turn_id, now=now, outcome=INTERRUPTED_OUTCOME
+            )
+            if turn is None:
+                continue  # renewed or ended meanwhile
             await deps.events.emit(
                 db,
-                turn.session_id,
+                session_id,
                 "turn_finished",
                 {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
-                turn_id=turn.turn_id,
+                turn_id=turn_id,
             )
-    for turn in done:
+        done.append(turn)
         # Its lease expired: the line says so by its code (process_restart).
+        deps.observability.turns.finished(turn)
+    return [(t.session_id, t.turn_id) for t in done]
+
+
+async def free_dead_holders(deps: TurnDeps) -> list[tuple[str, str]]:
+    """Interrupt the running turns whose lease holder this process can prove dead (an earlier
+    process on this host: ``app.services.turns.holders``) without waiting for the lease to
+    expire; returns their ``(session, turn)``. Each under its session's lock, as the reaper."""
+    async with unit_of_work(deps.db, read_only=True) as db:
+        held = await TurnRepository(db).leases_held_from(host_prefix())
+    done: list[Turn] = []
+    for session_id, turn_id, owner in held:
+        if not provably_gone(owner):
+            continue
+        async with unit_of_work(deps.db) as db:
+            if await SessionRepository(db).get(session_id, for_update=True) is None:
+                continue
+            turn = await TurnRepository(db).interrupt_held(
+                session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
+            )
+            if turn is None:
+                continue  # ended or taken over meanwhile
+            await deps.events.emit(
+                db,
+                session_id,
+                "turn_finished",
+                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
+                turn_id=turn_id,
+            )
+        logger.warning(
+            "turn %s of session %s interrupted: its process (%s) is gone",
+            turn_id,
+            session_id,
+            owner.partition(";")[0],
+        )
+        done.append(turn)
         deps.observability.turns.finished(turn)
     return [(t.session_id, t.turn_id) for t in done]
 
@@ -80,8 +131,14 @@ async def interrupt_held(
     lease, with the ``turn_finished`` update (after a ``draft_cleared`` when deltas were shown);
     ``False`` when the turn was not running under ``owner`` any more."""
     async with unit_of_work(deps.db) as db:
-        held = await TurnRepository(db).interrupt_held(
-            session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
+        # The session's lock first, as every writer of a turn (``reap_expired``).
+        session = await SessionRepository(db).get(session_id, for_update=True)
+        held = (
+            None
+            if session is None  # deleted meanwhile, the turn with it
+            else await TurnRepository(db).interrupt_held(
+                session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
+            )
         )
         if held is not None:
             events = deps.events.batch(session_id)

@@ -123,6 +123,9 @@ class RunnerSteps:
                 results = await self._results(db, events, end.entries)
                 usage = await self._store_response(db, events, *end.response, results)
             else:
+                # The session's row before the turn's, as every writer of a turn (a reaper or a
+                # start taking them the other way round would deadlock with this step).
+                await SessionRepository(db).lock(self.session_id)
                 await self._remember_sent(db)  # a request sent and not answered (or none)
                 if end.entries:
                     results = await self._results(db, events, end.entries)

@@ -17,18 +17,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import os
-import socket
-import uuid
 from asyncio import FIRST_COMPLETED
 
 from app.core.errors import Unavailable
 from app.services.turns.deps import TurnDeps
-from app.services.turns.lease import interrupt_held, reap_expired, watch_turn
+from app.services.turns.holders import local_owner_id
+from app.services.turns.lease import (
+    free_dead_holders,
+    interrupt_held,
+    reap_expired,
+    watch_turn,
+)
 from app.services.turns.runner import TurnRunner
 from app.services.turns.start import Started
 from app.services.turns.tools import DoomRecord
 from app.services.turns.waiting import expire_overdue
+from app.storage.outages import outage_of
 
 __all__ = ["RunnerSupervisor"]
 
@@ -38,7 +42,7 @@ logger = logging.getLogger(__name__)
 class RunnerSupervisor:
     def __init__(self, deps: TurnDeps) -> None:
         self._deps = deps
-        self.owner = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        self.owner = local_owner_id()
         self._runners: dict[tuple[str, str], tuple[TurnRunner, asyncio.Task[None]]] = {}
         self._reaper: asyncio.Task[None] | None = None
         self._reaper_stop = asyncio.Event()
@@ -54,6 +58,12 @@ class RunnerSupervisor:
         self._reaper_stop = asyncio.Event()
         self._stopping = asyncio.Event()
         self._drained = None
+        try:
+            # Before the process is ready: a session left busy by this host's crashed process
+            # takes turns again as soon as its successor answers.
+            await free_dead_holders(self._deps)
+        except Exception as exc:  # the periodic sweep tries again
+            self._sweep_failed(exc)
         self._reaper = asyncio.create_task(self._deps.observability.untraced(self._reap_forever()))
 
     async def stop_background(self) -> None:
@@ -108,10 +118,13 @@ class RunnerSupervisor:
         interval = self._deps.settings.turn_reaper_interval_seconds
         while not self._reaper_stop.is_set():
             try:
+                # Turns of a process of this host that is provably gone first (a restart
+                # after a crash frees its sessions at once), then every expired lease.
+                await free_dead_holders(self._deps)
                 await reap_expired(self._deps)
                 await expire_overdue(self._deps)
-            except Exception:
-                logger.exception("lease reaper failed; retrying")
+            except Exception as exc:
+                self._sweep_failed(exc)
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._reaper_stop.wait(), interval)
 
@@ -203,6 +216,13 @@ class RunnerSupervisor:
             await interrupt_held(self._deps, *key, self.owner, draft_shown=runner.sink.dirty)
         except Exception:  # its lease still expires, and another replica interrupts it
             logger.exception("could not interrupt turn %s while stopping", key[1])
+
+    def _sweep_failed(self, exc: Exception) -> None:
+        reason = outage_of(exc)
+        if reason is None:
+            logger.exception("lease reaper failed; retrying", exc_info=exc)
+        else:  # an outage: one line per outage, not a traceback per sweep
+            self._deps.outages.seen(reason, exc)
 
     def _refuse_while_stopping(self) -> None:
         if self._stopping.is_set():

@@ -292,36 +292,66 @@ class TurnRepository(Repository):
             set_committed_value(loaded, name, value)
         return loaded
 
-    async def interrupt_expired(
-        self, *, now: datetime, outcome: dict[str, Any], limit: int = 100
-    ) -> list[Turn]:
-        """Mark running turns whose lease expired before ``now`` as ``interrupted`` (their runner
-        died: SPEC §6); returns their terminal rows. Turns without a lease never expire.
-        Nothing is replayed."""
+    async def expired_leases(self, *, now: datetime, limit: int = 100) -> list[tuple[str, str]]:
+        """``(session, turn)`` of running turns whose lease expired before ``now``, by session
+        (a plain read: ``interrupt_if_expired`` re-checks each under its session's lock)."""
         expired = (
             select(Turn.session_id, Turn.turn_id)
             .where(Turn.status == "running", Turn.lease_expires_at < now)
+            .order_by(Turn.session_id, Turn.turn_id)
             .limit(limit)
         )
-        if self.dialect_name == "postgresql":
-            # Two sweepers on two replicas never wait on, or double-process, the same rows.
-            expired = expired.with_for_update(skip_locked=True)
-        candidates = (await self.session.execute(expired)).all()
-        done: list[Turn] = []
-        for session_id, turn_id in candidates:
-            stmt = (
-                update(Turn)
-                .where(
-                    Turn.session_id == session_id,
-                    Turn.turn_id == turn_id,
-                    Turn.status == "running",
-                    Turn.lease_expires_at < now,
-                )
-                .values(interrupted_columns(outcome, now))
-                .returning(Turn)
-                .execution_options(synchronize_session=False, populate_existing=True)
+        return [(s, t) for s, t in (await self.session.execute(expired)).all()]
+
+    async def leases_held_from(self, owner_prefix: str) -> list[tuple[str, str, str]]:
+        """``(session, turn, owner)`` of running turns whose lease owner id starts with
+        ``owner_prefix`` (the processes of one host), by session."""
+        held = (
+            select(Turn.session_id, Turn.turn_id, Turn.lease_owner)
+            .where(
+                Turn.status == "running",
+                Turn.lease_owner.startswith(owner_prefix, autoescape=True),
             )
-            interrupted = (await self.session.execute(stmt)).scalar_one_or_none()
+            .order_by(Turn.session_id, Turn.turn_id)
+        )
+        return [(s, t, str(o)) for s, t, o in (await self.session.execute(held)).all()]
+
+    async def interrupt_if_expired(
+        self, session_id: str, turn_id: str, *, now: datetime, outcome: dict[str, Any]
+    ) -> Turn | None:
+        """Mark the turn ``interrupted`` if it still runs on a lease that expired before ``now``
+        (its runner died: spec §6); its terminal row, else ``None``. Nothing is replayed.
+
+        The caller holds the session's lock (``SessionRepository.lock``) first: every writer
+        of a turn takes its session's row, then the turn's, so a reaper and a runner or a start
+        of the same session never wait on each other in opposite orders (a deadlock on
+        PostgreSQL)."""
+        stmt = (
+            update(Turn)
+            .where(
+                Turn.session_id == session_id,
+                Turn.turn_id == turn_id,
+                Turn.status == "running",
+                Turn.lease_expires_at < now,
+            )
+            .values(interrupted_columns(outcome, now))
+            .returning(Turn)
+            .execution_options(synchronize_session=False, populate_existing=True)
+        )
+        return (await self.session.execute(stmt)).scalar_one_or_none()
+
+    async def interrupt_expired(
+        self, *, now: datetime, outcome: dict[str, Any], limit: int = 100
+    ) -> list[Turn]:
+        """``interrupt_if_expired`` for every expired lease, in one transaction (tests and
+        tools; the reaper takes one session at a time, each under its lock)."""
+        sessions = SessionRepository(self.session)
+        done: list[Turn] = []
+        for session_id, turn_id in await self.expired_leases(now=now, limit=limit):
+            await sessions.lock(session_id)
+            interrupted = await self.interrupt_if_expired(
+                session_id, turn_id, now=now, outcome=outcome
+            )
             if interrupted is not None:
                 done.append(interrupted)
         return done

@@ -78,7 +78,10 @@ KEY_ENV = "CTXSVC_BENCH_FAKE_KEY"
 
 
 async def new_session(api: httpx.AsyncClient, model_id: str, messages: int) -> str:
-    body = {"model_id": model_id, "agent": {"system_prompt": "You are a bench agent.", "tools": []}}
+    body = {
+        "model_id": model_id,
+        "agent": {"system_prompt": "You are a bench agent.", "tools": [], "preset": "coding"},
+    }
     response = await api.post("/v1/sessions", json=body)
     response.raise_for_status()
     sid = str(response.json()["id"])

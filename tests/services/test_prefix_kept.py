@@ -141,7 +141,11 @@ async def test_a_world_state_change_is_appended_after_everything_already_sent(
             "/v1/sessions",
             json={
                 "model_id": model_id,
-                "agent": {"system_prompt": "You are careful.", "tools": [READ_TOOL]},
+                "agent": {
+                    "system_prompt": "You are careful.",
+                    "tools": [READ_TOOL],
+                    "preset": "coding",
+                },
                 "workspace": {"working_directory": str(repo)},
             },
         )
@@ -182,7 +186,11 @@ async def test_one_pruning_moves_the_watermark_once_and_later_calls_keep_the_pru
             json={
                 "model_id": model_id,
                 "summary_model_id": model_id,  # any summary call would fail the turn
-                "agent": {"system_prompt": "You are careful.", "tools": [READ_TOOL]},
+                "agent": {
+                    "system_prompt": "You are careful.",
+                    "tools": [READ_TOOL],
+                    "preset": "coding",
+                },
             },
         )
         assert created.status_code == 201, created.text

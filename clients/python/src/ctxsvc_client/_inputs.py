@@ -7,7 +7,10 @@ input and is sent exactly as written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeAlias, TypedDict
+
+if TYPE_CHECKING:
+    from ctxsvc_client._function_tools import FunctionTool
 
 __all__ = [
     "AgentSpec",
@@ -67,7 +70,8 @@ class AgentSpec(TypedDict):
     State section, ``update_plan`` and ``conversation_history``)."""
 
     system_prompt: str
-    tools: NotRequired[Sequence[ToolSpec]]
+    # A ``FunctionTool`` (``@function_tool``) is sent as its schema; its function runs the calls.
+    tools: NotRequired[Sequence[ToolSpec | FunctionTool]]
     max_model_calls: NotRequired[int]
     doom_loop_threshold: NotRequired[int]
     tool_results_timeout_seconds: NotRequired[float | None]

@@ -1,8 +1,8 @@
 """What kind of agent a session serves: its World State sections and control tools (spec §4, §6).
 
-A general agent (the default) sees what its workspace shows — the project layout, the project
-instructions and the skill catalogue, each present only when the workspace has it — and no
-sandbox policy unless one of its tools runs commands; it is offered no control tool. A coding
+A general agent (the default) sees the instructions and the skill catalogue its workspace has
+(each present only when there is one), no project layout, no sandbox policy unless one of its
+tools runs commands, and it is offered no control tool. A coding
 agent asks for the ``coding`` preset (every section, both control tools: the request every
 session got before agents could choose) or names its choices one by one. The choice is made
 once, when the session is created, and stored resolved: an agent cannot be changed, so its
@@ -69,7 +69,8 @@ class AgentProfile:
 
 
 CODING = AgentProfile("coding", ContextSections(True, True, True, True), CONTROL_TOOL_NAMES)
-_GENERAL = AgentProfile("general", ContextSections(True, True, True, False), ())
+# The layout of a working directory serves an agent that works on files: a general agent asks.
+_GENERAL = AgentProfile("general", ContextSections(False, True, True, False), ())
 PRESETS: dict[str, AgentProfile] = {"general": _GENERAL, "coding": CODING}
 
 

@@ -69,7 +69,7 @@ async def test_a_weather_bot_gets_no_coding_agent_section_and_no_control_tool(
     assert world_state_texts(await stored(api, session["id"])) == []
 
 
-async def test_a_general_agent_sees_its_workspace_but_no_sandbox_policy(
+async def test_a_general_agent_sees_its_instructions_and_skills_and_nothing_of_a_coder(
     api: httpx.AsyncClient,
 ) -> None:
     session = await create(
@@ -77,11 +77,18 @@ async def test_a_general_agent_sees_its_workspace_but_no_sandbox_policy(
     )
     await first_request(api, session["id"])
     texts = world_state_texts(await stored(api, session["id"]))
-    assert [t.split("\n", 1)[0] for t in texts] == [
-        '<user_project_context format_version="1">',
-        "<project_instructions>",
-        "<available_skills>",
-    ]
+    # No project layout, no sandbox policy: a general agent asks for them.
+    assert [t.split("\n", 1)[0] for t in texts] == ["<project_instructions>", "<available_skills>"]
+
+    with_layout = await create(
+        api,
+        {"system_prompt": "You analyse data.", "context_sections": {"project_layout": True}},
+        workspace=WORKSPACE,
+    )
+    await first_request(api, with_layout["id"])
+    texts = world_state_texts(await stored(api, with_layout["id"]))
+    assert texts[0].startswith('<user_project_context format_version="1">')
+    assert "- refunds.md" in texts[0]
 
 
 async def test_a_tool_that_runs_commands_brings_the_sandbox_policy(api: httpx.AsyncClient) -> None:

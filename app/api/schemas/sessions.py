@@ -97,9 +97,9 @@ class AgentIn(RequestModel):
     )
     preset: Literal["general", "coding"] = Field(
         default="general",
-        description="`general`: the workspace's layout, instructions and skills when it has "
-        "them, no sandbox policy (unless a tool `runs_commands`), no control tool. `coding`: "
-        "all four World State sections and both control tools.",
+        description="`general`: the workspace's instructions and skills when it has them, no "
+        "project layout, no sandbox policy (unless a tool `runs_commands`), no control tool. "
+        "`coding`: all four World State sections and both control tools.",
     )
     context_sections: ContextSectionsIn = Field(default_factory=ContextSectionsIn)
     control_tools: list[Literal["update_plan", "conversation_history"]] | None = Field(

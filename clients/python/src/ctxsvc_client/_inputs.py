@@ -65,9 +65,9 @@ class ContextSectionsSpec(TypedDict, total=False):
 
 
 class AgentSpec(TypedDict):
-    """An agent definition. ``preset``: ``general`` (the default: the workspace's layout,
-    instructions and skills, no sandbox policy, no control tool) or ``coding`` (every World
-    State section, ``update_plan`` and ``conversation_history``)."""
+    """An agent definition. ``preset``: ``general`` (the default: the workspace's
+    instructions and skills, no project layout, no sandbox policy, no control tool) or
+    ``coding`` (every World State section, ``update_plan`` and ``conversation_history``)."""
 
     system_prompt: str
     # A ``FunctionTool`` (``@function_tool``) is sent as its schema; its function runs the calls.

@@ -275,8 +275,8 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
         container = run.app.state.container
         for_model = container.model_clients.for_model
 
-        def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
-            return TimedClient(for_model(entry), run.calls)
+        def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run, **kw: Any) -> Any:
+            return TimedClient(for_model(entry, **kw), run.calls)
 
         container.model_clients.for_model = timed
     with ProviderProcess(latency=LATENCY) as server:

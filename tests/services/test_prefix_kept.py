@@ -67,8 +67,8 @@ def record_requests(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[dict[st
     clients = h.container.model_clients
     original = clients.for_model
 
-    def for_model(entry: ModelEntry, *, purpose: str = "turn") -> ModelClient:
-        inner = original(entry, purpose=purpose)
+    def for_model(entry: ModelEntry, *, session_id: str, purpose: str = "turn") -> ModelClient:
+        inner = original(entry, session_id=session_id, purpose=purpose)
         return _Recording(inner, sent) if purpose == "turn" else inner
 
     monkeypatch.setattr(clients, "for_model", for_model)

@@ -11,7 +11,15 @@ import pytest
 
 from app.storage.database import create_engine, create_session_factory, unit_of_work
 from app.storage.models import AgentSession
-from tests.api.helpers import append, prepare_session, stored, user, world_state_texts
+from tests.api.helpers import (
+    append,
+    prepare_session,
+    run_turn,
+    scripted_model,
+    stored,
+    user,
+    world_state_texts,
+)
 
 pytestmark = pytest.mark.anyio
 
@@ -183,3 +191,65 @@ async def test_a_choice_the_service_does_not_know_is_refused_and_nothing_is_stor
     assert response.json()["code"] == "invalid_request"
     after = (await api.get("/v1/sessions", params={"limit": 200})).json()["sessions"]
     assert len(after) == len(before)
+
+
+async def test_a_control_tool_the_agent_was_not_offered_is_not_run(api: httpx.AsyncClient) -> None:
+    model_id = await scripted_model(
+        api,
+        [
+            {"tool_calls": [{"name": "update_plan", "input": {"plan": []}}]},
+            {"text": "Sunny."},
+        ],
+    )
+    session = await create(
+        api, {"system_prompt": "You answer weather questions.", "tools": [WEATHER_TOOL]}
+    )
+    await api.patch(f"/v1/sessions/{session['id']}", json={"model_id": model_id})
+    turn = await run_turn(api, session["id"])
+    assert (turn["status"], turn["outcome"]["final_text"]) == ("completed", "Sunny."), turn
+    (result,) = [
+        b for m in await stored(api, session["id"]) if m["role"] == "tool" for b in m["content"]
+    ]
+    assert result["state"] == "error"
+    assert (
+        result["output"][0]["text"] == "tool not found: 'update_plan' (available tools: forecast)"
+    )
+
+
+@pytest.mark.parametrize(
+    ("stored_agent", "field"),
+    [
+        ({"preset": "weather"}, "agent.preset"),
+        (
+            {"preset": "general", "context_sections": {"sandbox_policy": True}},
+            "agent.context_sections",
+        ),
+        (
+            {
+                "preset": "general",
+                "context_sections": dict.fromkeys(
+                    ("project_layout", "project_instructions", "skill_catalog", "sandbox_policy"),
+                    False,
+                ),
+                "control_tools": ["bash"],
+            },
+            "agent.control_tools",
+        ),
+    ],
+)
+async def test_a_stored_choice_this_version_never_writes_is_named(
+    api: httpx.AsyncClient, database_url: str, stored_agent: dict[str, Any], field: str
+) -> None:
+    session = await create(api, {"system_prompt": "x"})
+    engine = create_engine(database_url)
+    try:
+        async with unit_of_work(create_session_factory(engine)) as db:
+            row = await db.get(AgentSession, session["id"])
+            assert row is not None
+            row.agent = {"system_prompt": "x", "tools": [], **stored_agent}
+    finally:
+        await engine.dispose()
+    await append(api, session["id"], user("hi"))
+    refused = await prepare_session(api, session["id"])
+    assert refused.status_code == 409, refused.text
+    assert (refused.json()["code"], refused.json()["field"]) == ("session_config_invalid", field)

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
+from types import MappingProxyType
 from typing import Literal
 
 from app.core.world_state.sections import (
@@ -53,12 +54,14 @@ class ContextSections:
 
 
 # The API's field name of each section id.
-SECTION_FIELDS: dict[str, str] = {
-    PROJECT_CONTEXT: "project_layout",
-    AGENTS_MD: "project_instructions",
-    SKILLS_CATALOG: "skill_catalog",
-    SANDBOX_POLICY: "sandbox_policy",
-}
+SECTION_FIELDS: Mapping[str, str] = MappingProxyType(
+    {
+        PROJECT_CONTEXT: "project_layout",
+        AGENTS_MD: "project_instructions",
+        SKILLS_CATALOG: "skill_catalog",
+        SANDBOX_POLICY: "sandbox_policy",
+    }
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,7 +74,7 @@ class AgentProfile:
 CODING = AgentProfile("coding", ContextSections(True, True, True, True), CONTROL_TOOL_NAMES)
 # The layout of a working directory serves an agent that works on files: a general agent asks.
 _GENERAL = AgentProfile("general", ContextSections(False, True, True, False), ())
-PRESETS: dict[str, AgentProfile] = {"general": _GENERAL, "coding": CODING}
+PRESETS: Mapping[str, AgentProfile] = MappingProxyType({"general": _GENERAL, "coding": CODING})
 
 
 def resolve_profile(

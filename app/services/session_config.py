@@ -96,7 +96,8 @@ def agent_profile_of(session: AgentSession) -> AgentProfile:
     if not any(k in agent for k in ("preset", "context_sections", "control_tools")):
         return CODING
     preset = agent.get("preset")
-    if preset not in PRESETS:
+    base = PRESETS.get(preset) if isinstance(preset, str) else None
+    if base is None:
         raise _invalid(session, "agent.preset", "is not a preset")
     sections = agent.get("context_sections")
     if not (
@@ -109,7 +110,7 @@ def agent_profile_of(session: AgentSession) -> AgentProfile:
     if not isinstance(tools, list) or not set(tools) <= set(CONTROL_TOOL_NAMES):
         raise _invalid(session, "agent.control_tools", "is not a list of control tools")
     chosen = tuple(t for t in CONTROL_TOOL_NAMES if t in tools)
-    return AgentProfile(preset, ContextSections(**sections), chosen)
+    return AgentProfile(base.preset, ContextSections(**sections), chosen)
 
 
 def agent_int(session: AgentSession, key: str, default: int) -> int:

@@ -232,6 +232,7 @@ async def run(calls: int, calls_per_task: int, window: int) -> Figures:
                         "agent": {
                             "system_prompt": SYSTEM_PROMPT,
                             "tools": AGENT_TOOLS,
+                            "preset": "coding",
                             # A compaction replays the task: the model counts anew after it.
                             "max_model_calls": 3 * calls_per_task,
                         },

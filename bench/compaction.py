@@ -72,7 +72,7 @@ async def build_session(container: Container, messages: int) -> str:
     )
     spec = {
         "model_id": "bench-local",
-        "agent": {"system_prompt": "You are a careful agent.", "tools": []},
+        "agent": {"system_prompt": "You are a careful agent.", "tools": [], "preset": "coding"},
         "sandbox": {"mode": "auto", "available": True},
     }
     sid = str((await container.sessions.create(spec, "default"))["id"])

@@ -108,7 +108,7 @@ async def run_session(
     spec = {
         "model_id": "fidelity-local",
         "summary_model_id": "fidelity-local",
-        "agent": {"system_prompt": "You are a careful agent.", "tools": []},
+        "agent": {"system_prompt": "You are a careful agent.", "tools": [], "preset": "coding"},
         "sandbox": {"mode": "auto", "available": True},
     }
     sid = str((await container.sessions.create(spec, "default"))["id"])

@@ -107,7 +107,7 @@ async def register_model_and_session(client: httpx.AsyncClient) -> str:
     assert system["type"] == "text"
     body = {
         "model_id": MODEL_ID,
-        "agent": {"system_prompt": system["text"], "tools": tool_definitions()},
+        "agent": {"system_prompt": system["text"], "tools": tool_definitions(), "preset": "coding"},
     }
     return str(ok(await client.post("/v1/sessions", json=body), 201)["id"])
 

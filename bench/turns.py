@@ -78,7 +78,10 @@ KEY_ENV = "CTXSVC_BENCH_FAKE_KEY"
 
 
 async def new_session(api: httpx.AsyncClient, model_id: str, messages: int) -> str:
-    body = {"model_id": model_id, "agent": {"system_prompt": "You are a bench agent.", "tools": []}}
+    body = {
+        "model_id": model_id,
+        "agent": {"system_prompt": "You are a bench agent.", "tools": [], "preset": "coding"},
+    }
     response = await api.post("/v1/sessions", json=body)
     response.raise_for_status()
     sid = str(response.json()["id"])
@@ -277,8 +280,8 @@ async def run_database(url: str, sizes: list[int], *, quick: bool = False) -> No
         container = run.app.state.container
         for_model = container.model_clients.for_model
 
-        def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run) -> Any:
-            return TimedClient(for_model(entry), run.calls)
+        def timed(entry: Any, *, for_model: Any = for_model, run: Setup = run, **kw: Any) -> Any:
+            return TimedClient(for_model(entry, **kw), run.calls)
 
         container.model_clients.for_model = timed
     with ProviderProcess(latency=LATENCY) as server:

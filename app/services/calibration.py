@@ -37,6 +37,7 @@ from app.storage.repositories.registry import CalibrationRepository
 __all__ = [
     "CALIBRATED_SUFFIX",
     "MIN_SAMPLES_TO_APPLY",
+    "UNCALIBRATED_KINDS",
     "WINDOW",
     "CalibratedCounter",
     "Calibration",
@@ -211,10 +212,18 @@ async def calibrated_counter(
     return CalibratedCounter(counter, calibration.ratio), replace(calibration, applied=True)
 
 
+# Provider kinds whose reported usage is no tokenizer's measurement: the ``local`` model reports
+# its own rough figure of the messages (no tools, no framing), so a ratio learnt from it would
+# only measure that figure against the estimate (× 0.2 after one turn) and mislead the context
+# map. A ``scripted`` model reports what its script says: the script stands for a provider.
+UNCALIBRATED_KINDS = frozenset({"local"})
+
+
 async def record_calibration(
     db: AsyncSession,
     *,
     model_id: str,
+    provider_kind: str,
     counter: TokenCounter,
     estimated_input_tokens: int,
     reported_input_tokens: int | None,
@@ -224,13 +233,16 @@ async def record_calibration(
 
     ``counter`` and ``estimated_input_tokens`` are the budget's; a calibrated figure is recorded
     as the estimate it came from, so calibration never learns from itself. A response without
-    usage records nothing.
+    usage records nothing, and neither does an offline model that measures nothing
+    (``UNCALIBRATED_KINDS``).
 
     Best effort: a sample is bookkeeping, and must never fail the turn that reports it. It is
     written in a savepoint (on PostgreSQL a failed statement would otherwise abort the caller's
     whole transaction); a failure is logged and the sample dropped.
     """
     if not reported_input_tokens or estimated_input_tokens <= 0:
+        return None
+    if provider_kind in UNCALIBRATED_KINDS:
         return None
     if isinstance(counter, CalibratedCounter):
         estimated_input_tokens = counter.uncalibrated(estimated_input_tokens)

@@ -19,6 +19,7 @@ from app.core.errors import InvalidInput
 from app.core.plan import UPDATE_PLAN_TOOL
 from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
 from app.services.session_config import (
+    agent_profile_of,
     conversation_view_of,
     spill_directory_of,
     system_prompt_of,
@@ -41,7 +42,8 @@ __all__ = [
 ]
 
 AGENT_SYSTEM_KEY = "core/agent-system"
-# Tools the service executes itself (SPEC §6); always advertised after the agent's own tools.
+# Tools the service executes itself (spec §6); advertised after the agent's own tools, those
+# the agent chose (``app.core.agent_profile``). Their names stay reserved whether chosen or not.
 SERVER_TOOLS: tuple[ToolDefinition, ...] = (UPDATE_PLAN_TOOL, CONVERSATION_HISTORY_TOOL)
 SERVER_TOOL_NAMES = frozenset(t["name"] for t in SERVER_TOOLS)
 
@@ -66,12 +68,15 @@ def system_context_of(session: AgentSession) -> list[SystemPart]:
 
 
 def tool_surface_of(session: AgentSession) -> list[ToolDefinition]:
-    """The agent's tools in their given order, then the server-side tools: deterministic."""
+    """The agent's tools in their given order, then the control tools it chose: deterministic.
+    A control tool not advertised is not run either: a call of it is a call of an unknown tool
+    (the runner checks calls against this surface)."""
     tools: list[ToolDefinition] = [
         {"name": t["name"], "description": t["description"], "input_schema": t["input_schema"]}
         for t in tools_of(session)
     ]
-    return [*tools, *SERVER_TOOLS]
+    chosen = agent_profile_of(session).control_tools
+    return [*tools, *(t for t in SERVER_TOOLS if t["name"] in chosen)]
 
 
 def watermark_of(session: AgentSession) -> PruningWatermark:

@@ -59,20 +59,23 @@ class ModelClients:
     async def aclose(self) -> None:
         await self._http.aclose()
 
-    def for_model(self, entry: ModelEntry, *, purpose: str = "turn") -> ModelClient:
-        """The client of ``entry``'s provider; ``purpose`` (``turn`` or ``summary``) labels its
-        calls."""
+    def for_model(
+        self, entry: ModelEntry, *, session_id: str, purpose: str = "turn"
+    ) -> ModelClient:
+        """The client of ``entry``'s provider for the calls of one session; ``purpose``
+        (``turn`` or ``summary``) labels its calls. A scripted model replays its script per
+        session."""
         provider = entry.provider
         target = CallTarget(entry.id, provider.kind, provider.model_name or entry.id, purpose)
-        return self._observability.model_client(self._client(entry), target)
+        return self._observability.model_client(self._client(entry, session_id), target)
 
-    def _client(self, entry: ModelEntry) -> ModelClient:
+    def _client(self, entry: ModelEntry, session_id: str) -> ModelClient:
         provider = entry.provider
         if provider.kind == "local":
             return LocalClient()
         if provider.kind == "scripted":
             owner = entry.owner or ""
-            return ScriptedClient(entry.id, lambda: self._take(owner, entry.id))
+            return ScriptedClient(entry.id, lambda: self._take(owner, entry.id, session_id))
         config = ProviderConfig(
             kind=provider.kind,
             base_url=provider.base_url or "",
@@ -115,10 +118,10 @@ class ModelClients:
         code, sentence = problem
         return ModelReadiness("not_ready", code, f"calls to this model will fail: {sentence}")
 
-    async def _take(self, owner: str, model_id: str) -> ScriptEntry | None:
+    async def _take(self, owner: str, model_id: str, session_id: str) -> ScriptEntry | None:
         # Its own short transaction: the model row is locked only while the position advances.
         async with unit_of_work(self._db) as db:
-            taken = await ModelRepository(db).take_script_entry(owner, model_id)
+            taken = await ModelRepository(db).take_script_entry(owner, model_id, session_id)
         if taken is None:
             return None
         return ScriptEntry(taken.index, taken.length, taken.entry)

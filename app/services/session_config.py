@@ -13,6 +13,14 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from app.core.agent_profile import (
+    CODING,
+    CONTROL_TOOL_NAMES,
+    PRESETS,
+    SECTION_FIELDS,
+    AgentProfile,
+    ContextSections,
+)
 from app.core.content import is_blank
 from app.core.conversation_view import ConversationView, view_from_json
 from app.core.errors import Conflict
@@ -21,6 +29,7 @@ from app.storage.models import AgentSession
 __all__ = [
     "agent_int",
     "agent_of",
+    "agent_profile_of",
     "conversation_view_of",
     "disabled_skills_of",
     "sandbox_of",
@@ -77,6 +86,31 @@ def tools_of(session: AgentSession) -> list[dict[str, Any]]:
                 "is not a tool (a string name and description, an input_schema)",
             )
     return tools
+
+
+def agent_profile_of(session: AgentSession) -> AgentProfile:
+    """The agent's World State sections and control tools as stored resolved at creation
+    (``app.core.agent_profile``). A row without them was written before agents could choose,
+    when every session was a coding agent: it stays one, so its requests do not change."""
+    agent = agent_of(session)
+    if not any(k in agent for k in ("preset", "context_sections", "control_tools")):
+        return CODING
+    preset = agent.get("preset")
+    base = PRESETS.get(preset) if isinstance(preset, str) else None
+    if base is None:
+        raise _invalid(session, "agent.preset", "is not a preset")
+    sections = agent.get("context_sections")
+    if not (
+        isinstance(sections, dict)
+        and sections.keys() == set(SECTION_FIELDS.values())
+        and all(isinstance(v, bool) for v in sections.values())
+    ):
+        raise _invalid(session, "agent.context_sections", "is not a choice of the four sections")
+    tools = agent.get("control_tools")
+    if not isinstance(tools, list) or not set(tools) <= set(CONTROL_TOOL_NAMES):
+        raise _invalid(session, "agent.control_tools", "is not a list of control tools")
+    chosen = tuple(t for t in CONTROL_TOOL_NAMES if t in tools)
+    return AgentProfile(base.preset, ContextSections(**sections), chosen)
 
 
 def agent_int(session: AgentSession, key: str, default: int) -> int:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.agent_profile import CODING, SECTION_FIELDS, AgentProfile, resolve_profile
 from app.core.content import is_blank, text_block
 from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
@@ -39,7 +40,7 @@ def session_to_json(
         "title": row.title,
         "model_id": row.model_id,
         "summary_model_id": row.summary_model_id,
-        "agent": row.agent,
+        "agent": _shown_agent(row.agent),
         "workspace": row.workspace,
         "sandbox": row.sandbox,
         "disabled_skills": row.disabled_skills,
@@ -72,6 +73,40 @@ async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[
     usage = await usage_by_session(db, ids)
     history = await MessageRepository(db).active_bytes(ids)
     return [session_to_json(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
+
+
+def _shown_agent(agent: Any) -> Any:
+    """The agent as stored; one stored before agents could choose shows the coding agent it
+    is (``agent_profile_of``). Anything else is shown as it is: a read never refuses a row."""
+    if isinstance(agent, dict) and not agent.keys() & _PROFILE_KEYS:
+        return _profile_json(agent, CODING)
+    return agent
+
+
+def _profile_json(agent: dict[str, Any], profile: AgentProfile) -> dict[str, Any]:
+    return {
+        **agent,
+        "preset": profile.preset,
+        "context_sections": {
+            field: sid in profile.sections.section_ids() for sid, field in SECTION_FIELDS.items()
+        },
+        "control_tools": list(profile.control_tools),
+    }
+
+
+_PROFILE_KEYS = frozenset({"preset", "context_sections", "control_tools"})
+
+
+def _with_profile(agent: dict[str, Any]) -> dict[str, Any]:
+    """The agent as stored: its preset and choices resolved once (``app.core.agent_profile``),
+    so what a session's requests hold never depends on a later version's defaults."""
+    profile = resolve_profile(
+        agent.get("preset", "general"),
+        agent.get("context_sections") or {},
+        agent.get("control_tools"),
+        runs_commands=any(t.get("runs_commands") for t in agent.get("tools", [])),
+    )
+    return _profile_json(agent, profile)
 
 
 class SessionService:
@@ -154,6 +189,7 @@ class SessionService:
     async def create(self, spec: dict[str, Any], tenant_id: str) -> dict[str, Any]:
         """A new session of ``tenant_id`` (the tenant of the calling key)."""
         self._check_agent(spec["agent"])
+        spec["agent"] = _with_profile(spec["agent"])
         workspace = self._check_workspace(spec.get("workspace"))
         summary_model_id = spec.get("summary_model_id") or spec["model_id"]
         now = utc_now()

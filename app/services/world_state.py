@@ -47,7 +47,12 @@ from app.core.world_state.provided import provided_inputs_of
 from app.observability import Observability
 from app.services.lru import BytesLRU
 from app.services.pins import pins_section
-from app.services.session_config import disabled_skills_of, sandbox_of, workspace_of
+from app.services.session_config import (
+    agent_profile_of,
+    disabled_skills_of,
+    sandbox_of,
+    workspace_of,
+)
 from app.settings import Settings
 from app.storage.models import AgentSession
 from app.storage.models.session import UNKNOWN_WORLD_STATE_VERSION
@@ -222,7 +227,12 @@ class WorldStateSampler:
             # Asked before ``lock``: a row loaded before the lock may show an outdated token.
             current_row = sessions.is_current(session)
             await sessions.lock(session.id)
-            sections = render_sections(inputs, _sandbox_of(session), disabled_skills_of(session))
+            sections = render_sections(
+                inputs,
+                _sandbox_of(session),
+                disabled_skills_of(session),
+                agent_profile_of(session).sections.section_ids(),
+            )
             sections.append(await pins_section(db, session, current_row))
             self._log_skipped(session.id, inputs, [s.dropped for s in sections])
             current = await self._stored_baselines(db, session, current_row)

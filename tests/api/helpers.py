@@ -42,6 +42,8 @@ def tool_result(call_id: str, output: str = "ok", state: str = "success") -> dic
 
 
 def session_body(**overrides: Any) -> dict[str, Any]:
+    """A session of a coding agent unless the agent names its preset: the suite's requests are
+    the ones the ``coding`` preset reproduces (every section, both control tools)."""
     body: dict[str, Any] = {
         "model_id": "local",
         "agent": {
@@ -50,6 +52,8 @@ def session_body(**overrides: Any) -> dict[str, Any]:
         },
     }
     body.update(overrides)
+    if isinstance(body.get("agent"), dict):
+        body["agent"] = {"preset": "coding", **body["agent"]}
     return body
 
 

@@ -97,7 +97,9 @@ async def roles(api: httpx.AsyncClient, session_id: str) -> list[str]:
 def wrap_clients(app: FastAPI, session_id: str, then: Any) -> None:
     clients = app.state.container.model_clients
     for_model = clients.for_model
-    clients.for_model = lambda entry: AfterFirstAnswer(for_model(entry), app, session_id, then)
+    clients.for_model = lambda entry, **kw: AfterFirstAnswer(
+        for_model(entry, **kw), app, session_id, then
+    )
 
 
 async def test_deltas_of_the_next_call_come_after_the_step_s_updates_live(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import httpx
@@ -272,3 +273,21 @@ async def test_overflow_compacts_and_resubmits_once(api: httpx.AsyncClient) -> N
     twice = await session_with(api, [{"error": "context_overflow"}, {"error": "context_overflow"}])
     await append(api, twice, *earlier)
     assert (await run_turn(api, twice))["outcome"]["code"] == "model_error"
+
+
+async def test_each_session_of_a_scripted_model_replays_its_script_from_the_start(
+    api: httpx.AsyncClient,
+) -> None:
+    """The script's position is per session: a second session is not told it has no entry
+    left (and a PUT of the model starts every session's script again)."""
+    model_id = await scripted_model(api, [{"text": "First answer."}])
+    first = await new_session(api, model_id=model_id, agent=agent())
+    second = await new_session(api, model_id=model_id, agent=agent())
+
+    assert (await run_turn(api, first))["outcome"]["final_text"] == "First answer."
+    turn = await run_turn(api, second)
+    assert (turn["status"], turn["outcome"]["final_text"]) == ("completed", "First answer.")
+
+    ran_out = await run_turn(api, first)
+    assert ran_out["status"] == "failed"
+    assert "has no entry left" in json.dumps(ran_out)

@@ -241,7 +241,7 @@ async def test_cancel_as_the_model_answers_with_calls_stores_the_answer_and_thei
     app, api = app_client
     clients = app.state.container.model_clients
     for_model = clients.for_model
-    clients.for_model = lambda entry: CancelledAsItAnswers(for_model(entry), app)
+    clients.for_model = lambda entry, **kw: CancelledAsItAnswers(for_model(entry, **kw), app)
     sid = await session_with(
         api, [{"text": "Reading.", "tool_calls": [call("read", path="a"), call("read", path="b")]}]
     )
@@ -299,8 +299,8 @@ async def test_a_cancel_seen_by_the_step_that_would_wait_for_tools_ends_the_turn
             sid = await session_with(api, [{"tool_calls": [call("read", path="a")]}])
             clients = app.state.container.model_clients
             for_model = clients.for_model
-            clients.for_model = lambda entry: CancelledElsewhereAsItAnswers(
-                for_model(entry), app, sid
+            clients.for_model = lambda entry, **kw: CancelledElsewhereAsItAnswers(
+                for_model(entry, **kw), app, sid
             )
             turn = await run_turn(api, sid)
             assert (turn["status"], turn["phase"]) == ("cancelled", "terminal"), turn

@@ -31,6 +31,7 @@ WAIT_MS = 30_000  # generous: the machine may be loaded; conditions, not sleeps
 AGENT = {
     "system_prompt": "You are a careful coding agent.",
     "tools": [{"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}],
+    "preset": "coding",
 }
 
 

@@ -72,8 +72,8 @@ def record_requests(h: Harness, monkeypatch: pytest.MonkeyPatch) -> list[dict[st
     clients = h.container.model_clients
     original = clients.for_model
 
-    def for_model(entry: ModelEntry, *, purpose: str = "turn") -> ModelClient:
-        inner = original(entry, purpose=purpose)
+    def for_model(entry: ModelEntry, *, session_id: str, purpose: str = "turn") -> ModelClient:
+        inner = original(entry, session_id=session_id, purpose=purpose)
         return _Recording(inner, sent) if purpose == "turn" else inner
 
     monkeypatch.setattr(clients, "for_model", for_model)
@@ -146,7 +146,11 @@ async def test_a_world_state_change_is_appended_after_everything_already_sent(
             "/v1/sessions",
             json={
                 "model_id": model_id,
-                "agent": {"system_prompt": "You are careful.", "tools": [READ_TOOL]},
+                "agent": {
+                    "system_prompt": "You are careful.",
+                    "tools": [READ_TOOL],
+                    "preset": "coding",
+                },
                 "workspace": {"working_directory": str(repo)},
             },
         )
@@ -187,7 +191,11 @@ async def test_one_pruning_moves_the_watermark_once_and_later_calls_keep_the_pru
             json={
                 "model_id": model_id,
                 "summary_model_id": model_id,  # any summary call would fail the turn
-                "agent": {"system_prompt": "You are careful.", "tools": [READ_TOOL]},
+                "agent": {
+                    "system_prompt": "You are careful.",
+                    "tools": [READ_TOOL],
+                    "preset": "coding",
+                },
             },
         )
         assert created.status_code == 201, created.text

@@ -64,7 +64,7 @@ async def container(database_url: str, root: Path) -> AsyncIterator[Container]:
 async def new_session(container: Container, workspace: dict[str, Any] | None = None) -> str:
     spec: dict[str, Any] = {
         "model_id": "local",
-        "agent": {"system_prompt": "x", "tools": []},
+        "agent": {"system_prompt": "x", "tools": [], "preset": "coding"},
         "workspace": workspace,
         "sandbox": {"mode": "auto", "available": True},
     }

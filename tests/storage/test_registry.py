@@ -9,6 +9,7 @@ import pytest
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
 from app.storage.repositories import CalibrationRepository, ModelRepository
+from tests.storage.conftest import MakeSession
 
 pytestmark = pytest.mark.anyio
 
@@ -31,21 +32,22 @@ def scripted(model_id: str, script: list[Any] | None) -> RegisteredModel:
     )
 
 
-async def take(factory: SessionFactory, model_id: str) -> Any:
+async def take(factory: SessionFactory, model_id: str, session_id: str) -> Any:
     async with unit_of_work(factory) as db:
-        return await ModelRepository(db).take_script_entry("default", model_id)
+        return await ModelRepository(db).take_script_entry("default", model_id, session_id)
 
 
 async def test_script_position_advances_atomically_under_concurrency(
-    factory: SessionFactory,
+    factory: SessionFactory, make_session: MakeSession
 ) -> None:
     model_id = f"scripted/{uuid.uuid4().hex}"
+    sid = await make_session()
     async with unit_of_work(factory) as db:
         _, created = await ModelRepository(db).put(
             scripted(model_id, [{"text": f"answer {i}"} for i in range(12)])
         )
     assert created
-    takes = await asyncio.gather(*(take(factory, model_id) for _ in range(14)))
+    takes = await asyncio.gather(*(take(factory, model_id, sid) for _ in range(14)))
     indices = sorted(t.index for t in takes)
     assert indices == list(range(14))
     assert sorted(t.entry["text"] for t in takes if t.entry) == sorted(
@@ -57,12 +59,33 @@ async def test_script_position_advances_atomically_under_concurrency(
         model, created = await ModelRepository(db).put(scripted(model_id, [{"text": "new"}]))
     assert not created
     assert model.script_position == 0
-    first = await take(factory, model_id)
+    first = await take(factory, model_id, sid)
     assert (first.index, first.entry) == (0, {"text": "new"})
 
 
-async def test_models_crud(factory: SessionFactory) -> None:
+async def test_each_session_replays_the_script_from_its_first_entry(
+    factory: SessionFactory, make_session: MakeSession
+) -> None:
+    """A second session of a scripted model is not told the script "has no entry left"."""
+    model_id = f"scripted/{uuid.uuid4().hex}"
+    one, two = await make_session(), await make_session()
+    async with unit_of_work(factory) as db:
+        await ModelRepository(db).put(scripted(model_id, [{"text": "a"}, {"text": "b"}]))
+    assert [(await take(factory, model_id, one)).entry for _ in range(2)] == [
+        {"text": "a"},
+        {"text": "b"},
+    ]
+    assert (await take(factory, model_id, one)).entry is None  # this session ran out
+    assert (await take(factory, model_id, two)).entry == {"text": "a"}
+    async with unit_of_work(factory) as db:
+        model = await ModelRepository(db).get(model_id)
+    assert model is not None
+    assert model.script_position == 4  # the calls of every session since the last PUT
+
+
+async def test_models_crud(factory: SessionFactory, make_session: MakeSession) -> None:
     model_id = f"local/{uuid.uuid4().hex}"
+    sid = await make_session()
     async with unit_of_work(factory) as db:
         await ModelRepository(db).put(scripted(model_id, None))
     async with unit_of_work(factory) as db:
@@ -71,10 +94,10 @@ async def test_models_crud(factory: SessionFactory) -> None:
         assert model is not None
         assert model.capabilities().limits().effective_input_tokens == 600
         assert model_id in {m.id for m in await repo.list_all(["default"])}
-        assert await repo.take_script_entry("default", model_id) is None  # no script
+        assert await repo.take_script_entry("default", model_id, sid) is None  # no script
         assert await repo.delete("default", model_id)
         assert not await repo.delete("default", model_id)
-        assert await repo.take_script_entry("default", model_id) is None
+        assert await repo.take_script_entry("default", model_id, sid) is None
 
 
 async def test_calibration_keeps_the_latest_samples(factory: SessionFactory) -> None:

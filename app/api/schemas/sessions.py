@@ -24,6 +24,7 @@ __all__ = [
     "AppendBody",
     "AppendResponse",
     "AppendedMessage",
+    "ContextSectionsIn",
     "MessageOut",
     "MessagePage",
     "SandboxIn",
@@ -49,6 +50,33 @@ class AgentToolIn(ToolDefinitionIn):
         str,
         Field(min_length=1, json_schema_extra={"not": {"enum": _SERVER_TOOL_NAMES}}),
     ]
+    runs_commands: Flag = Field(
+        default=False,
+        description="The tool runs commands (a shell, a script): a general agent with such a "
+        "tool gets the sandbox policy section unless `context_sections` says otherwise. Never "
+        "sent to the model.",
+    )
+
+
+class ContextSectionsIn(RequestModel):
+    """Which World State sections the agent has (spec §4); null: the preset's choice. A
+    section the agent has is shown only when there is something to show (a workspace with a
+    layout, an AGENTS.md, skills)."""
+
+    project_layout: Flag | None = Field(
+        default=None, description="`runtime/user-project-context`: working directory and layout."
+    )
+    project_instructions: Flag | None = Field(
+        default=None, description="`project/AGENTS.md`: the workspace's project instructions."
+    )
+    skill_catalog: Flag | None = Field(
+        default=None, description="`skills/catalog`: the workspace's skills, one line each."
+    )
+    sandbox_policy: Flag | None = Field(
+        default=None,
+        description="`runtime/sandbox-policy`: what write/edit and bash may do. Preset "
+        "`general`: on only when one of the agent's tools has `runs_commands`.",
+    )
 
 
 class AgentIn(RequestModel):
@@ -66,6 +94,19 @@ class AgentIn(RequestModel):
         description="How long a turn waits for your tool results (seconds, up to 7 days) "
         "before it ends with `tool_results_timeout`; null: the service's "
         "`CTXSVC_TOOL_RESULTS_TIMEOUT_SECONDS` (1 hour by default).",
+    )
+    preset: Literal["general", "coding"] = Field(
+        default="general",
+        description="`general`: the workspace's instructions and skills when it has them, no "
+        "project layout, no sandbox policy (unless a tool `runs_commands`), no control tool. "
+        "`coding`: all four World State sections and both control tools.",
+    )
+    context_sections: ContextSectionsIn = Field(default_factory=ContextSectionsIn)
+    control_tools: list[Literal["update_plan", "conversation_history"]] | None = Field(
+        default=None,
+        description="The service's own tools advertised to the model (always after the "
+        "agent's tools, in this order: `update_plan`, `conversation_history`); null: the "
+        "preset's (none for `general`, both for `coding`).",
     )
 
 
@@ -148,6 +189,16 @@ class ToolOut(BaseModel):
     name: str
     description: str
     input_schema: dict[str, Any]
+    runs_commands: bool = False
+
+
+class ContextSectionsOut(BaseModel):
+    """The World State sections the agent has, resolved from its preset and choices."""
+
+    project_layout: bool
+    project_instructions: bool
+    skill_catalog: bool
+    sandbox_policy: bool
 
 
 class AgentOut(BaseModel):
@@ -156,6 +207,16 @@ class AgentOut(BaseModel):
     max_model_calls: int
     doom_loop_threshold: int
     tool_results_timeout_seconds: float | None = None
+    # Sessions created before agents could choose are coding agents (``agent_profile_of``).
+    preset: Literal["general", "coding"] = "coding"
+    context_sections: ContextSectionsOut = Field(
+        default_factory=lambda: ContextSectionsOut(
+            project_layout=True, project_instructions=True, skill_catalog=True, sandbox_policy=True
+        )
+    )
+    control_tools: list[str] = Field(
+        default_factory=lambda: ["update_plan", "conversation_history"]
+    )
 
 
 class SandboxOut(BaseModel):

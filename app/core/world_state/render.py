@@ -6,7 +6,7 @@ Every section is rendered in full on every sampling; ``diff`` decides what is se
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from app.core.errors import InvalidInput
@@ -16,6 +16,7 @@ from app.core.world_state.sections import (
     AGENTS_MD,
     PROJECT_CONTEXT,
     SANDBOX_POLICY,
+    SECTION_IDS,
     SKILLS_CATALOG,
 )
 
@@ -142,7 +143,7 @@ def render_skills_catalog(
 
 
 def render_sandbox_policy(sandbox: SandboxSettings, working_directory: str | None) -> str:
-    """``runtime/sandbox-policy``, always present: exactly four lines inside the tags.
+    """``runtime/sandbox-policy``, present when the agent has it: four lines inside the tags.
 
     The workspace is escaped like the project context so it cannot add a line, and shows
     ``None`` when the session has no workspace.
@@ -164,13 +165,31 @@ def render_sandbox_policy(sandbox: SandboxSettings, working_directory: str | Non
 
 
 def render_sections(
-    inputs: WorkspaceInputs, sandbox: SandboxSettings, disabled_skills: Iterable[str] = ()
+    inputs: WorkspaceInputs,
+    sandbox: SandboxSettings,
+    disabled_skills: Iterable[str] = (),
+    sections: Collection[str] = SECTION_IDS,
 ) -> list[RenderedSection]:
-    """All four sections in the fixed order; an absent one has ``body=None``."""
-    catalog, dropped = render_skills_catalog(inputs.skills, disabled_skills)
+    """All four sections in the fixed order; an absent one has ``body=None``.
+
+    ``sections``: the ids the agent has (``app.core.agent_profile``); any other is absent and
+    not rendered at all, so its own limits cannot refuse a request that would not show it.
+    """
+    catalog, dropped = (
+        render_skills_catalog(inputs.skills, disabled_skills)
+        if SKILLS_CATALOG in sections
+        else (None, ())
+    )
+    wd = inputs.working_directory
     return [
-        RenderedSection(PROJECT_CONTEXT, render_project_context(inputs)),
-        RenderedSection(AGENTS_MD, render_agents_md(inputs)),
+        RenderedSection(
+            PROJECT_CONTEXT,
+            render_project_context(inputs) if PROJECT_CONTEXT in sections else None,
+        ),
+        RenderedSection(AGENTS_MD, render_agents_md(inputs) if AGENTS_MD in sections else None),
         RenderedSection(SKILLS_CATALOG, catalog, dropped),
-        RenderedSection(SANDBOX_POLICY, render_sandbox_policy(sandbox, inputs.working_directory)),
+        RenderedSection(
+            SANDBOX_POLICY,
+            render_sandbox_policy(sandbox, wd) if SANDBOX_POLICY in sections else None,
+        ),
     ]

@@ -244,7 +244,9 @@ class CompactionService(CompactionReads):
             model_name = provided_model or "caller"
         else:
             check_summary_fits(source)
-            client = self._clients.for_model(source.summary_model, purpose="summary")
+            client = self._clients.for_model(
+                source.summary_model, session_id=session_id, purpose="summary"
+            )
             generated = await generate_summary(client, source.summary_request, self.policy)
             model_name = source.summary_model.id
         if kind != "manual":

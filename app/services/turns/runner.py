@@ -117,7 +117,7 @@ class TurnRunner(RunnerSteps):
     async def _loop(self) -> None:
         session, index, ready = await self._load_turn()
         assert self.entry is not None
-        client = self.deps.model_clients.for_model(self.entry)
+        client = self.deps.model_clients.for_model(self.entry, session_id=self.session_id)
         self.overlap = signals_sent(client)
         try:
             max_calls = agent_int(session, "max_model_calls", 20)

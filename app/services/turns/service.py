@@ -108,7 +108,8 @@ class TurnService(RunnerSupervisor):
     def _overlaps(self, model: ModelEntry) -> bool:
         """Whether a new turn's start may commit while its runner sends the first call: when
         the model's client says when a request is written (``app.services.turns.overlap``)."""
-        return signals_sent(self._deps.model_clients.for_model(model))
+        # Only asked what kind of client it is: no call is made, so no session's script moves.
+        return signals_sent(self._deps.model_clients.for_model(model, session_id=""))
 
     async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
         return turn_to_json(await self._read(session_id, turn_id))

@@ -283,6 +283,7 @@ class RunnerSteps:
         sample = await record_calibration(  # best effort: never fails the step
             db,
             model_id=self.entry.id,
+            provider_kind=self.entry.provider.kind,
             counter=self.counter,
             estimated_input_tokens=prepared.budget.estimated_input_tokens,
             reported_input_tokens=usage.input_tokens,

@@ -7,6 +7,7 @@ from app.storage.models.registry import CalibrationSample, RegisteredModel
 from app.storage.models.session import AgentSession
 from app.storage.models.state import (
     AgentMessage,
+    ScriptPosition,
     SessionEvent,
     SessionRequestPrefix,
     WorldStateBaseline,
@@ -26,6 +27,7 @@ __all__ = [
     "Message",
     "PinProposal",
     "RegisteredModel",
+    "ScriptPosition",
     "SessionEvent",
     "SessionPin",
     "SessionRequestPrefix",

@@ -20,7 +20,13 @@ from sqlalchemy.orm import Mapped, mapped_column
 
 from app.storage.base import Base, JSONValue, utc_now
 
-__all__ = ["AgentMessage", "SessionEvent", "SessionRequestPrefix", "WorldStateBaseline"]
+__all__ = [
+    "AgentMessage",
+    "ScriptPosition",
+    "SessionEvent",
+    "SessionRequestPrefix",
+    "WorldStateBaseline",
+]
 
 
 def _session_fk() -> ForeignKey:
@@ -36,6 +42,19 @@ class WorldStateBaseline(Base):
     section_id: Mapped[str] = mapped_column(Text, primary_key=True)
     body: Mapped[str] = mapped_column(Text)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)
+
+
+class ScriptPosition(Base):
+    """How many entries of a ``scripted`` model's script one session has taken (API notes,
+    Models): each session replays the script from its first entry, whoever else uses the model.
+    No row: none taken. ``PUT`` of the model deletes its rows (the script starts again)."""
+
+    __tablename__ = "script_positions"
+    __table_args__ = (CheckConstraint("taken > 0", name="taken_positive"),)
+
+    session_id: Mapped[str] = mapped_column(Text, _session_fk(), primary_key=True)
+    model_id: Mapped[str] = mapped_column(Text, primary_key=True)
+    taken: Mapped[int] = mapped_column(BigInteger)
 
 
 class AgentMessage(Base):

@@ -10,7 +10,7 @@ from sqlalchemy import delete, select, update
 
 from app.core.tenancy import DEFAULT_TENANT, SHARED_TENANT
 from app.storage.base import utc_now
-from app.storage.models import CalibrationSample, RegisteredModel
+from app.storage.models import AgentSession, CalibrationSample, RegisteredModel, ScriptPosition
 from app.storage.repositories.base import Repository
 
 __all__ = ["CalibrationRepository", "ModelRepository", "ScriptTake"]
@@ -74,10 +74,23 @@ class ModelRepository(Repository):
                 setattr(existing, column.key, value)
         existing.script_position = 0
         existing.updated_at = utc_now()
+        # Every session starts the new script from its first entry.
+        await self._reset_positions(row.tenant_id, row.id)
         await self.session.flush()
         return existing, False
 
+    async def _reset_positions(self, tenant_id: str, model_id: str) -> None:
+        """Forget the script positions of the sessions that use this tenant's ``model_id`` (a
+        shared model: every tenant's sessions). Another tenant's model of the same id keeps its
+        sessions' positions."""
+        stmt = delete(ScriptPosition).where(ScriptPosition.model_id == model_id)
+        if tenant_id != SHARED_TENANT:
+            owned = select(AgentSession.id).where(AgentSession.tenant_id == tenant_id)
+            stmt = stmt.where(ScriptPosition.session_id.in_(owned))
+        await self.session.execute(stmt)
+
     async def delete(self, tenant_id: str, model_id: str) -> bool:
+        await self._reset_positions(tenant_id, model_id)
         stmt = (
             delete(RegisteredModel)
             .where(RegisteredModel.tenant_id == tenant_id, RegisteredModel.id == model_id)
@@ -85,12 +98,15 @@ class ModelRepository(Repository):
         )
         return (await self.session.execute(stmt)).first() is not None
 
-    async def take_script_entry(self, tenant_id: str, model_id: str) -> ScriptTake | None:
-        """Consume the next entry of a scripted model, atomically across replicas: one
-        ``UPDATE … SET script_position = script_position + 1 … RETURNING`` (a row lock on
-        PostgreSQL), so concurrent model calls each get a different entry. ``None`` when the
-        model does not exist or has no script. Commit promptly: the row stays locked until then.
-        """
+    async def take_script_entry(
+        self, tenant_id: str, model_id: str, session_id: str
+    ) -> ScriptTake | None:
+        """Consume the next entry of a scripted model for one session, atomically across
+        replicas. Each session has its own position (``script_positions``: an
+        ``INSERT … ON CONFLICT DO UPDATE … RETURNING``, so concurrent calls of one session each
+        get a different entry); the model's ``script_position`` counts every call since the last
+        ``PUT`` (an ``UPDATE … RETURNING``, which also locks the model row against a concurrent
+        ``PUT``). ``None`` when the model does not exist or has no script. Commit promptly."""
         stmt = (
             update(RegisteredModel)
             .where(
@@ -99,14 +115,22 @@ class ModelRepository(Repository):
                 RegisteredModel.script.is_not(None),
             )
             .values(script_position=RegisteredModel.script_position + 1)
-            .returning(RegisteredModel.script_position, RegisteredModel.script)
+            .returning(RegisteredModel.script)
         )
         row = (await self.session.execute(stmt)).first()
         if row is None:
             return None
-        position, script = row
-        index = int(position) - 1
-        entries = list(script or [])
+        insert = self._insert(ScriptPosition).values(
+            session_id=session_id, model_id=model_id, taken=1
+        )
+        taken = await self.session.scalar(
+            insert.on_conflict_do_update(
+                index_elements=[ScriptPosition.session_id, ScriptPosition.model_id],
+                set_={"taken": ScriptPosition.taken + 1},
+            ).returning(ScriptPosition.taken)
+        )
+        index = int(taken or 1) - 1
+        entries = list(row[0] or [])
         entry = entries[index] if index < len(entries) else None
         return ScriptTake(index=index, length=len(entries), entry=entry)
 

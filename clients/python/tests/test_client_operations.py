@@ -28,7 +28,11 @@ from ctxsvc_client import (
 )
 from tests.servers import REPO_ROOT, ServerProcess
 
-AGENT = {"system_prompt": "You are a careful coding agent.", "tools": [{"name": "ls"}]}
+AGENT = {
+    "system_prompt": "You are a careful coding agent.",
+    "tools": [{"name": "ls"}],
+    "preset": "coding",
+}
 
 # Every operation of openapi/openapi.json and the method that covers it.
 METHODS = {

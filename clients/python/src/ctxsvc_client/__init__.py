@@ -11,6 +11,16 @@ request.
 
 from ctxsvc_client._admin import ApiKey, ApiKeyList, IssuedApiKey, KeyScope
 from ctxsvc_client._async_client import AsyncClient
+from ctxsvc_client._blocks import (
+    ContentBlock,
+    DataBlock,
+    ProviderOpaqueBlock,
+    TextContent,
+    ThinkingBlock,
+    ToolCallBlock,
+    ToolResultBlock,
+    UnknownBlock,
+)
 from ctxsvc_client._calls import Call, Retries
 from ctxsvc_client._client import Client
 from ctxsvc_client._common import __version__
@@ -28,9 +38,11 @@ from ctxsvc_client._errors import (
     TransportError,
     UnavailableError,
 )
+from ctxsvc_client._function_tools import FunctionTool, OnError, function_tool
 from ctxsvc_client._inputs import (
     AgentSpec,
     Block,
+    ContextSectionsSpec,
     InputBlock,
     MessageIn,
     SandboxSpec,
@@ -102,10 +114,14 @@ __all__ = [
     "CheckpointSummary",
     "Client",
     "ConflictError",
+    "ContentBlock",
     "Context",
+    "ContextSectionsSpec",
     "CtxsvcError",
+    "DataBlock",
     "EpochStarted",
     "Event",
+    "FunctionTool",
     "InputBlock",
     "InvalidInputError",
     "IssuedApiKey",
@@ -116,6 +132,7 @@ __all__ = [
     "MessagePage",
     "Model",
     "NotFoundError",
+    "OnError",
     "PendingToolCall",
     "Pin",
     "PinKind",
@@ -129,6 +146,7 @@ __all__ = [
     "Projection",
     "ProvenanceEntry",
     "ProviderError",
+    "ProviderOpaqueBlock",
     "RateLimitedError",
     "RegionTokens",
     "ReloadResult",
@@ -145,10 +163,14 @@ __all__ = [
     "StreamError",
     "SummaryRequest",
     "TextBlock",
+    "TextContent",
     "TextInput",
+    "ThinkingBlock",
     "TokenCount",
+    "ToolCallBlock",
     "ToolFunction",
     "ToolResult",
+    "ToolResultBlock",
     "ToolResultIn",
     "ToolResultsAnswer",
     "ToolSpec",
@@ -158,8 +180,10 @@ __all__ = [
     "TurnPage",
     "TurnStatus",
     "UnavailableError",
+    "UnknownBlock",
     "Usage",
     "__version__",
+    "function_tool",
     "input_blocks",
     "text",
 ]

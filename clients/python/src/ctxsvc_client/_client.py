@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Concatenate, ParamSpec, TypeVar
+from typing import Any, Concatenate, ParamSpec, TypeVar
 
 import httpx
 
@@ -31,8 +31,9 @@ from ctxsvc_client._common import (
 )
 from ctxsvc_client._errors import StreamError, problem_from_response
 from ctxsvc_client._flows import byo_compact_flow, drive_sync, run_turn_flow
-from ctxsvc_client._inputs import InputBlock
-from ctxsvc_client._models import Checkpoint, Event, SummaryRequest, Turn
+from ctxsvc_client._function_tools import FunctionTool, tool_table
+from ctxsvc_client._inputs import AgentSpec, InputBlock, SandboxSpec
+from ctxsvc_client._models import Checkpoint, Event, Session, SummaryRequest, Turn
 from ctxsvc_client._sse import SSEDecoder
 from ctxsvc_client._tools import ToolFunction
 
@@ -78,6 +79,8 @@ class Client:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self._options = ClientOptions.make(base_url, api_key, timeout, stream_read_timeout, headers)
+        # The FunctionTools of the sessions this client created (``run_turn`` runs them).
+        self._session_tools: dict[str, dict[str, FunctionTool]] = {}
         self.retries = Retries(max_retries, backoff, max_backoff)
         self._http = httpx.Client(
             base_url=self._options.base_url,
@@ -140,7 +143,37 @@ class Client:
 
     # ----- sessions and messages ----------------------------------------------------------------
 
-    create_session = _operation(ops.create_session)
+    def create_session(
+        self,
+        *,
+        model_id: str,
+        agent: AgentSpec,
+        title: str | None = None,
+        summary_model_id: str | None = None,
+        workspace: Mapping[str, Any] | None = None,
+        sandbox: SandboxSpec | None = None,
+        disabled_skills: Sequence[str] | None = None,
+    ) -> Session:
+        """Create a session: its model, agent (system prompt, tools), workspace, sandbox.
+
+        A ``FunctionTool`` among the agent's tools is sent as its schema and remembered for the
+        session: ``run_turn`` of this client runs its calls without being given it again."""
+        session: Session = self.send(
+            ops.create_session(
+                model_id=model_id,
+                agent=agent,
+                title=title,
+                summary_model_id=summary_model_id,
+                workspace=workspace,
+                sandbox=sandbox,
+                disabled_skills=disabled_skills,
+            )
+        )
+        functions = ops.session_functions(agent)
+        if functions:
+            self._session_tools[session.id] = functions
+        return session
+
     list_sessions = _operation(ops.list_sessions)
     get_session = _operation(ops.get_session)
     update_session = _operation(ops.update_session)
@@ -238,17 +271,21 @@ class Client:
         session_id: str,
         input: str | Sequence[InputBlock],
         *,
-        tools: Mapping[str, ToolFunction] | None = None,
+        tools: Mapping[str, ToolFunction] | Sequence[FunctionTool] | None = None,
         client_request_id: str | None = None,
     ) -> Turn:
         """Run a whole turn: start it, run your tools as their calls come, return it finished.
 
-        ``tools`` maps a tool name to a function called with the model's arguments as keyword
+        ``tools``: the ``FunctionTool``s this client's ``create_session`` was given for the
+        session unless passed (a list of ``FunctionTool``s, or a mapping); see
+        ``function_tool`` for their schema and error rule. A mapping maps a tool name to a
+        function called with the model's arguments as keyword
         arguments; what it returns is the result (a string, content blocks, a ``ToolResult``,
         or anything JSON can write); an exception becomes an ``error`` result the model sees.
         The finished turn is returned whatever its status (see ``status`` and ``final_text``).
         """
-        flow = run_turn_flow(session_id, input, tools or {}, client_request_id)
+        table = self._session_tools.get(session_id, {}) if tools is None else tool_table(tools)
+        flow = run_turn_flow(session_id, input, table, client_request_id)
         return drive_sync(flow, self.send)
 
     def byo_compact(

@@ -18,7 +18,13 @@ from ctxsvc_client._calls import Call
 from ctxsvc_client._errors import ConflictError, CtxsvcError, TransportError
 from ctxsvc_client._inputs import InputBlock, ToolResultIn
 from ctxsvc_client._models import Checkpoint, SummaryRequest, Turn
-from ctxsvc_client._tools import ToolFunction, call_arguments, exception_result, result_of
+from ctxsvc_client._tools import (
+    ToolFunction,
+    call_arguments,
+    exception_result,
+    propagates,
+    result_of,
+)
 
 __all__ = ["Flow", "Invocation", "byo_compact_flow", "drive_async", "drive_sync", "run_turn_flow"]
 
@@ -70,7 +76,9 @@ def run_turn_flow(
                 step = call_arguments(call, tools)
                 if isinstance(step, tuple):
                     function, arguments = step
-                    value = yield Invocation(function, kwargs=arguments, capture=True)
+                    value = yield Invocation(
+                        function, kwargs=arguments, capture=not propagates(function)
+                    )
                     step = (
                         exception_result(call, value.error)
                         if isinstance(value, Raised)

@@ -7,11 +7,15 @@ input and is sent exactly as written.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, NotRequired, TypeAlias, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypeAlias, TypedDict
+
+if TYPE_CHECKING:
+    from ctxsvc_client._function_tools import FunctionTool
 
 __all__ = [
     "AgentSpec",
     "Block",
+    "ContextSectionsSpec",
     "InputBlock",
     "MessageIn",
     "SandboxSpec",
@@ -47,13 +51,33 @@ class ToolSpec(TypedDict):
     name: str
     description: NotRequired[str]
     input_schema: NotRequired[dict[str, Any]]
+    # The tool runs commands: a general agent with one gets the sandbox policy section.
+    runs_commands: NotRequired[bool]
+
+
+class ContextSectionsSpec(TypedDict, total=False):
+    """Which World State sections the agent has; a key left out is the preset's choice."""
+
+    project_layout: bool
+    project_instructions: bool
+    skill_catalog: bool
+    sandbox_policy: bool
 
 
 class AgentSpec(TypedDict):
+    """An agent definition. ``preset``: ``general`` (the default: the workspace's
+    instructions and skills, no project layout, no sandbox policy, no control tool) or
+    ``coding`` (every World State section, ``update_plan`` and ``conversation_history``)."""
+
     system_prompt: str
-    tools: NotRequired[Sequence[ToolSpec]]
+    # A ``FunctionTool`` (``@function_tool``) is sent as its schema; its function runs the calls.
+    tools: NotRequired[Sequence[ToolSpec | FunctionTool]]
     max_model_calls: NotRequired[int]
     doom_loop_threshold: NotRequired[int]
+    tool_results_timeout_seconds: NotRequired[float | None]
+    preset: NotRequired[Literal["general", "coding"]]
+    context_sections: NotRequired[ContextSectionsSpec]
+    control_tools: NotRequired[Sequence[Literal["update_plan", "conversation_history"]]]
 
 
 class SandboxSpec(TypedDict, total=False):

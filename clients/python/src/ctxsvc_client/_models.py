@@ -13,6 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from ctxsvc_client._blocks import ContentBlock, blocks_of
+
 __all__ = [
     "AgentMessageReceipt",
     "AppendedMessage",
@@ -64,6 +66,11 @@ class _Result(BaseModel):
 class RequestMessage(_Result):
     role: str
     content: Content
+
+    @property
+    def blocks(self) -> list[ContentBlock]:
+        """``content`` as typed blocks (``TextContent``, ``ToolCallBlock``, …)."""
+        return blocks_of(self.content)
 
 
 class PreparedRequest(_Result):
@@ -259,6 +266,11 @@ class Message(_Result):
     content: Content
     turn_id: str | None
     created_at: datetime
+
+    @property
+    def blocks(self) -> list[ContentBlock]:
+        """``content`` as typed blocks (``TextContent``, ``ToolCallBlock``, …)."""
+        return blocks_of(self.content)
 
 
 class MessagePage(_Result):

@@ -16,6 +16,7 @@ from ctxsvc_client._callkit import (
     session_path,
 )
 from ctxsvc_client._calls import Call, path
+from ctxsvc_client._function_tools import FunctionTool
 from ctxsvc_client._inputs import AgentSpec, MessageIn, SandboxSpec
 from ctxsvc_client._models import (
     AppendedMessage,
@@ -149,6 +150,21 @@ def delete_model(model_id: str) -> Call[None]:
 # ----- sessions and messages -----------------------------------------------------------------
 
 
+def agent_body(agent: AgentSpec) -> dict[str, Any]:
+    """The agent as sent: a ``FunctionTool`` becomes the tool definition it stands for."""
+    body: dict[str, Any] = dict(agent)
+    if "tools" in agent:
+        body["tools"] = [
+            tool.spec() if isinstance(tool, FunctionTool) else dict(tool) for tool in agent["tools"]
+        ]
+    return body
+
+
+def session_functions(agent: AgentSpec) -> dict[str, FunctionTool]:
+    """The ``FunctionTool``s among the agent's tools, by name (what ``run_turn`` runs)."""
+    return {t.name: t for t in agent.get("tools", ()) if isinstance(t, FunctionTool)}
+
+
 def create_session(
     *,
     model_id: str,
@@ -164,7 +180,7 @@ def create_session(
         title=title,
         model_id=model_id,
         summary_model_id=summary_model_id,
-        agent=dict(agent),
+        agent=agent_body(agent),
         workspace=workspace,
         sandbox=sandbox,
         disabled_skills=None if disabled_skills is None else list(disabled_skills),

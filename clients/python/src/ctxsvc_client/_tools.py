@@ -8,10 +8,18 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from ctxsvc_client._function_tools import FunctionTool
 from ctxsvc_client._inputs import ToolResultIn
 from ctxsvc_client._models import PendingToolCall
 
-__all__ = ["ToolFunction", "ToolResult", "call_arguments", "error_result", "result_of"]
+__all__ = [
+    "ToolFunction",
+    "ToolResult",
+    "call_arguments",
+    "error_result",
+    "propagates",
+    "result_of",
+]
 
 # A tool is called with the model's arguments as keyword arguments; it may be ``async`` with
 # ``AsyncClient``. It returns a string, content blocks, a ``ToolResult``, or anything JSON
@@ -42,7 +50,20 @@ def call_arguments(
         return error_result(call, f"the arguments are not valid JSON: {exc}")
     if not isinstance(arguments, dict):
         return error_result(call, "the arguments are not a JSON object")
+    if isinstance(function, FunctionTool):
+        # Checked against the signature first: the function is not called with what it
+        # cannot take (the model's mistake, answered as such).
+        try:
+            arguments = function.keyword_arguments(arguments)
+        except ValueError as exc:
+            return error_result(call, str(exc))
     return function, arguments
+
+
+def propagates(function: ToolFunction) -> bool:
+    """Whether an exception of ``function`` leaves ``run_turn`` (``on_error="raise"``)
+    instead of becoming an ``error`` result."""
+    return isinstance(function, FunctionTool) and function.on_error == "raise"
 
 
 def error_result(call: PendingToolCall, message: str) -> ToolResultIn:

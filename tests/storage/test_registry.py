@@ -78,7 +78,7 @@ async def test_each_session_replays_the_script_from_its_first_entry(
     assert (await take(factory, model_id, one)).entry is None  # this session ran out
     assert (await take(factory, model_id, two)).entry == {"text": "a"}
     async with unit_of_work(factory) as db:
-        model = await ModelRepository(db).get(model_id)
+        model = await ModelRepository(db).get("default", model_id)
     assert model is not None
     assert model.script_position == 4  # the calls of every session since the last PUT
 

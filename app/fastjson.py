@@ -1,7 +1,7 @@
 """JSON at the speed of orjson wherever the service produces, stores or counts bytes.
 
 The core is standard library only (``app.core.content.compact_json`` is the reference form of
-SPEC §3.1: compact, non-ASCII written as itself); this module is what the layers around it use
+spec §3.1: compact, non-ASCII written as itself); this module is what the layers around it use
 instead, with the reference as the fallback for whatever orjson does not take:
 
 - ``dumps`` — compact JSON bytes for answers, stored columns and logs. orjson's output, which is
@@ -18,7 +18,7 @@ instead, with the reference as the fallback for whatever orjson does not take:
   nesting past 200 levels), so every stored value reads back exactly as before.
 - ``ESTIMATE`` — the core's estimate counter (same name, same figures) measuring with
   ``spec_bytes``. Content blocks hold floats only in free-form payloads (``provider_opaque``),
-  so only those are looked through; every other block is strings by its schema (SPEC §1).
+  so only those are looked through; every other block is strings by its schema (spec §1).
 """
 
 from __future__ import annotations
@@ -89,7 +89,7 @@ def has_float(value: Any) -> bool:
 
 
 def spec_bytes(value: Any) -> bytes:
-    """Exactly ``compact_json(value).encode()`` (SPEC §3.1), as fast as orjson when it can be."""
+    """Exactly ``compact_json(value).encode()`` (spec §3.1), as fast as orjson when it can be."""
     if has_float(value):
         return _reference(value)
     try:
@@ -99,7 +99,7 @@ def spec_bytes(value: Any) -> bytes:
 
 
 def _strings_only(content: Sequence[Any]) -> bool:
-    """Whether ``content`` is blocks whose fields are strings by their schema (SPEC §1): no
+    """Whether ``content`` is blocks whose fields are strings by their schema (spec §1): no
     float to look for, so orjson's bytes are the reference bytes."""
     for block in content:
         kind = block.get("type") if type(block) is dict else None
@@ -108,7 +108,7 @@ def _strings_only(content: Sequence[Any]) -> bool:
     return True
 
 
-# Blocks whose fields are strings, None and lists of such blocks only (SPEC §1). Not
+# Blocks whose fields are strings, None and lists of such blocks only (spec §1). Not
 # ``provider_opaque`` (a free-form payload) nor a tool result's artifacts (free-form payloads).
 _STRING_BLOCKS = frozenset({"text", "thinking", "data", "tool_call", "tool_result"})
 

@@ -84,7 +84,7 @@ class Settings(BaseSettings):
     # How often a runner checks for a cancel request posted to another replica (the lease is
     # renewed at a third of its duration from the same loop).
     turn_watch_interval_seconds: float = Field(default=1.0, gt=0, description=_SECONDS)
-    # How often each process interrupts turns whose runner's lease expired (SPEC §6).
+    # How often each process interrupts turns whose runner's lease expired (spec §6).
     turn_reaper_interval_seconds: float = Field(default=10.0, gt=0, description=_SECONDS)
     # Longest ``?wait=true`` (and cancel) answer time before the current state is returned.
     turn_wait_timeout_seconds: float = Field(default=60.0, gt=0, description=_SECONDS)
@@ -101,7 +101,7 @@ class Settings(BaseSettings):
     events_poll_seconds: float = Field(default=1.0, gt=0, description=_SECONDS)
     events_heartbeat_seconds: float = Field(default=15.0, gt=0, description=_SECONDS)
     provider_timeout_seconds: float = Field(default=600.0, gt=0, description=_SECONDS)
-    # Compaction summary attempts (SPEC §7.4); overridable so tests need not wait minutes.
+    # Compaction summary attempts (spec §7.4); overridable so tests need not wait minutes.
     summary_attempts: int = Field(default=3, ge=1, description="a whole number, 1 or more")
     summary_attempt_timeout_seconds: float = Field(default=120.0, gt=0, description=_SECONDS)
     summary_retry_delay_seconds: float = Field(

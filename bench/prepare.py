@@ -20,7 +20,7 @@ Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run
       the standard library's ``http.client``, ``bench/lean_client.py``) — targets ≤ 1.3× the
       echo and ≤ 2× LangChain's in-process trim at 1 000;
   (e) a turn loop: one prepare per model call of a conversation growing by 2 messages a call;
-  (f) what the salient lines cost (SPEC §9): the 10 000-message first call on freshly decoded
+  (f) what the salient lines cost (spec §9): the 10 000-message first call on freshly decoded
       strings (as a service reads them) with the salient-line memo warm, empty, and with no
       salient lines at all (the comparator, measured alternately in this run).
 """

@@ -165,7 +165,7 @@ def _median_prepare(items: list[Item], counter: TokenCounter, runs: int) -> floa
 
 
 def bench_cached_prepare(_: list[Message], seconds: float) -> None:
-    """Core ``prepare`` of a long session: per-message figures stored at append (SPEC §3.4)
+    """Core ``prepare`` of a long session: per-message figures stored at append (spec §3.4)
     against measuring every message again, as a prepare without the cache would."""
     items = agent_conversation(PREPARE_MESSAGES)
     system, tools = system_context(), tool_definitions()

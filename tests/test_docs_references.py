@@ -30,7 +30,7 @@ OUTSIDE = {
     r"(?<![\w/-])seeds/": "the seeds are not in the repository: cite docs/spec.md",
     r"(?<![\w/-])reference/": "the reference notes are not in the repository: cite docs/spec.md",
     r"\b[Ii]ssues?\s+#?\d+": "say what the tracker item asked for, or link a docs/ section",
-    # The upper-case form is renamed by one mechanical commit (see docs/spec.md's history).
+    r"\bSPEC\b": "write `spec §N.M` (docs/spec.md)",
 }
 
 # `spec §2.1`, and the sections that follow it in a list: `spec §5, §6, §7`, `spec §2.1–§2.3`.

@@ -1,4 +1,4 @@
-"""orjson's bytes are the bytes SPEC §3.1 measures (``app.fastjson``), property by property.
+"""orjson's bytes are the bytes spec §3.1 measures (``app.fastjson``), property by property.
 
 The reference is ``app.core.content.compact_json`` (the standard encoder: compact, non-ASCII as
 itself). Every estimate, stored figure and provider body made with orjson must be byte-equal to

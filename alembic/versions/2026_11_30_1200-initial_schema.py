@@ -1,4 +1,4 @@
-"""Initial schema: every table the service needs (SPEC §5, §6, §7).
+"""Initial schema: every table the service needs (spec §5, §6, §7).
 
 Reviewed, not raw autogenerate output: plain DateTime(timezone=True) instead of the app's
 UTCDateTime decorator (a migration must not change when app code does), and partial unique

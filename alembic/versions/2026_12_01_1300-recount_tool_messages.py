@@ -1,7 +1,7 @@
 """Forget the exact counters' stored figures of tool messages (they now count the state line).
 
 The exact counters count the text the encodings add to a tool result for the model (a
-non-success result's state line, the ``[no output]`` of an empty one; SPEC §9,
+non-success result's state line, the ``[no output]`` of an empty one; spec §9,
 ``app.core.tool_state``). ``token_counts`` is a cache of figures derived from immutable content; a missing figure is
 measured again by the next read of the conversation (``app.services.tokens.load_counted``) and
 stored. Figures stored before this revision would undercount non-success and empty results, so

@@ -1,4 +1,4 @@
-"""The one error handler: every failure becomes ``application/problem+json`` (SPEC §8).
+"""The one error handler: every failure becomes ``application/problem+json`` (spec §8).
 
 ``{type, title, status, detail, code}`` plus structured extras. Expected failures are
 ``ServiceError``s; request-shape errors come from FastAPI's validation; anything else is a bug and

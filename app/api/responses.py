@@ -66,7 +66,7 @@ NAMED_MODEL: Codes = {422: ("unknown_model_id",)}
 SESSION_MODELS: Codes = {422: ("unknown_model_id", "unknown_summary_model_id")}
 # Exact counters whose encoding files are missing or corrupt (a deployment problem).
 TOKENIZER: Codes = {503: ("tokenizer_data_missing", "tokenizer_data_invalid")}
-# The prepare pipeline (SPEC §2-3) over what a session stores or a body carries.
+# The prepare pipeline (spec §2-3) over what a session stores or a body carries.
 PIPELINE: Codes = {
     422: (
         "invalid_capabilities",
@@ -79,7 +79,7 @@ PIPELINE: Codes = {
     ),
     **TOKENIZER,
 }
-# Sampling the World State (SPEC §4).
+# Sampling the World State (spec §4).
 WORLD_STATE: Codes = {
     422: ("user_project_context_error", "project_instruction_error", "skill_catalog_error")
 }
@@ -93,7 +93,7 @@ WORKSPACE: Codes = {
         "skill_catalog_error",
     )
 }
-# Summarizing and installing a checkpoint (SPEC §7).
+# Summarizing and installing a checkpoint (spec §7).
 COMPACTION: Codes = {
     409: (
         "session_active",

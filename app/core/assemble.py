@@ -1,4 +1,4 @@
-"""Stage 4: validate the regions and assemble the provider-independent request (SPEC §2.4).
+"""Stage 4: validate the regions and assemble the provider-independent request (spec §2.4).
 
 The request has fixed boundaries: system parts first (input order, never sorted), then the
 normalized Conversation; the tool definitions as given; ``max_output_tokens`` always explicit;
@@ -30,7 +30,7 @@ CONVERSATION_ROLES = frozenset({"user", "assistant", "tool"})
 
 
 def validate_system_context(parts: Sequence[SystemPart], counter: TokenCounter) -> None:
-    """Non-blank unique keys, non-empty content, each part under its cap (SPEC §3.3)."""
+    """Non-blank unique keys, non-empty content, each part under its cap (spec §3.3)."""
     measure_system_context(parts, counter)
 
 
@@ -75,7 +75,7 @@ def _is_empty(part: SystemPart) -> bool:
 
 
 def validate_conversation(items: Sequence[Item]) -> None:
-    """The Conversation never carries a system message (SPEC §1).
+    """The Conversation never carries a system message (spec §1).
 
     ``items`` is the caller's Conversation (the stages keep every message that is not a tool
     message, in order and with its role), so the error names the caller's item.

@@ -1,4 +1,4 @@
-"""Stage 5: measure the prepared copy and apply the model's limits (SPEC §3.1, §3.2).
+"""Stage 5: measure the prepared copy and apply the model's limits (spec §3.1, §3.2).
 
 One number serves display and decisions: the estimate of what is actually sent. Each region is
 summed in the counter's additive measure and turned into tokens once, so the default estimate is
@@ -31,7 +31,7 @@ def message_measures(
         if cached is not None and cached.counter == name and id(item) in reusable:
             measures.append(cached.measure)
         else:
-            # What is sent: artifacts are never sent and never counted (SPEC §1), so a counter
+            # What is sent: artifacts are never sent and never counted (spec §1), so a counter
             # is handed the content without them and need not look for them.
             content = content_without_artifacts(item.content)
             measures.append(counter.measure_message(item.role, content))

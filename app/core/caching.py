@@ -1,4 +1,4 @@
-"""Where a request asks the provider to cache its prefix (SPEC §10): the one breakpoint rule.
+"""Where a request asks the provider to cache its prefix (spec §10): the one breakpoint rule.
 
 Providers cache the longest prefix of a request they have seen before; Anthropic caches only up
 to the blocks marked ``cache_control`` (at most 4 per request, read in the order tools → system →
@@ -18,7 +18,7 @@ encoders (``app.providers.encoding``) place what it decides. The rule, in the pr
    part of the history that is still cached instead of only the tools and the system;
 4. the moving breakpoint: the last block of the conversation's last message;
 5. the pruning anchor: the last block of the last message at or below the pruning watermark.
-   The next pruning breaks the prefix after it (SPEC §7.2 prunes only past the watermark), so
+   The next pruning breaks the prefix after it (spec §7.2 prunes only past the watermark), so
    the boundary written there is still valid then, and that pruning's rule-3 breakpoint finds it
    within the lookback; without it, a pruning soon after another finds no valid boundary newer
    than the previous pruning's and the provider reads only the tools and the system.

@@ -100,7 +100,7 @@ class ModelLimits:
         return min(self.auto_compact_token_limit, self.effective_input_tokens)
 
     def reaches_auto_compact_limit(self, estimated_input: int, reserved_output: int) -> bool:
-        """Equality triggers (SPEC §3.2)."""
+        """Equality triggers (spec §3.2)."""
         return estimated_input + reserved_output >= self.trigger_line
 
     @classmethod

@@ -1,4 +1,4 @@
-"""SPEC §5 append rules, checked on a whole batch before anything is written.
+"""spec §5 append rules, checked on a whole batch before anything is written.
 
 A batch is all-or-nothing: the first violation raises with the index of the offending message, so
 the caller's transaction writes nothing. Tool calls opened earlier in the same batch can be
@@ -26,7 +26,7 @@ __all__ = [
 # inputs that name a sequence are bounded by this.
 MAX_SEQUENCE = 2**63 - 1
 
-# Assistant blocks are ordered thinking, text, provider_opaque, tool_call (SPEC §1).
+# Assistant blocks are ordered thinking, text, provider_opaque, tool_call (spec §1).
 _ASSISTANT_RANK = {"thinking": 0, "text": 1, "provider_opaque": 2, "tool_call": 3}
 
 
@@ -75,7 +75,7 @@ def check_append(
             raise _invalid(
                 "empty_message",
                 index,
-                "a user message needs a block that is not blank text (SPEC §5: an empty user "
+                "a user message needs a block that is not blank text (spec §5: an empty user "
                 "message is refused, and blank text is empty)",
             )
         for block in content:
@@ -94,7 +94,7 @@ def check_append(
 def check_tool_result_placement(index: int, role: str, block_types: Sequence[str]) -> None:
     """A tool message holds exactly one tool_result block, and only tool messages hold one.
 
-    SPEC §1. Shared with the API's content schema, so a stateless prepare refuses what an append
+    spec §1. Shared with the API's content schema, so a stateless prepare refuses what an append
     refuses, with the same code; ``block_types`` are the message's block ``type`` values.
     """
     if role == "tool":

@@ -1,7 +1,7 @@
-"""Content model of SPEC §1.
+"""Content model of spec §1.
 
-Blocks are plain JSON dicts whose keys are already in the order SPEC §1 lists, because the compact
-JSON of those dicts is the byte basis of every estimate (SPEC §3.1). They are typed with
+Blocks are plain JSON dicts whose keys are already in the order spec §1 lists, because the compact
+JSON of those dicts is the byte basis of every estimate (spec §3.1). They are typed with
 ``TypedDict`` so mypy checks them while the hot path stays on plain dicts (no conversion cost).
 Blocks and content lists are treated as immutable: stages copy on write and hand back the very
 same object when nothing changed, which is what lets cached per-message figures be reused.
@@ -58,7 +58,7 @@ USER: Role = "user"
 ASSISTANT: Role = "assistant"
 TOOL: Role = "tool"
 
-# A user-role message of one of these kinds is context, never "the user's request" (SPEC §1).
+# A user-role message of one of these kinds is context, never "the user's request" (spec §1).
 CONTEXTUAL_KINDS: frozenset[str] = frozenset({"skill_instruction", "agent_message", "world_state"})
 
 
@@ -135,9 +135,9 @@ class RealOrigin:
 
 @dataclass(frozen=True, slots=True)
 class SyntheticOrigin:
-    """An item the service made: one of a compaction projection's three (SPEC §7.6, with the
+    """An item the service made: one of a compaction projection's three (spec §7.6, with the
     checkpoint's ``compaction_id``), or the ``interrupted`` result normalize gives a call that
-    has none (SPEC §2.3; ``compaction_id`` ``None``). Never a stored row."""
+    has none (spec §2.3; ``compaction_id`` ``None``). Never a stored row."""
 
     compaction_id: str | None
     reason: SyntheticReason
@@ -205,13 +205,13 @@ def text_block(text: str) -> TextBlock:
 
 
 def compact_json(value: object) -> str:
-    """Compact JSON as SPEC §3.1 measures it: no whitespace, non-ASCII written as itself (at
+    """Compact JSON as spec §3.1 measures it: no whitespace, non-ASCII written as itself (at
     any depth: ``app.core.jsontext``)."""
     return jsontext.dumps(value)
 
 
 def content_without_artifacts(content: Sequence[Block]) -> list[Block]:
-    """The content as the model sees it: tool-result ``artifacts`` removed (SPEC §1).
+    """The content as the model sees it: tool-result ``artifacts`` removed (spec §1).
 
     Returns the input list itself when no block carries artifacts, so callers can cheaply
     tell whether anything was dropped.

@@ -1,9 +1,9 @@
 """Which stored messages a session's active Conversation shows, beyond its checkpoint.
 
-Two operations hide without deleting (stored messages are append-only, SPEC §5): taking back the
+Two operations hide without deleting (stored messages are append-only, spec §5): taking back the
 last message (a client's "pop") and starting a new epoch (a client's "clear"). Both change only
 this view, kept on the session row; the messages stay stored, readable in the raw message list
-and in transcripts, and a rewind (SPEC §7.7) installs any earlier checkpoint again.
+and in transcripts, and a rewind (spec §7.7) installs any earlier checkpoint again.
 
 - ``hidden``: the sequences taken back, as sorted, merged ``(first, last)`` ranges (taking back
   the last message again and again adds to one range);

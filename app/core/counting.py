@@ -1,4 +1,4 @@
-"""Token counting seam (SPEC §3.1, §3.4).
+"""Token counting seam (spec §3.1, §3.4).
 
 A counter works in two steps so that per-message figures can be cached and summed: ``measure_*``
 returns an additive figure for one piece (UTF-8 bytes for the estimate, tokens for an exact
@@ -71,7 +71,7 @@ def estimate_tokens(byte_count: int) -> int:
 
 
 class EstimateCounter:
-    """The default counter: bytes of compact JSON / 4, rounded up per region (SPEC §3.1)."""
+    """The default counter: bytes of compact JSON / 4, rounded up per region (spec §3.1)."""
 
     name = "estimate"
     request_overhead_tokens = 0
@@ -80,11 +80,11 @@ class EstimateCounter:
         return utf8_len(compact_json(content_without_artifacts(content)))
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
-        # Role is not counted (SPEC §3.1).
+        # Role is not counted (spec §3.1).
         return self.measure_content(content)
 
     def frame_message(self, role: str, content_measure: int) -> int:
-        return content_measure  # SPEC §3.1 measures content only: no framing
+        return content_measure  # spec §3.1 measures content only: no framing
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return utf8_len(compact_json(list(tools))) if tools else 0

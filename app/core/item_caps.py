@@ -1,4 +1,4 @@
-"""Caps of authored items (SPEC §3.3): refused, never trimmed.
+"""Caps of authored items (spec §3.3): refused, never trimmed.
 
 A count must be strictly below its cap, so a count equal to the cap is refused. The count is the
 counter's token figure of the item's content as it would be sent. Each error names the item, its
@@ -36,7 +36,7 @@ def _refuse_at_cap(
     advice: str,
     **extra: str,
 ) -> int:
-    """The one rule of SPEC §3.3: the count must be strictly below the cap."""
+    """The one rule of spec §3.3: the count must be strictly below the cap."""
     if tokens >= cap:
         raise InvalidInput(
             code,

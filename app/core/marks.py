@@ -1,7 +1,7 @@
 """What the prepare stages did to each message of a prepared Conversation (for the context map).
 
 The projection report counts what the stages did over the whole Conversation; a person reading
-the request message by message wants to see it on the message: ``pruned`` (SPEC §2.1),
+the request message by message wants to see it on the message: ``pruned`` (spec §2.1),
 ``truncated`` (§2.2: text cut or data blocks omitted), ``filtered`` (§2.3: data blocks removed
 for a model without them) and ``synthesized`` (an item the service made: a compaction's three
 items, an interrupted result). A message the stages kept is the caller's very object; only the

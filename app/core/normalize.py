@@ -1,4 +1,4 @@
-"""Stage 3: pair tool calls with results and filter data blocks (SPEC §2.3).
+"""Stage 3: pair tool calls with results and filter data blocks (spec §2.3).
 
 After an assistant message comes exactly one tool message per tool call, in call order: the
 first stored result for that call, or a synthesized ``interrupted`` result (e.g. the turn's

@@ -1,4 +1,4 @@
-"""The turn plan and the server-side ``update_plan`` tool (SPEC §6, reference §10).
+"""The turn plan and the server-side ``update_plan`` tool (spec §6, reference §10).
 
 The model keeps a short checklist with ``update_plan``; the runner validates the arguments here,
 stores the plan and answers ``Plan updated``. Invalid arguments are never trimmed: they raise

@@ -1,4 +1,4 @@
-"""The stable prefix of a request: how much of it is byte-identical to the previous one (SPEC §10).
+"""The stable prefix of a request: how much of it is byte-identical to the previous one (spec §10).
 
 A request is read by the provider as a sequence of *units*: the tool surface (one unit, none when
 there are no tools), each system part, each Conversation message. A *record* keeps, per unit, a
@@ -193,7 +193,7 @@ def record_request(
 
     ``identify_stored``: a stored row that no stage changed is its sequence (or its id);
     else every message is digested from its JSON. ``rewind_compaction_id``: the active
-    checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as SPEC §3.1
+    checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as spec §3.1
     writes them (the service passes a faster encoder of the very same bytes).
     """
     items = prepared.items

@@ -1,4 +1,4 @@
-"""The prepare pipeline (SPEC §2): composes the stages, adds nothing of its own.
+"""The prepare pipeline (spec §2): composes the stages, adds nothing of its own.
 
 Order: capabilities → prune (§2.1) → project (§2.2) → normalize (§2.3) → validate (§2.4) →
 budget (§3.1, §3.2) → assemble (§2.4). Pure and deterministic: no I/O, no clock, the input is
@@ -51,7 +51,7 @@ def prepare(
     ``extends``: an earlier call's result (a turn's previous model call): the messages and
     measures of the leading normalized items that are its very objects are taken from it when
     it was measured by this very counter — what building them again would give.
-    Raises ``InvalidInput`` with the codes of SPEC §2–3 (``invalid_capabilities`` first).
+    Raises ``InvalidInput`` with the codes of spec §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
     sent = single_pass(
@@ -70,7 +70,7 @@ def prepare(
     measures = sent.measures
     sent_messages = sent.messages
     for index in sent.unmeasured:
-        # The content as sent (artifacts removed: SPEC §1), as the budget stage measures it:
+        # The content as sent (artifacts removed: spec §1), as the budget stage measures it:
         # the very lists of the request, which the prefix record digests next.
         content = sent_messages[index]["content"]
         measures[index] = counter.measure_message(items[index].role, content)

@@ -1,4 +1,4 @@
-"""Inputs and outputs of the prepare pipeline (SPEC §2, §3.1).
+"""Inputs and outputs of the prepare pipeline (spec §2, §3.1).
 
 ``prepare()`` (``app.core.prepare``) turns ``SystemPart``s, conversation ``Item``s,
 ``ToolDefinition``s and ``ModelCapabilities`` into a ``PreparedModelCall``.

@@ -1,10 +1,10 @@
-"""Stage 2: project oversized tool results into the per-result budget (SPEC §2.2).
+"""Stage 2: project oversized tool results into the per-result budget (spec §2.2).
 
 A result whose visible size exceeds 8000 estimated tokens loses its data blocks (replaced by one
 notice) and, if its text is still over 32 000 bytes, keeps a 75 % head and a 25 % tail of its
 text around a marker. Cuts fall on UTF-8 character boundaries. ``id``, ``name``, ``state`` and
 ``artifacts`` are kept; the authoritative stored result is never changed. The salient lines of
-the cut part follow the marker (``salient.py``, SPEC §9; see ``_truncate``).
+the cut part follow the marker (``salient.py``, spec §9; see ``_truncate``).
 """
 
 from __future__ import annotations
@@ -48,7 +48,7 @@ def data_omission_notice(count: int, byte_count: int) -> str:
 
 
 def truncation_marker(original_tokens: int) -> str:
-    # SPEC §2.2 wording ("continue with narrower reads"), not the original runtime's.
+    # spec §2.2 wording ("continue with narrower reads"), not the original runtime's.
     return (
         f"\n...[tool result truncated; original≈{original_tokens} tokens; "
         f"projected={MAX_TOOL_RESULT_TOKENS}; continue with narrower reads]...\n"
@@ -143,7 +143,7 @@ def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBl
 def _truncate(text: str, marker: str) -> str:
     """``text`` cut to the budget around ``marker``, with the salient lines of the cut part.
 
-    Without a salient line in the part a plain cut would drop, the cut is SPEC §2.2's exactly.
+    Without a salient line in the part a plain cut would drop, the cut is spec §2.2's exactly.
     With some, ``SALIENT_SHARE_PERCENT`` of the budget is set aside for them (``salient.py``):
     head and tail split the rest 75/25, and the section follows the marker; everything sent
     stays within the 32 000 bytes the report's ``projected=8000`` promises.

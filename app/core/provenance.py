@@ -1,4 +1,4 @@
-"""Provenance of the Conversation's messages (SPEC §2.4; spec §19.1).
+"""Provenance of the Conversation's messages (spec §2.4; spec §19.1).
 
 One entry per message of the prepared Conversation: where it comes from (``persisted``,
 ``provided`` or ``synthesized`` with a reason) and its share of the budget's

@@ -1,10 +1,10 @@
-"""Stage 1: prune old tool results below the watermark (SPEC §2.1).
+"""Stage 1: prune old tool results below the watermark (spec §2.1).
 
 A pruned result keeps its first 4096 and last 1024 characters around a marker; the stored
 message is never touched (this runs on the request copy). Characters are Unicode code points,
 exactly as Python's ``str`` counts them. The salient lines of the omitted part (``salient.py``,
-SPEC §9) follow the marker, within ``PRUNE_SALIENT_CHARS``; without any the text is exactly
-SPEC §2.1's.
+spec §9) follow the marker, within ``PRUNE_SALIENT_CHARS``; without any the text is exactly
+spec §2.1's.
 """
 
 from __future__ import annotations
@@ -74,7 +74,7 @@ def spill_path(spill_directory: str, tool_call_id: str) -> str:
 
 
 def prune_marker(omitted: int, tool_call_id: str, spill_directory: str | None) -> str:
-    """The marker text of SPEC §2.1 (U+2014 dash in the spill form)."""
+    """The marker text of spec §2.1 (U+2014 dash in the spill form)."""
     if spill_directory is None:
         return f"... [tool result pruned: {omitted} characters omitted]"
     path = spill_path(spill_directory, tool_call_id)
@@ -157,7 +157,7 @@ def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolRes
 
 
 def with_output(block: ToolResultBlock, output: list[OutputBlock]) -> ToolResultBlock:
-    """A copy of ``block`` with another output, keys in SPEC §1 order, artifacts kept."""
+    """A copy of ``block`` with another output, keys in spec §1 order, artifacts kept."""
     new: ToolResultBlock = {
         "type": "tool_result",
         "id": block["id"],

@@ -1,4 +1,4 @@
-"""Stages 1 and 2 one tool message at a time, for the single pass of ``prepare`` (SPEC §2.1, §2.2).
+"""Stages 1 and 2 one tool message at a time, for the single pass of ``prepare`` (spec §2.1, §2.2).
 
 Pruning and projection both map each message on its own, so running them on one message at a
 time gives the same messages and the same counts as running them over the whole list. Most tool

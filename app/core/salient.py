@@ -1,4 +1,4 @@
-"""Salient lines: what pruning (SPEC §2.1) and projection (§2.2) keep of the part they cut (§9).
+"""Salient lines: what pruning (spec §2.1) and projection (§2.2) keep of the part they cut (§9).
 
 A long log loses its middle to head/tail cutting, and the middle is where a build's first error,
 a failing test or a panic usually is. Both stages therefore look at the lines of the cut part and

@@ -1,4 +1,4 @@
-"""Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (SPEC §2, §3.1).
+"""Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (spec §2, §3.1).
 
 ``walk_resuming`` prunes, projects and normalizes it (``walk.py``; the beginning of a growing
 conversation is not walked again, ``resume.py``); then the request messages, the provenance and
@@ -52,7 +52,7 @@ def single_pass(
     """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
 
     A message of another role is not raised here but reported (``system_message_at``): the
-    system context is validated before it (SPEC §2.4 order), and after normalize.
+    system context is validated before it (spec §2.4 order), and after normalize.
 
     A cached figure of ``counter_name`` is reused for every item that carries one. That is what
     the budget's rule (only the caller's own, untouched objects) gives, because no stage attaches

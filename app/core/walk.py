@@ -1,4 +1,4 @@
-"""Stages 1–3 of ``prepare`` in one walk over whole segments (SPEC §2.1–§2.3).
+"""Stages 1–3 of ``prepare`` in one walk over whole segments (spec §2.1–§2.3).
 
 A *segment* is a non-tool message and the tool messages right after it. Pruning and projection
 map each message on its own and normalize treats each segment on its own, so the stages' result

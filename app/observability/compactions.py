@@ -169,7 +169,7 @@ class CompactionObserver:
         self._metrics.compaction_duration.labels(kind, code).observe(seconds)
         attempts = exc.extra.get("attempts")
         # A summary that would not shrink the conversation is the rule working, not a failure
-        # (SPEC §9): the turn goes on uncompacted. Logged at INFO with both figures.
+        # (spec §9): the turn goes on uncompacted. Logged at INFO with both figures.
         refused = exc if isinstance(exc, CompactionNotSmaller) else None
         fields = {
             "compaction_id": None,

@@ -193,7 +193,7 @@ class ModelResponse:
     raw_finish_reason: str | None = None
 
     def assistant_content(self) -> list[Block]:
-        """The assistant message blocks in SPEC §1 order: thinking, text, opaque, tool calls."""
+        """The assistant message blocks in spec §1 order: thinking, text, opaque, tool calls."""
         blocks: list[Block] = []
         if self.thinking:
             blocks.append({"type": "thinking", "thinking": self.thinking})

@@ -1,4 +1,4 @@
-"""Calibration: the provider's reported input tokens next to our own count (SPEC §3.4).
+"""Calibration: the provider's reported input tokens next to our own count (spec §3.4).
 
 After each provider response the turn runner records one sample per request — the counter in
 force, our ``estimated_input_tokens`` and the provider's reported input tokens
@@ -15,7 +15,7 @@ named ``estimate*calibrated``: every token figure of the budget — each region,
 ``estimated_input_tokens``, ``dynamic_budget`` and ``reaches_auto_compact_limit`` — is
 ``ceil(estimate × ratio)`` per region, while the model's limits (window, effective input,
 auto-compact limit, reserved output) are unchanged. Because the calibrated figure comes out of the
-counter, the number shown and the number that triggers compaction stay one number (SPEC §3.1).
+counter, the number shown and the number that triggers compaction stay one number (spec §3.1).
 Samples are always recorded against the uncalibrated estimate, so calibration never feeds on itself.
 """
 

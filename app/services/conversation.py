@@ -1,4 +1,4 @@
-"""The active Conversation of a stored session and the regions of its next request (SPEC §5).
+"""The active Conversation of a stored session and the regions of its next request (spec §5).
 
 Loaded the same way by context inspection, session prepare, turns and compaction, so what a
 client inspects is exactly what a model call would get (acceptance: inspection = real request).

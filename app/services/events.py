@@ -1,4 +1,4 @@
-"""Live updates (SPEC §6): durable events in the database, and an in-process hub that wakes
+"""Live updates (spec §6): durable events in the database, and an in-process hub that wakes
 listeners and carries best-effort deltas.
 
 Every non-delta update is a ``session_events`` row written in the caller's transaction, so it

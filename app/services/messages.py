@@ -1,4 +1,4 @@
-"""Appending to and paging a session's stored messages (SPEC §5)."""
+"""Appending to and paging a session's stored messages (spec §5)."""
 
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ def stored_to_json(row: StoredMessage) -> dict[str, Any]:
 
 
 def exact_counts(counter: TokenCounter, role: str, content: list[Block]) -> dict[str, int]:
-    """The per-message figure of an exact counter, computed once at append time (SPEC §3.4).
+    """The per-message figure of an exact counter, computed once at append time (spec §3.4).
 
     The estimate's figure (bytes) is stored by the repository for every message anyway.
     """
@@ -91,7 +91,7 @@ class MessageService:
         session = await SessionRepository(db).require(session_id)
         model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = self._counters(model.capabilities.token_counter)
-        # The repository checks the SPEC §5 rules (app.core.chat_rules) under the session
+        # The repository checks the spec §5 rules (app.core.chat_rules) under the session
         # lock, so concurrent appenders on any replica are judged one after the other.
         stored = await MessageRepository(db).append(
             session_id,

@@ -29,7 +29,7 @@ class WorldStateSampling(Protocol):
         sample_index: int,
     ) -> list[Item]:
         """Capture, diff against the stored baselines and ``conversation``, write each changed
-        section as a ``world_state`` message (insert-if-absent by its SPEC §4 id), advance the
+        section as a ``world_state`` message (insert-if-absent by its spec §4 id), advance the
         baselines, and return the written items (to append to the conversation). Raises a
         ``ServiceError`` with ``user_project_context_error | project_instruction_error |
         skill_catalog_error`` before writing anything when capture fails."""
@@ -38,7 +38,7 @@ class WorldStateSampling(Protocol):
 
 class TurnCompactor(Protocol):
     async def prune(self, session_id: str) -> bool:
-        """SPEC §7.2: advance the pruning watermark (own transaction); ``True`` if it moved.
+        """spec §7.2: advance the pruning watermark (own transaction); ``True`` if it moved.
         Any failure means "no pruning this time" (logged), never an exception."""
         ...
 

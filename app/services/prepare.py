@@ -90,7 +90,7 @@ def run_prepare(
 
     Nothing is stored, so nothing is written to a spill directory either: each full text a spill
     marker of the request names comes back with that path, for the caller to write there
-    (SPEC §2.1; ``docs/decisions.md``). Without a spill directory the list is empty.
+    (spec §2.1; ``docs/decisions.md``). Without a spill directory the list is empty.
     """
     # A malformed digest is refused before anything else is done (422).
     previous = None if previous_request_digest is None else decode_digest(previous_request_digest)

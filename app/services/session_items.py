@@ -13,7 +13,7 @@ stood for several, a copy of it without the last item is appended, so exactly on
 the Conversation. Calls of a hidden message that had no result are released (they can no longer
 be answered; the same call may be stored again); the call a hidden result answered is open
 again, and until another result is stored every request answers it with the synthesized
-``interrupted`` result (SPEC §2.3: every call is answered). The compaction's own items (the replayed
+``interrupted`` result (spec §2.3: every call is answered). The compaction's own items (the replayed
 request, the summary, the reminder) are the service's and are never taken back: with only
 those left there is nothing to take back.
 """

@@ -85,7 +85,7 @@ class SessionPrepareService:
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         written = list(sampled.message_ids)
 
-        # ----- compaction at the trigger line (SPEC §6 loop, for a caller's own model) --------
+        # ----- compaction at the trigger line (spec §6 loop, for a caller's own model) --------
         # Same order as a turn's model call: prune; if still at the line, compact, re-sample
         # World State (sample index 2, so the post-compaction request carries it again) and
         # re-prepare. Without a compaction service the budget reports the line honestly.
@@ -108,7 +108,7 @@ class SessionPrepareService:
                         },
                     )
                 except CompactionNotSmaller as refused:
-                    # Not installed (SPEC §9): the request as it was, if the model takes it.
+                    # Not installed (spec §9): the request as it was, if the model takes it.
                     if budget.estimated_input_tokens > budget.effective_input_tokens:
                         raise TooLarge(
                             "compaction_error",
@@ -149,7 +149,7 @@ class SessionPrepareService:
 
         The filesystem is read before the write transaction opens, so no lock is held while it
         is; a capture failure raises before anything is written. The prepare runs before the
-        commit: a refused one rolls back the World State just written and its baselines (SPEC
+        commit: a refused one rolls back the World State just written and its baselines (spec
         §8, bad input never changes stored state).
         """
         async with unit_of_work(self._db, read_only=True) as db:

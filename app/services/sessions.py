@@ -179,7 +179,7 @@ class SessionService:
         ]
 
     def _check_system_prompt(self, prompt: str, model: ModelEntry) -> None:
-        """The agent prompt is the System Context of every request (SPEC §3.3 caps a part at
+        """The agent prompt is the System Context of every request (spec §3.3 caps a part at
         10 000 tokens): a prompt at the cap under the session model's counter would make every
         prepare and turn of the session fail, so the session is refused instead. The agent
         cannot be patched; a change of model is checked again."""

@@ -1,4 +1,4 @@
-"""Exact counting in the service (SPEC §3.4): per-message figures computed once, and counting.
+"""Exact counting in the service (spec §3.4): per-message figures computed once, and counting.
 
 Every stored message has the estimate's figure (``content_bytes``, written by the repository).
 An exact counter's figure (``token_counts[counter]``) is written at API append

@@ -1,4 +1,4 @@
-"""Agent tool input schemas, checked when a session is created (SPEC §6 tool calls).
+"""Agent tool input schemas, checked when a session is created (spec §6 tool calls).
 
 A tool call is validated against its tool's ``input_schema``. A ``$ref`` in that schema that
 resolves to nothing (a JSON pointer to no subschema, an anchor nobody declares, or another

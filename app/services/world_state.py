@@ -1,4 +1,4 @@
-"""World State sampling into a stored session (SPEC §4): capture → render → diff → write → advance.
+"""World State sampling into a stored session (spec §4): capture → render → diff → write → advance.
 
 Two phases, so a caller need not hold a database transaction while the filesystem is read:
 
@@ -8,7 +8,7 @@ Two phases, so a caller need not hold a database transaction while the filesyste
   Raises ``user_project_context_error | project_instruction_error | skill_catalog_error``.
 - ``write(db, session, conversation, inputs, ...)`` renders with the session's sandbox settings
   and disabled skills, diffs against the stored baselines and ``conversation``, writes each
-  message insert-if-absent under its SPEC §4 id, and advances the baselines only after every
+  message insert-if-absent under its spec §4 id, and advances the baselines only after every
   write succeeded — all in the caller's transaction, so a rollback undoes messages and baselines
   together and the next sampling sends the same messages again.
 
@@ -96,7 +96,7 @@ BASELINE_CACHE_BYTES = 32 * 1024 * 1024
 class _BaselineCache:
     """Per process: session id → (``world_state_version``, the baselines stored under it), the
     least recently used session dropped beyond ``max_bytes`` of baseline text (the bodies' UTF-8
-    bytes, at most ~90 KB a session: SPEC §4's section caps).
+    bytes, at most ~90 KB a session: spec §4's section caps).
 
     The version is a random token renewed by every baseline write (``BaselineRepository.apply``),
     not a counter: a counter bumped by a transaction that then rolled back could be reached again

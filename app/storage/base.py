@@ -42,7 +42,7 @@ def utc_now() -> datetime:
 
 
 def dumps_json(value: Any) -> str:
-    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as SPEC §3.1 measures
+    """Compact JSON with non-ASCII kept as itself: smaller rows, same text as spec §3.1 measures
     (orjson's bytes, ``app.fastjson.spec_bytes``; a list of content blocks is not searched for
     floats where its blocks' schema has none, ``content_bytes``: the same bytes)."""
     if type(value) is list:
@@ -81,7 +81,7 @@ class UTCDateTime(TypeDecorator[datetime]):
 
 
 # Plain JSON (not JSONB) on PostgreSQL on purpose: JSONB re-orders object keys and drops
-# duplicates, while message content must round-trip byte for byte (the field order of SPEC §1 is
+# duplicates, while message content must round-trip byte for byte (the field order of spec §1 is
 # the basis of estimates, provider_opaque payloads are echoed verbatim, and the key order of a
 # tool's input_schema is part of what the model sees). ``none_as_null`` makes Python ``None`` an
 # SQL NULL rather than the JSON literal ``null``.

@@ -183,7 +183,7 @@ def _share(tokens: int, whole: int) -> float:
 def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
     """The window as the model sees it, left to right: what the request holds, the output
     reserved for the answer, the free input room, then the reserves the window never offers
-    as input (SPEC §3.2): they add up to ``context_window_tokens``."""
+    as input (spec §3.2): they add up to ``context_window_tokens``."""
     window = budget.context_window_tokens
     free = budget.effective_input_tokens - budget.estimated_input_tokens
     parts = [

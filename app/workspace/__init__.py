@@ -1,4 +1,4 @@
-"""Reading World State inputs from a server directory, safely (SPEC §4).
+"""Reading World State inputs from a server directory, safely (spec §4).
 
 Everything here touches the filesystem and nothing else; rendering and diffing are in
 ``app.core.world_state``. Safety rules, shared by every reader in this package:

@@ -1,4 +1,4 @@
-"""Reading ``{working directory}/AGENTS.md`` (SPEC §4 section 2)."""
+"""Reading ``{working directory}/AGENTS.md`` (spec §4 section 2)."""
 
 from __future__ import annotations
 

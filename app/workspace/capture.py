@@ -1,4 +1,4 @@
-"""Capturing World State inputs from a server directory (SPEC §4)."""
+"""Capturing World State inputs from a server directory (spec §4)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Repository-root detection and the top-level layout listing (SPEC §4 project context)."""
+"""Repository-root detection and the top-level layout listing (spec §4 project context)."""
 
 from __future__ import annotations
 

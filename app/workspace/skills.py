@@ -1,4 +1,4 @@
-"""Skills discovery and selection from a skills root (SPEC §4 section 3, §6)."""
+"""Skills discovery and selection from a skills root (spec §4 section 3, §6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Agent messages (SPEC §6): queued durably, never start a turn, drained before a model call."""
+"""Agent messages (spec §6): queued durably, never start a turn, drained before a model call."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Compaction API end to end (SPEC §7, acceptance list §3), on SQLite and PostgreSQL."""
+"""Compaction API end to end (spec §7, acceptance list §3), on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -392,7 +392,7 @@ async def test_refusals_are_problems_that_change_nothing(api: httpx.AsyncClient)
     assert (response.status_code, response.json()["code"]) == (409, "missing_last_user")
     response = await compact(api, "ses-unknown")
     assert (response.status_code, response.json()["code"]) == (404, "session_not_found")
-    # An undecodable artifact (compaction_error, SPEC §7.5) can no longer be stored: see
+    # An undecodable artifact (compaction_error, spec §7.5) can no longer be stored: see
     # tests/api/test_store_fix_artifacts.py and tests/core/compaction/test_runtime_state.py.
     for s in (empty, sid):
         assert (await api.get(f"/v1/sessions/{s}/compactions")).json()["compactions"] == []

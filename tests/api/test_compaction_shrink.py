@@ -1,4 +1,4 @@
-"""A compaction must make the conversation smaller (issue 14 point 3, SPEC §9): an in-turn one
+"""A compaction must make the conversation smaller (issue 14 point 3, spec §9): an in-turn one
 that would not is not installed — the turn goes on uncompacted when its request fits and fails
 with ``compaction_error`` otherwise — and a manual one reports before/after and says when it
 did not shrink anything."""

@@ -1,4 +1,4 @@
-"""Live updates over Server-Sent Events (SPEC §6): ids, replay after Last-Event-ID, deltas,
+"""Live updates over Server-Sent Events (spec §6): ids, replay after Last-Event-ID, deltas,
 heartbeats. Streams need a real HTTP server: httpx's ASGI transport buffers whole bodies."""
 
 from __future__ import annotations

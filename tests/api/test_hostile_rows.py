@@ -436,7 +436,7 @@ async def test_the_bring_your_own_summary_request_in_every_encoding(
     sid = await hostile_session(live, database_url)
     params = {"encode": encode} if encode else {}
     request = ok(await live.get(f"/v1/sessions/{sid}/compactions/request", params=params))
-    # World State never enters a summary request (SPEC §7.3); everything else does.
+    # World State never enters a summary request (spec §7.3); everything else does.
     assert request["through_message_sequence"] == len(hostile_messages())
     assert (request["provider_payload"] is None) == (encode is None)
 

@@ -1,4 +1,4 @@
-"""``POST /v1/prepare`` through HTTP: SPEC §3.2's worked numbers, caps, pruning, bad input."""
+"""``POST /v1/prepare`` through HTTP: spec §3.2's worked numbers, caps, pruning, bad input."""
 
 from __future__ import annotations
 

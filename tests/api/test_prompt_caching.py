@@ -1,4 +1,4 @@
-"""Prompt caching through the API (SPEC §10): the model setting, the breakpoints an encoded
+"""Prompt caching through the API (spec §10): the model setting, the breakpoints an encoded
 prepare answer and a turn's model calls carry, and cache usage per model call and per turn."""
 
 from __future__ import annotations

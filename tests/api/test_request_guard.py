@@ -1,5 +1,5 @@
 """Text no store can keep (U+0000, unpaired surrogates) is refused with 422 before anything is
-read or written (SPEC §8), on every endpoint, on SQLite and PostgreSQL alike."""
+read or written (spec §8), on every endpoint, on SQLite and PostgreSQL alike."""
 
 from __future__ import annotations
 

@@ -273,7 +273,7 @@ async def test_its_compaction_names_the_prepare_and_no_turn(database_url: str) -
     async for api in client_with(make_settings(database_url)):
         sid = await new_session(api, model_id=await small_model(api), summary_model_id="local")
         for i in range(3):
-            # Long answers: a summary is shorter than them (it must shrink, SPEC §9).
+            # Long answers: a summary is shorter than them (it must shrink, spec §9).
             await append(api, sid, user(f"request {i}"), assistant(f"done {i}: " + "y " * 1000))
         response = await prepare_session(api, sid)
         assert response.status_code == 200, response.text
@@ -383,7 +383,7 @@ async def test_a_refused_prepare_stores_no_world_state(
     response = await prepare_session(api, sid)
     assert response.status_code == 422, response.text
     assert response.json()["code"] == code
-    assert [m["kind"] for m in await stored(api, sid)] == ["normal"]  # SPEC §8
+    assert [m["kind"] for m in await stored(api, sid)] == ["normal"]  # spec §8
 
 
 async def test_after_a_refused_prepare_the_next_one_sends_the_world_state(

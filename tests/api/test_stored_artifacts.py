@@ -1,4 +1,4 @@
-"""An artifact compaction cannot decode is refused where it would be stored (SPEC §7.5, §8).
+"""An artifact compaction cannot decode is refused where it would be stored (spec §7.5, §8).
 
 Compaction re-derives ``edited_paths`` from every stored message and fails on an undecodable
 artifact; messages are never deleted, so one stored bad artifact used to fail every later

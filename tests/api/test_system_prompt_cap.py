@@ -1,4 +1,4 @@
-"""The agent prompt is the System Context of every request: a prompt at the SPEC §3.3 part cap
+"""The agent prompt is the System Context of every request: a prompt at the spec §3.3 part cap
 (10 000 tokens, strictly below) would make every prepare and turn of the session fail, so the
 session is refused when it is created, and a model change that would count it at the cap is
 refused too. Nothing is stored either way."""
@@ -19,7 +19,7 @@ CAP = 10_000
 
 
 def estimate_of(prompt: str) -> int:
-    # SPEC §3.1: ceil(bytes / 4) of the part's content as compact JSON.
+    # spec §3.1: ceil(bytes / 4) of the part's content as compact JSON.
     content = [{"type": "text", "text": prompt}]
     encoded = json.dumps(content, separators=(",", ":"), ensure_ascii=False).encode()
     return math.ceil(len(encoded) / 4)

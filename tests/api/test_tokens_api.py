@@ -18,7 +18,7 @@ def text(t: str) -> list[dict[str, Any]]:
 
 
 def prepare_body(**overrides: Any) -> dict[str, Any]:
-    """SPEC §3.2's example: window 1000, output 400, "agent" + "project" + 1600 characters."""
+    """spec §3.2's example: window 1000, output 400, "agent" + "project" + 1600 characters."""
     body: dict[str, Any] = {
         "system_context": [
             {"key": "agent", "content": text("agent")},

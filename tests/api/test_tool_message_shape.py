@@ -1,4 +1,4 @@
-"""A tool message holds exactly one tool_result block, and only tool messages hold one (SPEC §1).
+"""A tool message holds exactly one tool_result block, and only tool messages hold one (spec §1).
 
 Append always refused other shapes (``app.core.chat_rules``); the stateless prepare used to drop
 a text-only tool message silently (``dropped_orphan_results: 0``) and to pass a tool_result in a

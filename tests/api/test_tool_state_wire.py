@@ -1,4 +1,4 @@
-"""Tool failures reach the model, end to end over real HTTP (SPEC §9 "Tool state on the wire"):
+"""Tool failures reach the model, end to end over real HTTP (spec §9 "Tool state on the wire"):
 a turn's results posted as error, denied or interrupted are recognizable in the next request a
 loopback provider receives, in both protocols, and no tool message is sent empty."""
 

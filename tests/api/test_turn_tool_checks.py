@@ -1,5 +1,5 @@
 """Tool calls the runner must refuse with a result the model sees, never by failing the turn
-(SPEC §6): arguments that are not JSON, a schema that cannot be applied, and
+(spec §6): arguments that are not JSON, a schema that cannot be applied, and
 ``conversation_history`` arguments no database can take.
 
 A schema whose ``$ref`` resolves to nothing is refused when a session is created

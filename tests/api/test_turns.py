@@ -1,4 +1,4 @@
-"""Turns through the API with the ``scripted`` model kind (SPEC §6, acceptance §2)."""
+"""Turns through the API with the ``scripted`` model kind (spec §6, acceptance §2)."""
 
 from __future__ import annotations
 
@@ -261,7 +261,7 @@ async def test_provider_errors_fail_the_turn_with_model_error(api: httpx.AsyncCl
 
 
 async def test_overflow_compacts_and_resubmits_once(api: httpx.AsyncClient) -> None:
-    # A history its summary is shorter than: an overflow compaction must shrink it (SPEC §9).
+    # A history its summary is shorter than: an overflow compaction must shrink it (spec §9).
     earlier = [user("earlier question"), assistant("a long earlier answer. " * 200)]
     sid = await session_with(api, [{"error": "context_overflow"}, {"text": "fits now"}])
     await append(api, sid, *earlier)

@@ -1,4 +1,4 @@
-"""Compaction inside turns (SPEC §6 loop, §7.1): threshold before the first submission, overflow
+"""Compaction inside turns (spec §6 loop, §7.1): threshold before the first submission, overflow
 after a threshold compaction, and a long session that crosses the trigger line many times."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Starting, feeding, cancelling and recovering turns (SPEC §6; acceptance §2 items 7, 12, 14,
+"""Starting, feeding, cancelling and recovering turns (spec §6; acceptance §2 items 7, 12, 14,
 15): check order, idempotency, busy, skills, tool-result validation, cancellation, leases."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Selected skills become ``skill_instruction`` messages before the user message (SPEC §6)."""
+"""Selected skills become ``skill_instruction`` messages before the user message (spec §6)."""
 
 from __future__ import annotations
 

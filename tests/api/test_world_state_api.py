@@ -1,4 +1,4 @@
-"""World State through the API (SPEC §4): sampling by ``POST .../prepare``, workspace safety,
+"""World State through the API (spec §4): sampling by ``POST .../prepare``, workspace safety,
 and the diff rules across edits, PATCHes and restarts, on both backends.
 
 Workspaces are real temporary directories under a configured allowed root.

@@ -80,7 +80,7 @@ UNSTATABLE: dict[str, set[str]] = {
     "GET /v1/sessions/{session_id}/compactions/request": _PIPELINE,
     "POST /v1/sessions/{session_id}/compactions": _PIPELINE
     | {
-        "invalid_summary",  # the summary grammar of SPEC §7.4
+        "invalid_summary",  # the summary grammar of spec §7.4
         "coverage_mismatch",  # two fields that must be equal
         "coverage_out_of_range",  # the session's messages (stored state)
         "summary_drops_user_facts",  # the previous checkpoint's summary (stored state)

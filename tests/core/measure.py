@@ -1,4 +1,4 @@
-"""An independent re-measurement of a prepared request (SPEC §3.1), for comparisons."""
+"""An independent re-measurement of a prepared request (spec §3.1), for comparisons."""
 
 from __future__ import annotations
 

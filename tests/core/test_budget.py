@@ -1,4 +1,4 @@
-"""Budget and limits of a prepared call (SPEC §3.1, §3.2), with the worked numbers."""
+"""Budget and limits of a prepared call (spec §3.1, §3.2), with the worked numbers."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""SPEC §5 append rules on whole batches."""
+"""spec §5 append rules on whole batches."""
 
 from __future__ import annotations
 
@@ -87,7 +87,7 @@ def test_each_rule_names_the_message(
 
 
 def test_a_resolved_call_id_may_be_reused() -> None:
-    # Only a duplicate of an *unresolved* call is refused (SPEC §5).
+    # Only a duplicate of an *unresolved* call is refused (spec §5).
     plan = check_append(
         [("tool", "normal", [result("x")]), ("assistant", "normal", [call("x")])], {"x": "r"}
     )

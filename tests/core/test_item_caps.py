@@ -1,4 +1,4 @@
-"""Caps of authored items (SPEC §3.3): a count must be strictly below the cap."""
+"""Caps of authored items (spec §3.3): a count must be strictly below the cap."""
 
 from __future__ import annotations
 

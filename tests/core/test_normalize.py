@@ -1,4 +1,4 @@
-"""Pairing tool calls with results and filtering data blocks (SPEC §2.3)."""
+"""Pairing tool calls with results and filtering data blocks (spec §2.3)."""
 
 from __future__ import annotations
 

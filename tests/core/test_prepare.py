@@ -1,4 +1,4 @@
-"""The composed prepare pipeline (SPEC §2.4): boundaries, errors, determinism, measurement."""
+"""The composed prepare pipeline (spec §2.4): boundaries, errors, determinism, measurement."""
 
 from __future__ import annotations
 

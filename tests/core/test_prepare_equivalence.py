@@ -1,4 +1,4 @@
-"""``prepare`` gives what its stages give when run one after another (SPEC §2, §3.1).
+"""``prepare`` gives what its stages give when run one after another (spec §2, §3.1).
 
 ``prepare`` walks the Conversation once, takes usual segments a short way and carries on from an
 earlier call's walk (``app/core/walk.py``, ``resume.py``). The reference below is the stages'
@@ -169,7 +169,7 @@ OUTPUTS: list[list[str | OutputBlock]] = [
     ["look", data_block()],
     [data_block(name=None)],
     ["q" * 40_000, data_block("https://example.com/" + "p" * 300)],
-    # Salient lines in the part pruning (first) or projection (second) cuts (SPEC §9).
+    # Salient lines in the part pruning (first) or projection (second) cuts (spec §9).
     ["log line\n" * 600 + "error: in the middle\n" + "log line\n" * 600],
     ["ok line\n" * 2_500 + "FAILED test_x\nKilled\n" + "ok line\n" * 2_500],
 ]

@@ -1,4 +1,4 @@
-"""Property tests of normalize and prepare over random conversations (SPEC §2.3, §2.4, §3.1)."""
+"""Property tests of normalize and prepare over random conversations (spec §2.3, §2.4, §3.1)."""
 
 from __future__ import annotations
 

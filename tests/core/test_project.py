@@ -1,4 +1,4 @@
-"""Projecting oversized tool results (SPEC §2.2)."""
+"""Projecting oversized tool results (spec §2.2)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pruning old tool results (SPEC §2.1)."""
+"""Pruning old tool results (spec §2.1)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The salient-line rule (SPEC §9, ``app/core/salient.py``)."""
+"""The salient-line rule (spec §9, ``app/core/salient.py``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Pruning (SPEC §2.1) and projection (§2.2) keep the salient lines of what they cut (§9)."""
+"""Pruning (spec §2.1) and projection (§2.2) keep the salient lines of what they cut (§9)."""
 
 from __future__ import annotations
 
@@ -123,7 +123,7 @@ def test_pruning_is_deterministic_and_stays_far_below_the_projection_line() -> N
 
 
 def plain_projection(text: str, original_tokens: int) -> str:
-    """SPEC §2.2 for ASCII text: 75 % head, 25 % tail of the budget less the marker."""
+    """spec §2.2 for ASCII text: 75 % head, 25 % tail of the budget less the marker."""
     marker = truncation_marker(original_tokens)
     content = PROJECTION_BUDGET_BYTES - len(marker.encode())
     head = content * 75 // 100

@@ -1,4 +1,4 @@
-"""Two real server processes on one PostgreSQL (SPEC §5 scale-out, §6 leases): one running turn
+"""Two real server processes on one PostgreSQL (spec §5 scale-out, §6 leases): one running turn
 per session across replicas, crash recovery by lease expiry, SSE resume on another replica."""
 
 from __future__ import annotations

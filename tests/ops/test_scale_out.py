@@ -1,9 +1,9 @@
-"""Several replicas append to one session at once (SPEC §5: gapless sequences across replicas).
+"""Several replicas append to one session at once (spec §5: gapless sequences across replicas).
 
 Four ``uvicorn`` processes share one migrated PostgreSQL database; eight clients per process
 append to the same session. Besides plain user messages, pairs of clients on different replicas
 race to answer the same tool call and to open the same tool call id, so exactly one of each pair
-must lose with the SPEC §5 conflict — every other request must succeed.
+must lose with the spec §5 conflict — every other request must succeed.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-message counts are computed once, whatever wrote the message (SPEC §3.4).
+"""Per-message counts are computed once, whatever wrote the message (spec §3.4).
 
 A counting wrapper around the real counters is injected through the container's counter factory;
 the tests read which messages it was asked to measure, and when.

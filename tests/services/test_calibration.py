@@ -1,4 +1,4 @@
-"""Calibration (SPEC §3.4): the provider's reported input tokens next to our estimate."""
+"""Calibration (spec §3.4): the provider's reported input tokens next to our estimate."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 - a World State change between two model calls is appended after everything already sent, so
   the second request's messages start with the first request's, byte for byte;
-- one pruning moves the watermark once, as far as SPEC §7.2 allows, and the later calls send
+- one pruning moves the watermark once, as far as spec §7.2 allows, and the later calls send
   the pruned part unchanged (the prefix breaks at that call only).
 
 Each model call's provider-independent request is recorded where the runner hands it to the

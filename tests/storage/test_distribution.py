@@ -1,4 +1,4 @@
-"""The migrated PostgreSQL schema can be distributed by session (SPEC §5, Citus).
+"""The migrated PostgreSQL schema can be distributed by session (spec §5, Citus).
 
 Citus shards a table by one column and co-locates tables sharded alike; it requires that every
 primary key and unique constraint (unique indexes included) of a distributed table contain the

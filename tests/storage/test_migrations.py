@@ -338,7 +338,7 @@ async def _older_session(db: AsyncSession) -> str:
 
 
 async def test_exact_figures_of_tool_messages_are_forgotten(empty_database_url: str) -> None:
-    """Stored tiktoken figures of tool messages predate the counted state line (SPEC §9)."""
+    """Stored tiktoken figures of tool messages predate the counted state line (spec §9)."""
     engine = await _engine_at_head(empty_database_url)
     calls: list[Block] = [{"type": "tool_call", "id": "a", "name": "read", "input": "{}"}]
     answer: list[Block] = [

@@ -1,4 +1,4 @@
-"""``/v1/sessions/{id}``: compaction checkpoints, rewind, replay and transcript (SPEC §7)."""
+"""``/v1/sessions/{id}``: compaction checkpoints, rewind, replay and transcript (spec §7)."""
 
 from __future__ import annotations
 

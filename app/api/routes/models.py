@@ -34,7 +34,7 @@ async def list_models(container: ContainerDep, principal: PrincipalDep) -> Respo
 async def get_model(
     container: ContainerDep, principal: PrincipalDep, model_id: str = ModelId
 ) -> Response:
-    """One model: capabilities, derived limits, provider, readiness and calibration (SPEC §3.4)."""
+    """One model: capabilities, derived limits, provider, readiness and calibration (spec §3.4)."""
     entry = await container.models.get(principal.tenant_id, model_id)
     calibration = await container.calibration.describe(model_id, entry.capabilities.token_counter)
     readiness = container.model_clients.readiness(entry)

@@ -103,7 +103,7 @@ async def add_items(
     request: Request,
     container: ContainerDep,
 ) -> Response:
-    """Append Responses items as messages (all-or-nothing, SPEC §5 rules)."""
+    """Append Responses items as messages (all-or-nothing, spec §5 rules)."""
     # Validated by ``body``; stored from the JSON as sent, so a reasoning item is echoed back
     # with its fields in the order the provider wrote them.
     items = (await request.json())["items"]

@@ -161,7 +161,7 @@ async def append_messages(
     body: Annotated[AppendInput, Body(openapi_examples=examples.APPEND)],
     container: ContainerDep,
 ) -> Response:
-    """Append messages (all-or-nothing, SPEC §5 rules) → their ids and sequences."""
+    """Append messages (all-or-nothing, spec §5 rules) → their ids and sequences."""
     stored = await container.messages.append(session_id, body.batch)
     return json_response({"messages": stored}, status_code=201)
 

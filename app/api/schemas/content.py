@@ -1,6 +1,6 @@
-"""Content blocks and messages as the API accepts them (SPEC §1).
+"""Content blocks and messages as the API accepts them (spec §1).
 
-Field order follows SPEC §1 so that ``model_dump()`` yields the canonical block dicts the core
+Field order follows spec §1 so that ``model_dump()`` yields the canonical block dicts the core
 measures; ``extra="forbid"`` turns a misspelled field into a 422 instead of silently dropping it.
 """
 
@@ -91,7 +91,7 @@ class AnyArtifactIn(RequestModel):
 
 
 def _decodable(artifact: AnyArtifactIn) -> None:
-    # Compaction's own rule (SPEC §7.5); its ``ValueError`` becomes a field error (422).
+    # Compaction's own rule (spec §7.5); its ``ValueError`` becomes a field error (422).
     file_change_path({"kind": artifact.kind, "payload": artifact.payload})
 
 
@@ -117,7 +117,7 @@ class ArtifactIn(AnyArtifactIn):
 
     Compaction decodes every stored artifact and stored messages are never deleted, so an
     undecodable one would fail every later compaction of its session: it is refused on the way
-    in (SPEC §8: bad input never changes stored state).
+    in (spec §8: bad input never changes stored state).
     """
 
     model_config = ConfigDict(json_schema_extra=_FILE_CHANGE)
@@ -221,7 +221,7 @@ ConversationIn = Annotated[list[MessageIn], AfterValidator(_tool_results_in_plac
 
 
 # One serializer call per content list (not one per block): half the cost of a large body's
-# conversion to core blocks. The dicts are the same (fields in SPEC §1 order, defaults included).
+# conversion to core blocks. The dicts are the same (fields in spec §1 order, defaults included).
 _BLOCKS_OUT: TypeAdapter[list[Any]] = TypeAdapter(list[BlockIn])
 
 

@@ -28,7 +28,7 @@ MODEL_NAME_MAX_LENGTH = 200
 
 
 class CapabilitiesIn(RequestModel):
-    """A model's limits (SPEC §3.2): the reserves (output, reasoning, fixed, safety) must leave
+    """A model's limits (spec §3.2): the reserves (output, reasoning, fixed, safety) must leave
     input room in the window, or the model is refused (`invalid_capabilities`)."""
 
     context_window_tokens: PositiveTokenCount = Field(examples=[1000])

@@ -32,7 +32,7 @@ EncodeName = Literal["openai_chat", "anthropic_messages", "openai_responses"]
 
 class SystemPartIn(RequestModel):
     """One part of the System Context: a unique, non-blank key and content that is not only
-    blank text (SPEC §2.4), under 10 000 tokens (§3.3)."""
+    blank text (spec §2.4), under 10 000 tokens (§3.3)."""
 
     # The pipeline's own rules answer (``empty_system_context_key``/``_part``); the schema
     # states them.

@@ -37,7 +37,7 @@ __all__ = [
 ]
 
 
-# The service's own tools (SPEC §6); an agent tool of the same name is refused
+# The service's own tools (spec §6); an agent tool of the same name is refused
 # (``tool_name_conflict``).
 _SERVER_TOOL_NAMES = ["update_plan", "conversation_history"]
 
@@ -121,7 +121,7 @@ _SKILL_PATH = {"pattern": "^[^\\u0000-\\u001f]+$", "maxLength": MAX_SKILL_PATH_C
 
 
 class ProvidedSkillIn(RequestModel):
-    """A skill of the caller's catalog (SPEC §4): names unique in the workspace."""
+    """A skill of the caller's catalog (spec §4): names unique in the workspace."""
 
     name: Annotated[str, Field(min_length=1, max_length=64, json_schema_extra=_SKILL_NAME)]
     description: Annotated[str, Field(min_length=1, json_schema_extra={"pattern": NOT_BLANK})]
@@ -134,7 +134,7 @@ class ProvidedSkillIn(RequestModel):
 
 
 class ProvidedWorkspaceIn(RequestModel):
-    """What the World State shows (SPEC §4); the rendered project context stays within 16 384
+    """What the World State shows (spec §4); the rendered project context stays within 16 384
     characters and `agents_md` within 65 536 UTF-8 bytes."""
 
     working_directory: str = Field(min_length=1, examples=["/shown/path"])
@@ -293,7 +293,7 @@ class SessionPage(BaseModel):
 
 
 class AppendMessageIn(RequestModel):
-    # Validated loosely so that the store's rules answer with their own codes (SPEC §5,
+    # Validated loosely so that the store's rules answer with their own codes (spec §5,
     # ``chat_rules.check_append``); ``AppendBody`` publishes the per-role shapes they accept.
     role: Literal["user", "assistant", "tool", "system"]
     kind: Literal["normal", "skill_instruction", "agent_message", "world_state"] = "normal"

@@ -48,8 +48,8 @@ __all__ = [
 NOT_BLANK_CHAR = NOT_BLANK_PATTERN.replace("[^", r"[^\u0000", 1)
 NOT_BLANK = rf"^[^\u0000]*{NOT_BLANK_CHAR}[^\u0000]*$"
 
-# An array holding a block that is not blank text: the rule for a user message (SPEC §5) and a
-# system context part (SPEC §2.4).
+# An array holding a block that is not blank text: the rule for a user message (spec §5) and a
+# system context part (spec §2.4).
 VISIBLE_BLOCK: dict[str, Any] = {
     "contains": {
         "anyOf": [
@@ -58,7 +58,7 @@ VISIBLE_BLOCK: dict[str, Any] = {
         ]
     }
 }
-# Turn input holding a text that is not blank (SPEC §6: skills alone are not a request).
+# Turn input holding a text that is not blank (spec §6: skills alone are not a request).
 VISIBLE_TEXT_INPUT: dict[str, Any] = {
     "minItems": 1,
     "contains": {
@@ -118,7 +118,7 @@ class StoredToolResultBlock(ToolResultBlockIn):
 
 
 class UserMessage(RequestModel):
-    """A user-role message: at least one block that is not blank text. Contextual kinds (SPEC
+    """A user-role message: at least one block that is not blank text. Contextual kinds (spec
     §1) are user-role only."""
 
     role: Literal["user"]
@@ -128,7 +128,7 @@ class UserMessage(RequestModel):
 
 class AssistantMessage(RequestModel):
     """An assistant message: blocks in the order thinking, text, provider_opaque, tool_call
-    (SPEC §1; another order is refused with `invalid_block_order`), tool call ids unique among
+    (spec §1; another order is refused with `invalid_block_order`), tool call ids unique among
     the session's unanswered calls."""
 
     role: Literal["assistant"]

@@ -43,7 +43,7 @@ class TurnStart(RequestModel):
         pattern=NOT_BLANK,
         description="Your id for this request: sending it again returns the same turn.",
     )
-    # Empty or text-less input is answered by the turn's own rule (``empty_input``, SPEC §6);
+    # Empty or text-less input is answered by the turn's own rule (``empty_input``, spec §6);
     # the schema states it.
     input: list[InputItem] = Field(max_length=100, json_schema_extra=VISIBLE_TEXT_INPUT)
 

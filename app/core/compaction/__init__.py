@@ -1,4 +1,4 @@
-"""Compaction rules of SPEC §7, pure: summary request and validation, retry decisions, runtime
+"""Compaction rules of spec §7, pure: summary request and validation, retry decisions, runtime
 state and reminder, checkpoint projection, rewind, replay, transcript read-back, the rule that
 a compaction must shrink the conversation (``shrink``), what a caller's summary must keep of the
 user's facts (``user_facts``), and the offline ``local`` summarizer. The compaction service

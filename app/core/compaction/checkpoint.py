@@ -1,4 +1,4 @@
-"""Checkpoints and the compacted projection (SPEC §7.6, reference §8.7, §8.9).
+"""Checkpoints and the compacted projection (spec §7.6, reference §8.7, §8.9).
 
 After a compaction the active Conversation is three synthetic user items followed by the
 messages after the install boundary:
@@ -149,7 +149,7 @@ def rewind_checkpoint(
     current_max_sequence: int,
     runtime_reminder: str,
 ) -> Checkpoint:
-    """The new ``rewind`` checkpoint that reinstalls ``target`` (SPEC §7.7).
+    """The new ``rewind`` checkpoint that reinstalls ``target`` (spec §7.7).
 
     It copies the target's summary, replay anchor and fact boundary; its install boundary is the
     session's current last message, which hides the abandoned tail without deleting anything.

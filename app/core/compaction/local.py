@@ -7,7 +7,7 @@ defused, continuation lines prefixed so nothing reads as a heading), empty secti
 on purpose: it quotes what the user asked, the identifiers, errors, paths and plan it can see,
 and never invents a conclusion.
 
-Long life (SPEC §9.1). Each summary *merges* the earlier one (``_local_merge``) with the
+Long life (spec §9.1). Each summary *merges* the earlier one (``_local_merge``) with the
 new material section by section: the same request, error, path or identifier is listed once
 (a repeat raises its ``(×N)`` count and makes it recent again), and the summary never exceeds
 ``MAX_SUMMARY_BYTES`` however many compactions came before. What makes it fit, in order:
@@ -81,7 +81,7 @@ from app.core.facts import readings, retry_key
 
 __all__ = ["MAX_SUMMARY_BYTES", "Message", "is_summary_request", "local_reply", "local_summary"]
 
-# The cap (SPEC §9, docs/decisions.md): a summary is at most this many UTF-8 bytes, root to
+# The cap (spec §9, docs/decisions.md): a summary is at most this many UTF-8 bytes, root to
 # closing tag included (≤ 3 000 estimated tokens), after any number of compactions.
 MAX_SUMMARY_BYTES = 12_000
 MAX_LATEST_CHARS = 800

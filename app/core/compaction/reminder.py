@@ -1,8 +1,8 @@
-"""Rendering of the runtime-state reminder (SPEC §7.5, reference §8.6).
+"""Rendering of the runtime-state reminder (spec §7.5, reference §8.6).
 
 The reminder is the third synthetic item after a compaction: what the model must not forget
 even if the summary omits it (files it changed, its checklist). Every line is escaped as World
-State text (SPEC §4), so a path or a step can never forge a tag or a line break.
+State text (spec §4), so a path or a step can never forge a tag or a line break.
 
 Size cap (decision): the whole reminder is at most 32 768 characters. When it would be longer,
 paths are dropped from the end of the sorted list first and replaced by one line

@@ -1,4 +1,4 @@
-"""The summary request of SPEC §7.3.
+"""The summary request of spec §7.3.
 
 The summary call sees the active projection (already pruned) without World State, followed by
 one user message carrying ``SUMMARY_INSTRUCTION`` byte for byte. The service runs that
@@ -37,7 +37,7 @@ SUMMARY_HEADINGS: tuple[str, ...] = (
     "## 9. Next Safe Action",
 )
 
-# Byte-exact (SPEC §7.3); no trailing newline.
+# Byte-exact (spec §7.3); no trailing newline.
 SUMMARY_INSTRUCTION = (
     "Create a durable continuation summary of the Conversation above.\n"
     "\n"

@@ -1,4 +1,4 @@
-"""Summary attempts: failure classes, the retry policy and the final error (SPEC §7.4).
+"""Summary attempts: failure classes, the retry policy and the final error (spec §7.4).
 
 The service owns the clock and the sleeping; this module only decides. Policy: the same request
 up to ``attempts`` times, each limited to ``attempt_timeout_seconds``, ``delay_seconds`` apart
@@ -16,7 +16,7 @@ class              cause                                  decision
 
 Final error codes (decision, documented in the report and here):
 
-- every attempt used → ``summary_retries_exhausted`` (502), as SPEC §7.4 names it;
+- every attempt used → ``summary_retries_exhausted`` (502), as spec §7.4 names it;
 - stopped early by ``input_overflow`` → ``summary_input_overflow`` (413): the Conversation does
   not fit the summary model; a larger summary model or a rewind is what helps;
 - stopped early by ``deterministic`` → ``summary_model_error`` (502): fix the model settings.

@@ -1,11 +1,11 @@
-"""Durable runtime state carried across a compaction (SPEC §7.5, reference §8.6).
+"""Durable runtime state carried across a compaction (spec §7.5, reference §8.6).
 
 ``edited_paths`` is re-derived from *all* stored messages every time (never from the previous
 state), so a path edited before an earlier compaction is still listed. ``extensions`` holds
 versioned values by key: ``turn_plan`` is this service's; every other key was written by someone
 else (a newer version, another service) and is carried over untouched and never rendered.
 
-``turn_plan`` is the session's latest plan for every kind of compaction (SPEC §9): the running
+``turn_plan`` is the session's latest plan for every kind of compaction (spec §9): the running
 turn's, else the last plan an ``update_plan`` call set in the stored messages (``latest_plan``),
 else the previous checkpoint's. A manual compaction after the turn that made a plan used to find
 no earlier checkpoint to carry it from and lost it (spec §9.2).
@@ -89,7 +89,7 @@ def edited_paths(
     An artifact that cannot be decoded is skipped, and a warning saying which and why is added
     to ``skipped`` (at most ``MAX_WARNINGS``). Appends refuse such artifacts, but rows stored
     before that rule stay forever: failing on them would fail every later compaction and rewind
-    of their session, so they are reported instead (SPEC §7.5's ``warnings``).
+    of their session, so they are reported instead (spec §7.5's ``warnings``).
     """
     found: set[str] = set()
     for item in messages:
@@ -123,7 +123,7 @@ def _skip(skipped: list[Mapping[str, str]] | None, item: Item, reason: str) -> N
 def file_change_path(artifact: object) -> str | None:
     """The edited path ``artifact`` records, cut; ``None`` for another kind, undone or blank.
 
-    The one definition of a decodable artifact (SPEC §7.5): the API refuses at append time what
+    The one definition of a decodable artifact (spec §7.5): the API refuses at append time what
     this refuses, because a stored message that fails it would fail every later compaction of
     the session. Raises ``UndecodableArtifact``.
     """
@@ -145,7 +145,7 @@ def file_change_path(artifact: object) -> str | None:
 
 
 def latest_plan(messages: Iterable[Item]) -> Plan | None:
-    """The plan the last successful ``update_plan`` call in ``messages`` set (SPEC §6).
+    """The plan the last successful ``update_plan`` call in ``messages`` set (spec §6).
 
     A call counts once its result is stored with state ``success`` (the runner answers
     ``Plan updated``); invalid arguments got an ``invalid_arguments`` error result and changed
@@ -201,7 +201,7 @@ def turn_plan_of(state: RuntimeState) -> Plan | None:
 
 
 def runtime_state_to_json(state: RuntimeState) -> dict[str, Any]:
-    """The stored JSON shape of SPEC §7.5 (snake_case, extensions by sorted key)."""
+    """The stored JSON shape of spec §7.5 (snake_case, extensions by sorted key)."""
     return {
         "schema_version": state.schema_version,
         "edited_paths": list(state.edited_paths),

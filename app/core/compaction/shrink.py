@@ -1,4 +1,4 @@
-"""A compaction must make the conversation smaller (SPEC §9.3).
+"""A compaction must make the conversation smaller (spec §9.3).
 
 On a short history a summary (its fixed headings and texts, the replay, the reminder) can be
 longer than the conversation it replaces: 108 → 411 tokens was seen. An in-turn compaction

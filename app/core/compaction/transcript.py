@@ -1,4 +1,4 @@
-"""Transcript read-back and the ``conversation_history`` model tool (SPEC §7.7, reference §8.11).
+"""Transcript read-back and the ``conversation_history`` model tool (spec §7.7, reference §8.11).
 
 A page holds raw stored messages with ``after_sequence < sequence ≤ fact boundary`` of one
 checkpoint, in sequence order: never a synthetic item, never a message the summary did not
@@ -196,7 +196,7 @@ def render_transcript_page(page: TranscriptPage) -> str:
     """The tool result text: the page as compact JSON (camelCase, like the arguments).
 
     Artifacts are removed from tool results: they are for the caller only and never reach
-    the model (SPEC §1), also not through read-back.
+    the model (spec §1), also not through read-back.
     """
     return compact_json(
         {

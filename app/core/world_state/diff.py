@@ -1,4 +1,4 @@
-"""Which World State messages a sampling sends (SPEC §4 diff table), and their baselines.
+"""Which World State messages a sampling sends (spec §4 diff table), and their baselines.
 
 A *baseline* is the last body the model was given for a section, stored per session and section:
 a key that is missing means "no baseline" (never sent, or the record was lost); a value of
@@ -67,7 +67,7 @@ def diff_sections(
 ) -> list[SectionMessage]:
     """The messages to send now, in section order. Read-only: nothing is advanced here.
 
-    SPEC §4's table, per section:
+    spec §4's table, per section:
 
     - not retained (compacted away, or never sent): body alone when present, else nothing;
     - retained and the baseline equals the body (``None`` equals a known absence): nothing;

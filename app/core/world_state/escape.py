@@ -1,4 +1,4 @@
-"""Escaping of untrusted names inside World State bodies (SPEC §4, reused by §7.5).
+"""Escaping of untrusted names inside World State bodies (spec §4, reused by §7.5).
 
 A directory name or layout entry comes from the filesystem or from a caller, so it may contain
 markup or line breaks that would let it forge a tag or a line of its own. ``&``, ``<`` and ``>``

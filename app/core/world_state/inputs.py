@@ -1,4 +1,4 @@
-"""What World State is rendered from: workspace inputs and sandbox settings (SPEC §4).
+"""What World State is rendered from: workspace inputs and sandbox settings (spec §4).
 
 Both sources of a workspace end up as the same ``WorkspaceInputs``: ``app.workspace`` captures
 one from a server directory, ``provided_inputs`` builds one from values a caller supplies for its
@@ -28,7 +28,7 @@ class SkillEntry:
     """One catalog line; ``body`` only for caller-provided skills (see ``provided_inputs``).
 
     A filesystem skill has ``body=None``: its SKILL.md is read again when a turn selects it, so
-    the snapshot is the file as it is at that moment (SPEC §6).
+    the snapshot is the file as it is at that moment (spec §6).
     """
 
     name: str

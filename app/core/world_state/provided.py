@@ -105,7 +105,7 @@ def provided_inputs(
     skills: Iterable[ProvidedSkill],
 ) -> WorkspaceInputs:
     """A ``WorkspaceInputs`` from caller values; raises ``InvalidInput`` with spec §4's codes."""
-    # "``.git`` skipped" (SPEC §4) holds for a caller's listing too, in any of its displayed forms.
+    # "``.git`` skipped" (spec §4) holds for a caller's listing too, in any of its displayed forms.
     entries = tuple(entry for entry in layout if entry not in _GIT_ENTRIES)
     for value in (working_directory, repository_root or "", *entries):
         _utf8_size(value, "user_project_context_error", "A project context value")

@@ -1,4 +1,4 @@
-"""Rendering of the four World State section bodies (SPEC §4), byte for byte.
+"""Rendering of the four World State section bodies (spec §4), byte for byte.
 
 Every section is rendered in full on every sampling; ``diff`` decides what is sent. A body of
 ``None`` means the section is absent this time.

@@ -1,4 +1,4 @@
-"""SKILL.md text rules (SPEC §4 catalog, §6 skill_instruction): pure parsing, no I/O.
+"""SKILL.md text rules (spec §4 catalog, §6 skill_instruction): pure parsing, no I/O.
 
 The front matter is a small YAML subset, parsed here so the core stays standard-library only:
 top-level ``key: value`` pairs with plain, single- or double-quoted scalars (continued on
@@ -212,7 +212,7 @@ def parse_skill_file(dir_name: str, text: str) -> SkillText:
 
 
 def skill_instruction_text(name: str, path: str, body: str) -> str:
-    """The ``skill_instruction`` message text of SPEC §6 (``body`` without front matter)."""
+    """The ``skill_instruction`` message text of spec §6 (``body`` without front matter)."""
     return f"<skill>\n<name>{name}</name>\n<path>{path}</path>\n{body}\n</skill>"
 
 

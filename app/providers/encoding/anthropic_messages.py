@@ -21,7 +21,7 @@ Decisions: the signature of a thinking block travels in a ``provider_opaque`` bl
 Thinking without a signature, and provider_opaque blocks of any other driver or kind, are
 dropped. Tool results whose state is ``error``, ``denied`` or ``interrupted`` get
 ``is_error: true`` and their state line as the first content block, a result without output the
-``[no output]`` text (``app.core.tool_state``, SPEC §9): ``is_error`` alone does not tell a denied
+``[no output]`` text (``app.core.tool_state``, spec §9): ``is_error`` alone does not tell a denied
 call from a failed one, and the same added text in both encodings is what the exact counters
 count. Attachments other than images and PDFs (and ``file_id`` sources, which name
 provider-specific files) become a text note. Messages left empty after that are omitted.

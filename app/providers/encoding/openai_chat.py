@@ -19,7 +19,7 @@ and provider_opaque blocks are dropped (Chat Completions has no way to echo reas
 images become ``image_url`` parts (base64 as a ``data:`` URL), base64 PDFs ``file`` parts, every
 other attachment a text note. A tool message has no field for the result's state, so a
 non-success result's content starts with its state line and an empty one says so
-(``app.core.tool_state``, SPEC §9): the model always sees that a call failed, was denied or was
+(``app.core.tool_state``, spec §9): the model always sees that a call failed, was denied or was
 interrupted, and no tool message is sent empty. The same request always yields the same body
 (dict order is fixed here).
 
@@ -122,7 +122,7 @@ def _tool_message(content: Sequence[Block]) -> dict[str, Any]:
 
 
 def only_tool_result(content: Sequence[Block]) -> ToolResultBlock:
-    """The one tool_result block of a tool message (SPEC §1)."""
+    """The one tool_result block of a tool message (spec §1)."""
     results = [b for b in content if b["type"] == "tool_result"]
     if len(results) != 1:
         raise ValueError("a tool message must hold exactly one tool_result block")
@@ -131,7 +131,7 @@ def only_tool_result(content: Sequence[Block]) -> ToolResultBlock:
 
 def tool_result_body(result: ToolResultBlock) -> str | list[dict[str, Any]]:
     """What a tool result says to an OpenAI model: one string, or text parts when it has
-    several blocks, the state line first for a non-success result (SPEC §9)."""
+    several blocks, the state line first for a non-success result (spec §9)."""
     parts: list[dict[str, Any]] = []
     for block in result["output"]:
         if block["type"] == "text":

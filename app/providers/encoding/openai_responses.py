@@ -28,7 +28,7 @@ returned it: it is sent back verbatim (``app.providers.openai_responses``). A th
 without such an item, and opaque blocks of other drivers, are not sent (a bare thinking text is
 no valid input item).
 Tool results carry their state line, and an empty result ``[no output]``, exactly as the Chat
-Completions encoding writes them (``tool_result_body``, SPEC §9). Attachments: images are
+Completions encoding writes them (``tool_result_body``, spec §9). Attachments: images are
 ``input_image`` parts (base64 as a ``data:`` URL), base64 PDFs ``input_file`` parts, anything
 else a text note (``attachment_note``); a tool output takes text only. The same request always
 yields the same body (dict order is fixed here).

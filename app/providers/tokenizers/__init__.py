@@ -1,4 +1,4 @@
-"""Token counters by name: ``estimate`` and exact, offline tiktoken encodings (SPEC §3.4).
+"""Token counters by name: ``estimate`` and exact, offline tiktoken encodings (spec §3.4).
 
 ``get_counter(name, data_dir=...)`` returns a ``TokenCounter`` (``app.core.counting``):
 

@@ -67,7 +67,7 @@ def _drop_full_stop(text: str) -> str:
 def _function_parts(tool: Any) -> tuple[str, str, Mapping[str, Any]]:
     """Name, description and properties of one definition.
 
-    Accepts the service's ``{name, description, input_schema}`` (SPEC §2) and OpenAI's
+    Accepts the service's ``{name, description, input_schema}`` (spec §2) and OpenAI's
     ``{"type": "function", "function": {name, description, parameters}}``.
     """
     if not isinstance(tool, Mapping):

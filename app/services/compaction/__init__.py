@@ -1,4 +1,4 @@
-"""Compaction service (SPEC §7): prune, summarize, checkpoint, rewind, replay, transcript.
+"""Compaction service (spec §7): prune, summarize, checkpoint, rewind, replay, transcript.
 
 ``CompactionService`` implements ``app.services.ports.TurnCompactor`` for the turn runner and
 serves the Compaction API; ``conversation_history_result`` is the runner's ``conversation_history``

@@ -1,4 +1,4 @@
-"""The checkpoint a summary makes (SPEC §7): its row, built before it is stored, and the check
+"""The checkpoint a summary makes (spec §7): its row, built before it is stored, and the check
 that the summary request fits the summary model before it is sent."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What a summary written by a caller's own model covers (SPEC §7.8, §17).
+"""What a summary written by a caller's own model covers (spec §7.8, §17).
 
 ``docs/decisions.md``: "A posted summary covers what its request covered".
 

@@ -1,5 +1,5 @@
 """Writing a checkpoint, installing it, and rebuilding a session whose install failed
-(SPEC §7.6, reference §8.8).
+(spec §7.6, reference §8.8).
 
 Write: one transaction that locks the session, re-checks the preconditions (manual and rewind:
 no running turn; in-turn: the trigger turn still running; for all: no other checkpoint installed

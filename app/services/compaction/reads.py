@@ -1,4 +1,4 @@
-"""Read-only views of checkpoints: list, one, replay and transcript (SPEC §7.7).
+"""Read-only views of checkpoints: list, one, replay and transcript (spec §7.7).
 
 All of them read inside one read-only transaction and write nothing.
 """

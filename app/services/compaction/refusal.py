@@ -1,4 +1,4 @@
-"""A triggered compaction that would not shrink the conversation (SPEC §9): nothing is stored
+"""A triggered compaction that would not shrink the conversation (spec §9): nothing is stored
 but what happened — its ``compaction_finished`` update (``status: "not_installed"``, both token
 figures) and, for a turn, the summary call's tokens on it (the call ran) — in one transaction."""
 

@@ -1,4 +1,4 @@
-"""Rewind (SPEC §7.7, reference §8.9): a new ``rewind`` checkpoint that reinstalls an earlier
+"""Rewind (spec §7.7, reference §8.9): a new ``rewind`` checkpoint that reinstalls an earlier
 one. It copies the target's summary, replay anchor and fact boundary; its install boundary is the
 session's current last message, which hides the abandoned tail. No model call, no message
 deleted, no tool replayed, no file reverted: only a checkpoint row is written.

@@ -1,4 +1,4 @@
-"""The compaction use cases (SPEC §7): manual, threshold, overflow and rewind checkpoints,
+"""The compaction use cases (spec §7): manual, threshold, overflow and rewind checkpoints,
 bring-your-own-model summaries, pruning, and the rebuild after a failed install.
 
 Order of a summarizing compaction (reference §8.8): read the source (read-only) → call the
@@ -89,7 +89,7 @@ class CompactionService(CompactionReads):
     # ----- TurnCompactor ----------------------------------------------------------------------
 
     async def prune(self, session_id: str) -> bool:
-        """SPEC §7.2: advance the pruning watermark; any failure = "no pruning this time"."""
+        """spec §7.2: advance the pruning watermark; any failure = "no pruning this time"."""
         try:
             async with unit_of_work(self._db) as db:
                 return await advance_pruning(db, session_id)
@@ -112,7 +112,7 @@ class CompactionService(CompactionReads):
         """Summarize and install a checkpoint linked to the running turn ``turn_id``.
 
         Raises ``CompactionNotSmaller`` (nothing stored) when the summary would not make the
-        conversation smaller (SPEC §9): the caller goes on without it or fails the turn.
+        conversation smaller (spec §9): the caller goes on without it or fails the turn.
         """
         await self._compact_triggered(session_id, trigger, evidence, turn_id=turn_id)
 
@@ -195,7 +195,7 @@ class CompactionService(CompactionReads):
     async def summary_request(
         self, session_id: str, *, encode_as: str | None = None
     ) -> dict[str, Any]:
-        """The exact request a manual compaction would send to the summary model (SPEC §7.8).
+        """The exact request a manual compaction would send to the summary model (spec §7.8).
         The session remembers it (what it covers, the checkpoint it was built on): a summary
         posted back without saying what it covers is taken as this request's answer."""
         async with unit_of_work(self._db, read_only=True) as db:
@@ -288,7 +288,7 @@ class CompactionService(CompactionReads):
     # ----- rewind ---------------------------------------------------------------------------------
 
     async def rewind(self, session_id: str, compaction_id: str) -> dict[str, Any]:
-        """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (SPEC §7.7)."""
+        """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (spec §7.7)."""
         row = await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
         return checkpoint_to_json(row)
 

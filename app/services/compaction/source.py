@@ -1,5 +1,5 @@
 """What a compaction starts from: the session's active projection and everything derived from
-it before the summary model is called (SPEC §7.3, §7.5).
+it before the summary model is called (spec §7.3, §7.5).
 
 Read in one read-only transaction. Nothing here writes: a failure at this stage (empty
 conversation, no user request, an undecodable artifact) changes nothing stored.
@@ -117,7 +117,7 @@ async def runtime_state_for(
     counter: str,
     through: int | None = None,
 ) -> tuple[RuntimeState, str]:
-    """The runtime state and reminder for a new checkpoint (SPEC §7.5).
+    """The runtime state and reminder for a new checkpoint (spec §7.5).
 
     ``edited_paths`` comes from every stored message (up to ``through``: what the checkpoint
     covers); the plan is the trigger turn's, or (manual, rewind, or a turn without a plan yet)

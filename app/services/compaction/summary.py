@@ -1,4 +1,4 @@
-"""Summary attempts against a model (SPEC §7.4, reference §8.5).
+"""Summary attempts against a model (spec §7.4, reference §8.5).
 
 The same request up to ``RetryPolicy.attempts`` times, each bounded by its own timeout, with a
 pause between attempts (never after the last). Every answer is validated; a contract breach is

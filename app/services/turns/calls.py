@@ -33,7 +33,7 @@ __all__ = [
     "write_results",
 ]
 
-# SPEC §6: what every remaining call of a response gets when the turn ends before running it.
+# spec §6: what every remaining call of a response gets when the turn ends before running it.
 NOT_EXECUTED_TEXT = "tool was not executed because the turn already terminated"
 
 CallEntry = dict[str, Any]

@@ -111,7 +111,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
                 tool_call_id=call_id,
             )
         # The message it becomes obeys the limit of one stored message (its tokens do not
-        # matter: a tool result is projected to its share of every request, SPEC §2.2).
+        # matter: a tool result is projected to its share of every request, spec §2.2).
         content = result_content(entry, result)
         check_message_bytes(
             f"result {index}", ESTIMATE.measure_message("tool", content), index=index

@@ -1,4 +1,4 @@
-"""The agent loop of one turn (SPEC §6, reference §7.2).
+"""The agent loop of one turn (spec §6, reference §7.2).
 
 A runner lives in the process that holds the turn's lease, as an asyncio task. It runs model
 calls until the turn ends or waits for the caller's tool results; waiting ends the task (and
@@ -232,7 +232,7 @@ class TurnRunner(RunnerSteps):
     async def _fit(
         self, index: int, prepared: PreparedModelCall, session: AgentSession, trigger: str
     ) -> tuple[PreparedModelCall, bool]:
-        """Prune, and if still over the line, compact and re-sample (SPEC §7.2); returns the
+        """Prune, and if still over the line, compact and re-sample (spec §7.2); returns the
         request to send and whether a compaction ran (or was tried and not installed)."""
         compactor = compactor_of(self.deps)
         if compactor is None:
@@ -243,7 +243,7 @@ class TurnRunner(RunnerSteps):
                 return prepared, False
         refused = await self._compact(index, trigger, prepared)
         if refused is not None:
-            # Not installed (SPEC §9): on with the request as it was, if the model takes it.
+            # Not installed (spec §9): on with the request as it was, if the model takes it.
             budget = prepared.budget
             if trigger == "overflow" or budget.estimated_input_tokens > (
                 budget.effective_input_tokens
@@ -273,7 +273,7 @@ class TurnRunner(RunnerSteps):
             safe_overflow = exc.code == "context_overflow" and not exc.semantic_output_received
             if not safe_overflow or compacted or compactor_of(self.deps) is None:
                 raise failed(*provider_failure(exc)) from exc
-        # One resubmission after an explicit overflow with no semantic output (SPEC §6).
+        # One resubmission after an explicit overflow with no semantic output (spec §6).
         await self.sink.clear("context_overflow")
         prepared, _ = await self._fit(index, prepared, session, "overflow")
         self._check_fits(prepared)

@@ -1,4 +1,4 @@
-"""The turn use cases (SPEC §6).
+"""The turn use cases (spec §6).
 
 ``TurnService`` starts turns, hands tool results and cancel requests to them and answers reads
 (and ``?wait=true``), on top of ``RunnerSupervisor`` (this process's runners, the reaper and

@@ -1,4 +1,4 @@
-"""Starting a turn (SPEC §6): checks in their fixed order, then one transaction that writes the
+"""Starting a turn (spec §6): checks in their fixed order, then one transaction that writes the
 turn row, the selected skills' ``skill_instruction`` messages and the user message (and, when it
 can, prepares the first model call: ``first_call``)."""
 

@@ -1,4 +1,4 @@
-"""The state of a turn's runner and the steps every part of the loop takes (SPEC §6).
+"""The state of a turn's runner and the steps every part of the loop takes (spec §6).
 
 ``RunnerSteps`` holds what a runner knows between steps (model, counter, phase, the last
 Conversation read, the last request sent) and the transactions it is made of: a step with its

@@ -1,4 +1,4 @@
-"""Live updates over Server-Sent Events (SPEC §6).
+"""Live updates over Server-Sent Events (spec §6).
 
 Durable updates are rows of ``session_events``: a stream replays every row after the client's
 last id, then waits for more — woken at once by this process's ``EventHub`` after a commit, and

@@ -1,4 +1,4 @@
-"""This process's turn runners: their asyncio tasks, the lease reaper, and stopping (SPEC §6).
+"""This process's turn runners: their asyncio tasks, the lease reaper, and stopping (spec §6).
 
 ``RunnerSupervisor`` owns the tasks of the runners whose lease this process holds (``owner``
 identifies this process in the lease column), watches each for a cancel posted elsewhere or a

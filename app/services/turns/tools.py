@@ -1,4 +1,4 @@
-"""Handling one response's tool calls in provider order (SPEC §6, reference §7.3).
+"""Handling one response's tool calls in provider order (spec §6, reference §7.3).
 
 Each call is checked before anything runs: arguments that are not JSON, an unknown tool, a
 schema violation and a schema that cannot be applied become error results the model sees (the
@@ -133,7 +133,7 @@ def _schema_error(name: str, schema: dict[str, Any], value: Any) -> str | None:
     except (Unresolvable, RecursionError) as exc:
         # A valid schema that cannot be applied: a $ref to nothing or to another document, or
         # one that recurses without end or nests past the stack. Nothing checks the call, so it
-        # does not run (SPEC §6).
+        # does not run (spec §6).
         reason = (
             "it recurses without end or nests too deeply"
             if isinstance(exc, RecursionError)

@@ -1,7 +1,7 @@
 """Conversation tables: append-only messages, their tool calls, and compaction checkpoints.
 
 Every table here is session-scoped: it carries ``session_id`` and every primary key and unique
-constraint includes it, so the schema can later be distributed by ``session_id`` (SPEC §5).
+constraint includes it, so the schema can later be distributed by ``session_id`` (spec §5).
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ class Message(Base):
             "kind IN ('normal', 'skill_instruction', 'agent_message', 'world_state')",
             name="kind_valid",
         ),
-        # Contextual kinds are user-role messages (SPEC §1).
+        # Contextual kinds are user-role messages (spec §1).
         CheckConstraint("kind = 'normal' OR role = 'user'", name="contextual_is_user"),
         # A tool row names its call; no other row does.
         CheckConstraint(
@@ -67,16 +67,16 @@ class Message(Base):
     tool_name: Mapped[str | None] = mapped_column(Text)
     turn_id: Mapped[str | None] = mapped_column(Text)
     world_state_section: Mapped[str | None] = mapped_column(Text)
-    # UTF-8 bytes of the compact content JSON without artifacts: the estimate's measure (SPEC §3.1),
+    # UTF-8 bytes of the compact content JSON without artifacts: the estimate's measure (spec §3.1),
     # cached at append time so a prepare never re-serializes unchanged history.
     content_bytes: Mapped[int] = mapped_column(Integer)
-    # Exact counters' measures, keyed by counter name (SPEC §3.4).
+    # Exact counters' measures, keyed by counter name (spec §3.4).
     token_counts: Mapped[dict[str, int]] = mapped_column(JSONValue, default=dict)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
 
 
 class ToolCall(Base):
-    """One tool_call block of a stored assistant message, to check SPEC §5's rules with an index."""
+    """One tool_call block of a stored assistant message, to check spec §5's rules with an index."""
 
     __tablename__ = "tool_calls"
     __table_args__ = (
@@ -85,7 +85,7 @@ class ToolCall(Base):
             ["messages.session_id", "messages.sequence"],
             ondelete="CASCADE",
         ),
-        # A duplicate unresolved call id is refused by the database too (SPEC §5).
+        # A duplicate unresolved call id is refused by the database too (spec §5).
         Index(
             "uq_tool_calls_unresolved_call_id",
             "session_id",
@@ -110,7 +110,7 @@ class ToolCall(Base):
 
 
 class Compaction(Base):
-    """A compaction checkpoint (SPEC §7.6). Impossible rows are refused by CHECK constraints."""
+    """A compaction checkpoint (spec §7.6). Impossible rows are refused by CHECK constraints."""
 
     __tablename__ = "conversation_compactions"
     __table_args__ = (

@@ -1,4 +1,4 @@
-"""Global tables: registered models and calibration samples (small, replicable: SPEC §5)."""
+"""Global tables: registered models and calibration samples (small, replicable: spec §5)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ class RegisteredModel(Base):
 
 
 class CalibrationSample(Base):
-    """One provider-reported input token figure next to our own estimate (SPEC §3.4)."""
+    """One provider-reported input token figure next to our own estimate (spec §3.4)."""
 
     __tablename__ = "calibration_samples"
     __table_args__ = (Index("ix_calibration_samples_model_counter", "model_id", "counter", "id"),)

@@ -64,11 +64,11 @@ class AgentSession(Base):
     # {mode, available}
     sandbox: Mapped[dict[str, Any]] = mapped_column(JSONValue)
     disabled_skills: Mapped[list[str]] = mapped_column(JSONValue, default=list)
-    # SPEC §5: only ever increases (SessionRepository.advance_pruning_watermark); NULL = none.
+    # spec §5: only ever increases (SessionRepository.advance_pruning_watermark); NULL = none.
     tool_result_pruned_through_sequence: Mapped[int | None] = mapped_column(BigInteger)
     last_message_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
     last_event_sequence: Mapped[int] = mapped_column(BigInteger, default=0)
-    # SPEC §7.6: a checkpoint was stored but not installed; new turns are refused until rebuilt.
+    # spec §7.6: a checkpoint was stored but not installed; new turns are refused until rebuilt.
     reload_required: Mapped[bool] = mapped_column(Boolean, default=False)
     # Undelivered rows of ``agent_messages`` (MailboxRepository.enqueue / mark_delivered).
     mailbox_pending: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")

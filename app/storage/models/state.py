@@ -34,7 +34,7 @@ def _session_fk() -> ForeignKey:
 
 
 class WorldStateBaseline(Base):
-    """The last body sent for one World State section (SPEC §4); no row = no baseline."""
+    """The last body sent for one World State section (spec §4); no row = no baseline."""
 
     __tablename__ = "world_state_baselines"
 
@@ -58,7 +58,7 @@ class ScriptPosition(Base):
 
 
 class AgentMessage(Base):
-    """A queued agent message (SPEC §6), delivered into the conversation before a model call.
+    """A queued agent message (spec §6), delivered into the conversation before a model call.
 
     ``sequence`` orders a session's mailbox: allocated by the database when the message is
     queued (``MailboxRepository.enqueue``, under the session's lock), never taken from a clock,
@@ -84,7 +84,7 @@ class AgentMessage(Base):
 
 
 class SessionEvent(Base):
-    """One live update (SPEC §6) with a per-session increasing sequence, for SSE replay."""
+    """One live update (spec §6) with a per-session increasing sequence, for SSE replay."""
 
     __tablename__ = "session_events"
     __table_args__ = (CheckConstraint("sequence > 0", name="sequence_positive"),)

@@ -1,4 +1,4 @@
-"""Turns and their plans (SPEC §6)."""
+"""Turns and their plans (spec §6)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Turn(Base):
         ),
         CheckConstraint("model_call_index >= 0", name="model_call_index_not_negative"),
         # One running turn per session, enforced by the database so it holds across replicas
-        # (SPEC §6). A partial unique index works the same on SQLite and PostgreSQL.
+        # (spec §6). A partial unique index works the same on SQLite and PostgreSQL.
         Index(
             "uq_turns_one_running_per_session",
             "session_id",

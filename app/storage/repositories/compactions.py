@@ -1,4 +1,4 @@
-"""Compaction checkpoints (SPEC §7.6, §7.7)."""
+"""Compaction checkpoints (spec §7.6, §7.7)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class CompactionRepository(Repository):
         self, session_id: str, message_sequence: int
     ) -> Compaction | None:
         """Latest checkpoint whose install boundary is at or before ``message_sequence``
-        (replay ``through_message:{n}``, SPEC §7.7)."""
+        (replay ``through_message:{n}``, spec §7.7)."""
         stmt = (
             select(Compaction)
             .where(

@@ -1,4 +1,4 @@
-"""The reads of the append-only message store (SPEC §5): stored messages by id, sequence or
+"""The reads of the append-only message store (spec §5): stored messages by id, sequence or
 range, pages, counts, and the ``tool_calls`` index. Core statements on the session's
 connection: plain tuples into ``StoredMessage``, no ORM row processing. The appends are
 ``MessageRepository``'s (``app.storage.repositories.messages``), which extends this class.
@@ -76,7 +76,7 @@ class MessageReads(Repository):
         """Messages with ``after_sequence < sequence <= through_sequence``, in order.
 
         The active Conversation is ``load(s, after_sequence=<install boundary>)`` after the
-        latest checkpoint's three items, or ``load(s)`` without one (SPEC §5).
+        latest checkpoint's three items, or ``load(s)`` without one (spec §5).
         """
         if through_sequence is None and roles is None and kinds is None:
             # The common read (a Conversation, or what was stored since): a prebuilt statement.
@@ -118,7 +118,7 @@ class MessageReads(Repository):
         self, session_id: str, *, role: Role | None = None, kind: Kind | None = None
     ) -> int | None:
         """Highest stored sequence (of ``role``/``kind`` when given); ``None`` when there is none.
-        E.g. the latest assistant message for pruning (SPEC §7.2)."""
+        E.g. the latest assistant message for pruning (spec §7.2)."""
         stmt = select(func.max(_messages.c.sequence)).where(_messages.c.session_id == session_id)
         if role is not None:
             stmt = stmt.where(_messages.c.role == role)
@@ -130,7 +130,7 @@ class MessageReads(Repository):
     async def last_user_request(
         self, session_id: str, *, through_sequence: int | None = None
     ) -> StoredMessage | None:
-        """The latest real user request (role user, kind normal: SPEC §1) up to a boundary."""
+        """The latest real user request (role user, kind normal: spec §1) up to a boundary."""
         stmt = self._range(session_id, 0, through_sequence).where(
             _messages.c.role == "user", _messages.c.kind == "normal"
         )

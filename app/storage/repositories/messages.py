@@ -1,4 +1,4 @@
-"""The append-only message store (SPEC §5).
+"""The append-only message store (spec §5).
 
 Appends allocate gap-free per-session sequences inside the caller's transaction, store the
 estimate's measure next to the content, and keep ``tool_calls`` in step so that "a tool result must
@@ -71,7 +71,7 @@ class MessageRepository(MessageReads):
     ) -> list[StoredMessage]:
         """Append ``messages`` in order and return them as stored.
 
-        Raises ``NotFound`` for an unknown session and the SPEC §5 errors of
+        Raises ``NotFound`` for an unknown session and the spec §5 errors of
         ``app.core.chat_rules.check_append`` (``unknown_tool_call``, ``tool_result_already_posted``
         for a call answered earlier, ``duplicate_tool_call_id``,
         ``invalid_tool_message``, ...) before anything is written, so a refused batch consumes
@@ -128,7 +128,7 @@ class MessageRepository(MessageReads):
         """Append ``message`` unless a message with its ``message_id`` exists (then ``None``).
 
         For caller-chosen ids such as World State's ``world-state:{turn}:{call}:{sample}:{section}``
-        (SPEC §4): a retried sampling writes nothing twice and consumes no sequence.
+        (spec §4): a retried sampling writes nothing twice and consumes no sequence.
         """
         if message.message_id is None:
             raise ValueError("insert_if_absent needs a caller-chosen message_id")
@@ -139,7 +139,7 @@ class MessageRepository(MessageReads):
         return stored
 
     async def _check(self, session_id: str, messages: Sequence[NewMessage]) -> AppendPlan:
-        # Only the calls the batch mentions are looked up; the rules themselves (SPEC §5) are
+        # Only the calls the batch mentions are looked up; the rules themselves (spec §5) are
         # the core's, so API appends and internal writes are judged identically.
         mentioned = {
             b["id"]
@@ -356,7 +356,7 @@ class MessageRepository(MessageReads):
     async def store_token_counts(
         self, session_id: str, counts: Mapping[int, dict[str, int]]
     ) -> None:
-        """Replace ``token_counts`` of the messages at the given sequences (SPEC §3.4).
+        """Replace ``token_counts`` of the messages at the given sequences (spec §3.4).
 
         The one update this store allows: a derived cache of figures computed from the immutable
         content, filled in for messages written without them (``app.services.tokens``). Racing

@@ -30,7 +30,7 @@ ESTIMATE_COUNTER = "estimate"
 class NewMessage:
     """A message to append. ``message_id`` defaults to a fresh ``msg-<uuid32>``; give one to make
     a retry idempotent (``MessageRepository.insert_if_absent``). ``token_counts`` carries the
-    measures of exact counters computed by the caller (SPEC §3.4); the estimate's measure is
+    measures of exact counters computed by the caller (spec §3.4); the estimate's measure is
     computed by the repository."""
 
     role: Role

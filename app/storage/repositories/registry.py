@@ -136,7 +136,7 @@ class ModelRepository(Repository):
 
 
 class CalibrationRepository(Repository):
-    """Provider-reported input tokens next to our estimate (SPEC §3.4). Only the last ``keep``
+    """Provider-reported input tokens next to our estimate (spec §3.4). Only the last ``keep``
     samples per model and counter are kept: the table is global and must stay small."""
 
     async def add(

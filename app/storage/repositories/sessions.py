@@ -358,7 +358,7 @@ class SessionRepository(Repository):
 
     async def advance_pruning_watermark(self, session_id: str, through_sequence: int) -> int:
         """Move the watermark to ``through_sequence`` unless it already is further (it only ever
-        increases: SPEC §5). The comparison sits inside one UPDATE (a portable GREATEST), so two
+        increases: spec §5). The comparison sits inside one UPDATE (a portable GREATEST), so two
         concurrent advances cannot move it back. Returns the watermark now in force."""
         await self._flush_kept_counts(self.loaded(session_id))
         column = AgentSession.tool_result_pruned_through_sequence

@@ -21,7 +21,7 @@ _KNOWN_ABSENT = ""
 
 
 class BaselineRepository(Repository):
-    """The last body sent per World State section (SPEC §4), shared by all replicas.
+    """The last body sent per World State section (spec §4), shared by all replicas.
 
     Three states per section, as ``app.core.world_state.diff`` expects them: no row = no
     baseline (never sent, or the record was lost); a body = that body was sent; ``None`` = the
@@ -46,7 +46,7 @@ class BaselineRepository(Repository):
         the session a new ``world_state_version``; returns it (the token naming the baselines
         as they now are in this transaction).
 
-        Call it only after every World State message of the sample was written (SPEC §4)."""
+        Call it only after every World State message of the sample was written (spec §4)."""
         now = utc_now()
         for section_id, body in changes.items():
             stmt = self._insert(WorldStateBaseline).values(
@@ -64,7 +64,7 @@ class BaselineRepository(Repository):
 
 
 class MailboxRepository(Repository):
-    """Agent messages queued durably until the next model call drains them (SPEC §6)."""
+    """Agent messages queued durably until the next model call drains them (spec §6)."""
 
     async def enqueue(
         self, session_id: str, *, agent_message_id: str, task: str, kind: str, body: str

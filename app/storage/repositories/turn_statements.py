@@ -97,5 +97,5 @@ def ended_columns(status: str, outcome: dict[str, Any], now: datetime) -> dict[s
 
 
 def interrupted_columns(outcome: dict[str, Any], now: datetime) -> dict[str, Any]:
-    """The columns of a turn interrupted because its runner is gone (SPEC §6)."""
+    """The columns of a turn interrupted because its runner is gone (spec §6)."""
     return {**ended_columns("interrupted", outcome, now), "phase": "terminal"}

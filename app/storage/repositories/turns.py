@@ -1,4 +1,4 @@
-"""Turns (SPEC §6) and their plans.
+"""Turns (spec §6) and their plans.
 
 Conditional updates (``WHERE status = 'running'``) return whether a row changed: a runner that
 lost its turn (finished by another replica, or interrupted after its lease expired) learns it from

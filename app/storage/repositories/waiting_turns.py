@@ -1,4 +1,4 @@
-"""Turns waiting for the caller's tool results, and their deadline (SPEC §6, §16.3)."""
+"""Turns waiting for the caller's tool results, and their deadline (spec §6, §16.3)."""
 
 from __future__ import annotations
 

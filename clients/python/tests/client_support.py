@@ -36,7 +36,7 @@ def tool_call(name: str, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "input": arguments}
 
 
-# A summary that passes SPEC §7.4 (nine headings, ≥ 500 characters), as a caller's model writes.
+# A summary that passes spec §7.4 (nine headings, ≥ 500 characters), as a caller's model writes.
 HEADINGS = [
     "1. Primary Request and Intent",
     "2. Key Technical Concepts",

@@ -1,4 +1,4 @@
-"""Prepared requests (the provider-independent shape of SPEC §2.4) shared by encoding tests."""
+"""Prepared requests (the provider-independent shape of spec §2.4) shared by encoding tests."""
 
 from __future__ import annotations
 

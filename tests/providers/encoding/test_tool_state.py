@@ -1,5 +1,5 @@
 """Every tool state is visible to the model in both encodings, and no tool message is empty
-(SPEC §9 "Tool state on the wire", ``app/core/tool_state.py``)."""
+(spec §9 "Tool state on the wire", ``app/core/tool_state.py``)."""
 
 from __future__ import annotations
 
@@ -129,7 +129,7 @@ def test_the_exact_counter_counts_the_added_text(state: ToolResultState, shape: 
 def test_the_estimate_never_falls_short_of_the_text_sent(
     state: ToolResultState, shape: str
 ) -> None:
-    """The estimate measures the prepared JSON (SPEC §3.1); what the OpenAI encoding sends
+    """The estimate measures the prepared JSON (spec §3.1); what the OpenAI encoding sends
     for the model (id and content, the state line included) is never longer."""
     block = result(state, OUTPUTS[shape])
     estimate = ESTIMATE.tokens(ESTIMATE.measure_message("tool", [block]))

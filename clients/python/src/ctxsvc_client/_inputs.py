@@ -1,4 +1,4 @@
-"""What callers send: typed dicts in the API's shapes (SPEC §1, §11–§19), and small builders.
+"""What callers send: typed dicts in the API's shapes (spec §1, §11–§19), and small builders.
 
 Typed dicts rather than classes so that a literal ``{"type": "text", "text": "hi"}`` is valid
 input and is sent exactly as written.
@@ -34,7 +34,7 @@ class TextBlock(TypedDict):
     text: str
 
 
-# Any content block of SPEC §1 (text, thinking, data, tool_call, tool_result, provider_opaque).
+# Any content block of spec §1 (text, thinking, data, tool_call, tool_result, provider_opaque).
 Block: TypeAlias = dict[str, Any]
 
 

@@ -2,7 +2,7 @@
 
 Every model accepts fields it does not know (``extra="allow"``), so a newer service never breaks
 an older client; ``model_extra`` holds them. Content blocks stay plain dicts in the shape of
-SPEC §1 (``{"type": "text", "text": ...}``): they are echoed to providers byte for byte.
+spec §1 (``{"type": "text", "text": ...}``): they are echoed to providers byte for byte.
 """
 
 from __future__ import annotations

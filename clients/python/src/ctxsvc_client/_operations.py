@@ -235,7 +235,7 @@ def update_session(
 
 
 def append_messages(session_id: str, messages: Sequence[MessageIn]) -> Call[list[AppendedMessage]]:
-    """Append messages, all or nothing (SPEC §5); their ids and sequences."""
+    """Append messages, all or nothing (spec §5); their ids and sequences."""
     # Never repeated after it may have reached the service: a second append stores twice.
     body = {"messages": list(messages)}
     url = session_path(session_id, "messages")
@@ -259,7 +259,7 @@ def get_context(session_id: str, *, encode: Encode | None = None) -> Call[Contex
 
 def prepare_session(session_id: str, *, encode: Encode | None = None) -> Call[SessionPrepared]:
     """The next request for your own model: samples World State (stored), may compact."""
-    # Not repeated on 429/503: it may compact the session (SPEC §6) before it answers.
+    # Not repeated on 429/503: it may compact the session (spec §6) before it answers.
     url = session_path(session_id, "prepare")
     return Call(
         "POST",

@@ -89,10 +89,13 @@ def test_the_stateless_prepare_answers_as_the_readme_says(server: ServerProcess)
 def test_a_whole_turn_offline_runs_as_the_readme_says(server: ServerProcess) -> None:
     done = run_block(tour_blocks()[1], server)
     assert done.returncode == 0, done.stderr
-    (turn, compaction, context), events = documents(done.stdout)
+    (turn, refused, compaction, context), events = documents(done.stdout)
     assert turn["status"] == "completed"
     assert turn["outcome"]["final_text"].startswith("Local model: received your request")
+    # Two short messages are smaller than their summary: refused, then installed on request.
+    assert refused["code"] == "compaction_not_smaller"
     assert compaction["session_id"] == turn["session_id"]
+    assert compaction["shrunk"] is False
     provenance = [entry["type"] for entry in context["provenance"]]
     assert "synthesized" in provenance  # the replay, summary and reminder after the compaction
     # The stream's greeting, then the session's first update.

@@ -13,8 +13,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import timedelta
+from functools import partial
 from typing import Any
 
 from app.services.turns.deps import TurnDeps
@@ -67,25 +68,43 @@ async def reap_expired(deps: TurnDeps) -> list[tuple[str, str]]:
         candidates = await TurnRepository(db).expired_leases(now=now)
     done: list[Turn] = []
     for session_id, turn_id in candidates:
-        async with unit_of_work(deps.db) as db:
-            if await SessionRepository(db).get(session_id, for_update=True) is None:
-                continue  # deleted meanwhile, its turns with it
-            turn = await TurnRepository(db).interrupt_if_expired(
-                session_id, turn_id, now=now, outcome=INTERRUPTED_OUTCOME
-            )
-            if turn is None:
-                continue  # renewed or ended meanwhile
-            await deps.events.emit(
-                db,
-                session_id,
-                "turn_finished",
-                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
-                turn_id=turn_id,
-            )
+        turn = await _interrupt_locked(
+            deps,
+            session_id,
+            turn_id,
+            partial(TurnRepository.interrupt_if_expired, now=now, outcome=INTERRUPTED_OUTCOME),
+        )
+        if turn is None:
+            continue  # deleted, renewed or ended meanwhile
         done.append(turn)
         # Its lease expired: the line says so by its code (process_restart).
         deps.observability.turns.finished(turn)
     return [(t.session_id, t.turn_id) for t in done]
+
+
+async def _interrupt_locked(
+    deps: TurnDeps,
+    session_id: str,
+    turn_id: str,
+    interrupt: Callable[[TurnRepository, str, str], Awaitable[Turn | None]],
+) -> Turn | None:
+    """One transaction: the session's lock, then ``interrupt`` of its turn's row (the order
+    every writer of a turn keeps), with the ``turn_finished`` update when it ended the turn;
+    ``None`` when the session is gone or ``interrupt`` found nothing to end."""
+    async with unit_of_work(deps.db) as db:
+        if await SessionRepository(db).get(session_id, for_update=True) is None:
+            return None  # deleted meanwhile, its turns with it
+        turn = await interrupt(TurnRepository(db), session_id, turn_id)
+        if turn is None:
+            return None
+        await deps.events.emit(
+            db,
+            session_id,
+            "turn_finished",
+            {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
+            turn_id=turn_id,
+        )
+    return turn
 
 
 async def free_dead_holders(deps: TurnDeps) -> list[tuple[str, str]]:
@@ -98,21 +117,14 @@ async def free_dead_holders(deps: TurnDeps) -> list[tuple[str, str]]:
     for session_id, turn_id, owner in held:
         if not provably_gone(owner):
             continue
-        async with unit_of_work(deps.db) as db:
-            if await SessionRepository(db).get(session_id, for_update=True) is None:
-                continue
-            turn = await TurnRepository(db).interrupt_held(
-                session_id, turn_id, owner=owner, outcome=INTERRUPTED_OUTCOME
-            )
-            if turn is None:
-                continue  # ended or taken over meanwhile
-            await deps.events.emit(
-                db,
-                session_id,
-                "turn_finished",
-                {"status": "interrupted", "outcome": INTERRUPTED_OUTCOME},
-                turn_id=turn_id,
-            )
+        turn = await _interrupt_locked(
+            deps,
+            session_id,
+            turn_id,
+            partial(TurnRepository.interrupt_held, owner=owner, outcome=INTERRUPTED_OUTCOME),
+        )
+        if turn is None:
+            continue  # deleted, ended or taken over meanwhile
         logger.warning(
             "turn %s of session %s interrupted: its process (%s) is gone",
             turn_id,

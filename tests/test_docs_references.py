@@ -26,11 +26,12 @@ TEXT_SUFFIXES = {".md", ".py", ".html", ".jinja", ".j2", ".js", ".css", ".txt", 
 # Names of documents outside the repository, each with what to write instead.
 OUTSIDE = {
     r"\bSPEC\.md\b": "cite docs/spec.md as `spec §N.M`",
-    r"\bAPI\.md\b": "cite the HTTP contract as `spec §11`–`§19`",
+    r"\bAPI\.md\b": "cite the HTTP contract as `spec §11`–`§20`",
     r"(?<![\w/-])seeds/": "the seeds are not in the repository: cite docs/spec.md",
     r"(?<![\w/-])reference/": "the reference notes are not in the repository: cite docs/spec.md",
     r"\b[Ii]ssues?\s+#?\d+": "say what the tracker item asked for, or link a docs/ section",
     r"\bSPEC\b": "write `spec §N.M` (docs/spec.md)",
+    r"\b(?:reference|acceptance)\s+§": "the design notes do not ship: cite `spec §N.M`",
 }
 
 # `spec §2.1`, and the sections that follow it in a list: `spec §5, §6, §7`, `spec §2.1–§2.3`.

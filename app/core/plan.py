@@ -1,4 +1,4 @@
-"""The turn plan and the server-side ``update_plan`` tool (spec §6, reference §10).
+"""The turn plan and the server-side ``update_plan`` tool (spec §6).
 
 The model keeps a short checklist with ``update_plan``; the runner validates the arguments here,
 stores the plan and answers ``Plan updated``. Invalid arguments are never trimmed: they raise
@@ -62,7 +62,7 @@ class Plan:
         return {"explanation": self.explanation, "plan": _steps_json(self.steps)}
 
     def to_extension_value(self) -> dict[str, Any]:
-        """The ``turn_plan`` runtime-state value ``{explanation, steps}`` (reference §8.6)."""
+        """The ``turn_plan`` runtime-state value ``{explanation, steps}`` (spec §7.5)."""
         return {"explanation": self.explanation, "steps": _steps_json(self.steps)}
 
     @classmethod

@@ -1,4 +1,4 @@
-"""A tool result's state as the model reads it (spec §9 "Tool state on the wire").
+"""A tool result's state as the model reads it (spec §9.5, "Tool state on the wire").
 
 A result posted as ``error``, ``denied`` or ``interrupted`` must be recognizable as such by the
 model in every encoding, and no tool message may be sent empty. The prepared request keeps the

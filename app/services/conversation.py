@@ -63,7 +63,7 @@ class ActiveConversation:
 
 
 def system_context_of(session: AgentSession) -> list[SystemPart]:
-    """System Context is only the agent's system prompt (acceptance §1 item 1)."""
+    """System Context is only the agent's system prompt (spec §0)."""
     return [SystemPart(AGENT_SYSTEM_KEY, [text_block(system_prompt_of(session))])]
 
 
@@ -86,7 +86,7 @@ def watermark_of(session: AgentSession) -> PruningWatermark:
 
 
 def _checked(rows: list[StoredMessage]) -> list[StoredMessage]:
-    # The schema forbids it; this guards hand-edited databases (acceptance §1 item 6 gap).
+    # The schema forbids it; this guards hand-edited databases (spec §1).
     for row in rows:
         if row.role not in ("user", "assistant", "tool"):
             raise InvalidInput(

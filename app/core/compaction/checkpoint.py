@@ -1,4 +1,4 @@
-"""Checkpoints and the compacted projection (spec §7.6, reference §8.7, §8.9).
+"""Checkpoints and the compacted projection (spec §7.6, §7.7).
 
 After a compaction the active Conversation is three synthetic user items followed by the
 messages after the install boundary:

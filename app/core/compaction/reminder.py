@@ -1,4 +1,4 @@
-"""Rendering of the runtime-state reminder (spec §7.5, reference §8.6).
+"""Rendering of the runtime-state reminder (spec §7.5).
 
 The reminder is the third synthetic item after a compaction: what the model must not forget
 even if the summary omits it (files it changed, its checklist). Every line is escaped as World

@@ -1,4 +1,4 @@
-"""Read-only replay of a projection (spec §7.7, reference §8.10).
+"""Read-only replay of a projection (spec §7.7).
 
 Selectors: ``latest`` (the current projection), ``compaction:{id}`` (that checkpoint's three
 synthetic items) and ``through_message:{n}`` (the latest checkpoint installed at or before

@@ -1,4 +1,4 @@
-"""Durable runtime state carried across a compaction (spec §7.5, reference §8.6).
+"""Durable runtime state carried across a compaction (spec §7.5).
 
 ``edited_paths`` is re-derived from *all* stored messages every time (never from the previous
 state), so a path edited before an earlier compaction is still listed. ``extensions`` holds

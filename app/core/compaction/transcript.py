@@ -1,4 +1,4 @@
-"""Transcript read-back and the ``conversation_history`` model tool (spec §7.7, reference §8.11).
+"""Transcript read-back and the ``conversation_history`` model tool (spec §7.7).
 
 A page holds raw stored messages with ``after_sequence < sequence ≤ fact boundary`` of one
 checkpoint, in sequence order: never a synthetic item, never a message the summary did not
@@ -223,7 +223,7 @@ def _message_json(item: Item) -> dict[str, Any]:
 
 CONVERSATION_HISTORY_TOOL: ToolDefinition = {
     "name": "conversation_history",
-    # Verbatim from the original runtime (reference §8.11).
+    # Verbatim from the original runtime (spec §7.7).
     "description": (
         "Read an exact, paginated slice of raw messages covered by a conversation compaction "
         "checkpoint. Omit compactionId to use the latest checkpoint, then follow "

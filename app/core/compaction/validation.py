@@ -1,4 +1,4 @@
-"""Validation of a summary answer (spec §7.4, reference §8.4).
+"""Validation of a summary answer (spec §7.4).
 
 A summary is stored and later replayed to the model as conversation context, so it must have
 exactly the agreed shape and must not smuggle in anything that reads like a control message.

@@ -1,4 +1,4 @@
-"""The ``conversation_history`` model tool (spec §7.7, reference §8.11), for the turn runner.
+"""The ``conversation_history`` model tool (spec §7.7), for the turn runner.
 
 Read-only: the same query as ``GET .../transcript`` with camelCase arguments. Bad arguments and
 an unknown checkpoint are error results the model sees (the turn continues), never exceptions.

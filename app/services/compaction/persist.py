@@ -1,5 +1,5 @@
 """Writing a checkpoint, installing it, and rebuilding a session whose install failed
-(spec §7.6, reference §8.8).
+(spec §7.6).
 
 Write: one transaction that locks the session, re-checks the preconditions (manual and rewind:
 no running turn; in-turn: the trigger turn still running; for all: no other checkpoint installed
@@ -94,7 +94,7 @@ async def store_checkpoint(
     """Check, store and announce ``row`` in ``db``'s transaction (the caller commits)."""
     await _check_preconditions(db, row, base_compaction_id=base_compaction_id)
     if row.trigger_turn_id is not None and usage is not None:
-        # The summary call is part of the turn's cost (reference §8.5).
+        # The summary call is part of the turn's cost (spec §7.4).
         await TurnRepository(db).add_usage(
             row.session_id,
             row.trigger_turn_id,

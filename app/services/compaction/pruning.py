@@ -1,4 +1,4 @@
-"""Pruning before summarizing (spec §7.2, reference §8.2).
+"""Pruning before summarizing (spec §7.2).
 
 The watermark moves to the latest stored assistant message when a tool result in (old
 watermark, new] is over 8192 characters, so the results of the most recent model response

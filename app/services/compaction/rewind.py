@@ -1,4 +1,4 @@
-"""Rewind (spec §7.7, reference §8.9): a new ``rewind`` checkpoint that reinstalls an earlier
+"""Rewind (spec §7.7): a new ``rewind`` checkpoint that reinstalls an earlier
 one. It copies the target's summary, replay anchor and fact boundary; its install boundary is the
 session's current last message, which hides the abandoned tail. No model call, no message
 deleted, no tool replayed, no file reverted: only a checkpoint row is written.
@@ -52,7 +52,7 @@ async def store_rewind(
         if target_row is None:
             raise unknown_compaction_id(compaction_id, "compaction_id")
         target = await load_checkpoint(db, target_row)
-        # A stored summary is re-validated before it is installed again (reference §8.9).
+        # A stored summary is re-validated before it is installed again (spec §7.7).
         validate_summary(target.summary, finish_reason="stop", has_tool_calls=False)
         model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = counters(model.capabilities.token_counter)

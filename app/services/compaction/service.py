@@ -1,7 +1,7 @@
 """The compaction use cases (spec §7): manual, threshold, overflow and rewind checkpoints,
 bring-your-own-model summaries, pruning, and the rebuild after a failed install.
 
-Order of a summarizing compaction (reference §8.8): read the source (read-only) → call the
+Order of a summarizing compaction (spec §7.3–§7.6): read the source (read-only) → call the
 summary model with retries (no transaction open) → store the checkpoint (one write transaction
 that re-checks the preconditions) → install (after commit). A failure before the store changes
 nothing; a failure in the install keeps the checkpoint and flags the session ``reload_required``.

@@ -1,10 +1,10 @@
-"""Summary attempts against a model (spec §7.4, reference §8.5).
+"""Summary attempts against a model (spec §7.4).
 
 The same request up to ``RetryPolicy.attempts`` times, each bounded by its own timeout, with a
 pause between attempts (never after the last). Every answer is validated; a contract breach is
 the ``degenerate`` class and is retried like a transient error. The failure of every attempt is
 kept (with the degenerate answer's text, cut) so a failed compaction can be diagnosed from its
-error alone (acceptance §3 item 43).
+error alone.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Lease holders this process can prove dead (spec §6 "Restart/crash").
+"""Lease holders this process can prove dead (spec §6, "Crash or restart").
 
 A lease's owner names the process that runs the turn: ``host:pid:random``, followed by what
 makes a pid unambiguous on that host — the kernel's boot id, the pid namespace and the

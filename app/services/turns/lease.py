@@ -1,4 +1,4 @@
-"""Leases and the expiry reaper (spec §6 "Restart/crash").
+"""Leases and the expiry reaper (spec §6, "Crash or restart").
 
 The process running a turn holds a lease on its row and renews it; a turn whose lease expired
 while it was not waiting for the caller lost its runner (the process died) and is made

@@ -23,7 +23,7 @@ __all__ = ["AgentMessageService", "agent_message_text", "drain_mailbox"]
 
 
 def agent_message_text(task: str, kind: str, body: str) -> str:
-    """The envelope of reference §7.6; nothing is escaped."""
+    """The envelope of spec §6 (agent messages); nothing is escaped."""
     return (
         f"<agent_message>\n<task>{task}</task>\n<kind>{kind}</kind>\n<body>\n{body}\n</body>\n"
         "</agent_message>"

@@ -116,7 +116,7 @@ async def call_model(
 
 
 def provider_failure(exc: ProviderError) -> tuple[str, str]:
-    """The turn outcome ``(code, message)`` of a provider error (reference §7.4)."""
+    """The turn outcome ``(code, message)`` of a provider error (spec §6)."""
     if exc.code == "protocol":
         return "model_protocol_error", f"model protocol error: {exc.detail}"
     return "model_error", f"model error: {exc.code}: {exc.detail}"

@@ -1,4 +1,4 @@
-"""The agent loop of one turn (spec §6, reference §7.2).
+"""The agent loop of one turn (spec §6).
 
 A runner lives in the process that holds the turn's lease, as an asyncio task. It runs model
 calls until the turn ends or waits for the caller's tool results; waiting ends the task (and

@@ -1,4 +1,4 @@
-"""Handling one response's tool calls in provider order (spec §6, reference §7.3).
+"""Handling one response's tool calls in provider order (spec §6).
 
 Each call is checked before anything runs: arguments that are not JSON, an unknown tool, a
 schema violation and a schema that cannot be applied become error results the model sees (the

@@ -3,9 +3,9 @@
 - ``local`` answers a compaction summary request with an extractive, contract-valid summary of
   the conversation (``app.core.compaction.local_summary``) and any other request with a short
   text reply, so the embedded default runs whole turns and compactions without an LLM.
-- ``scripted`` replays ``provider.script``, one entry per model call to that model; the position
-  is stored with the model (taken atomically by ``take``), so every replica agrees. Running out
-  is an error (no cycling).
+- ``scripted`` replays ``provider.script``, one entry per model call of a session; each session
+  has its own position, stored in the database (taken atomically by ``take``), so every replica
+  agrees. Running out is an error (no cycling).
 """
 
 from __future__ import annotations

@@ -22,12 +22,13 @@ import time
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
+from fastapi import FastAPI
 from sqlalchemy import event
 
 from app.main import create_app
 from app.storage import deferred
 
-__all__ = ["app"]
+__all__ = ["FloorApp"]  # and ``app``, built on first access (below)
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -35,9 +36,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 _PAGE = os.sysconf("SC_PAGE_SIZE")
-_inner = create_app()
-_counts = {"statements": 0, "transactions": 0}
-_installed: list[bool] = []
+_deferred_rows = [0]  # rows sent by deferred writes, this process (patched in once)
 
 
 def _rows(context: Any, parameters: Any, executemany: bool) -> int:
@@ -47,35 +46,17 @@ def _rows(context: Any, parameters: Any, executemany: bool) -> int:
     return len(parameters) if executemany and parameters else 1
 
 
-def _install_counter() -> None:
-    """Listeners on the service's engine, installed on the first ``/bench/cpu`` (the engine is
-    built by then; the counts start at zero there)."""
-    if _installed:
+def _count_deferred() -> None:
+    if getattr(deferred, "_bench_counted", False):
         return
-    _installed.append(True)
-    engine = _inner.state.container.engine.sync_engine
-
-    def statement(_c: Any, _cur: Any, _sql: Any, params: Any, context: Any, many: bool) -> None:
-        _counts["statements"] += _rows(context, params, many)
-
-    def boundary(*_: Any) -> None:  # BEGIN, COMMIT, ROLLBACK: a statement each
-        _counts["statements"] += 1
-
-    def begin(*_: Any) -> None:
-        _counts["statements"] += 1
-        _counts["transactions"] += 1
-
-    event.listen(engine, "before_cursor_execute", statement)
-    event.listen(engine, "begin", begin)
-    event.listen(engine, "commit", boundary)
-    event.listen(engine, "rollback", boundary)
     for name in ("_flush_sqlite", "_flush_psycopg"):
         setattr(deferred, name, _counted(getattr(deferred, name)))
+    deferred._bench_counted = True  # type: ignore[attr-defined]
 
 
 def _counted(flush: Any) -> Any:
     def counted(connection: Any, items: list[Any]) -> Any:
-        _counts["statements"] += sum(len(i.params) if i.many else 1 for i in items)
+        _deferred_rows[0] += sum(len(i.params) if i.many else 1 for i in items)
         return flush(connection, items)
 
     return counted
@@ -92,19 +73,68 @@ async def _reply(send: Send, body: bytes) -> None:
     await send({"type": "http.response.body", "body": body})
 
 
-async def app(scope: Scope, receive: Receive, send: Send) -> None:
-    path = scope.get("path", "") if scope["type"] == "http" else ""
-    if path == "/bench/raw-echo":
-        chunks = []
-        more = True
-        while more:
-            message = await receive()
-            chunks.append(message.get("body", b""))
-            more = message.get("more_body", False)
-        await _reply(send, b"".join(chunks))
-    elif path == "/bench/cpu":
-        _install_counter()
-        figures = {"cpu": time.process_time(), "rss": _rss(), **_counts}
-        await _reply(send, json.dumps(figures).encode())
-    else:
-        await _inner(scope, receive, send)
+class FloorApp:
+    """``inner`` (the service) with the two ``/bench/`` routes in front."""
+
+    def __init__(self, inner: FastAPI) -> None:
+        self.inner = inner
+        self._statements = 0
+        self._transactions = 0
+        self._installed = False
+
+    def _install_counter(self) -> None:
+        """Listeners on the service's engine, installed on the first ``/bench/cpu`` (the
+        engine is built by then)."""
+        if self._installed:
+            return
+        self._installed = True
+        engine = self.inner.state.container.engine.sync_engine
+        _count_deferred()
+
+        def statement(_c: Any, _cur: Any, _sql: Any, params: Any, ctx: Any, many: bool) -> None:
+            self._statements += _rows(ctx, params, many)
+
+        def boundary(*_: Any) -> None:  # COMMIT, ROLLBACK: a statement each
+            self._statements += 1
+
+        def begin(*_: Any) -> None:
+            self._statements += 1
+            self._transactions += 1
+
+        event.listen(engine, "before_cursor_execute", statement)
+        event.listen(engine, "begin", begin)
+        event.listen(engine, "commit", boundary)
+        event.listen(engine, "rollback", boundary)
+
+    def figures(self) -> dict[str, float]:
+        self._install_counter()
+        return {
+            "cpu": time.process_time(),
+            "rss": _rss(),
+            "statements": self._statements + _deferred_rows[0],
+            "transactions": self._transactions,
+        }
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        path = scope.get("path", "") if scope["type"] == "http" else ""
+        if path == "/bench/raw-echo":
+            chunks = []
+            more = True
+            while more:
+                message = await receive()
+                chunks.append(message.get("body", b""))
+                more = message.get("more_body", False)
+            await _reply(send, b"".join(chunks))
+        elif path == "/bench/cpu":
+            await _reply(send, json.dumps(self.figures()).encode())
+        else:
+            await self.inner(scope, receive, send)
+
+
+def __getattr__(name: str) -> Any:
+    """``app``: the service built from the process's settings, on first access (uvicorn's)."""
+    if name != "app":
+        raise AttributeError(name)
+    built = FloorApp(create_app())
+    globals()["app"] = built
+    return built

@@ -51,7 +51,8 @@ KEY_ENV = "BENCH_FLOOR_FAKE_KEY"
 
 async def register_model(api: httpx.AsyncClient, provider: ProviderProcess) -> str:
     model = {
-        "context_window_tokens": 4_000_000,
+        # Room for 100 000 of the bench's messages (40 MB) with no compaction.
+        "context_window_tokens": 100_000_000,
         "max_output_tokens": 16_384,
         "provider": {
             "kind": "openai_chat",

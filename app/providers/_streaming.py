@@ -326,8 +326,8 @@ class StreamingClient(abc.ABC):
                 f"the provider stream stalled ({type(exc).__name__}); retry later",
                 semantic_output_received=state.semantic,
             ) from None
-        except aiohttp.ClientConnectorError as exc:
-            refused = exc.os_error
+        except aiohttp.ClientError as exc:
+            refused = exc.os_error if isinstance(exc, aiohttp.ClientConnectorError) else None
             if isinstance(refused, DestinationRefused):
                 # The rule of ``app.providers.destinations``: no connection was made.
                 raise ProviderError.of(
@@ -335,13 +335,6 @@ class StreamingClient(abc.ABC):
                     f"cannot call model {self._config.model_name}: provider.base_url's host "
                     f"{refused}",
                 ) from None
-            raise ProviderError.of(
-                "server_error",
-                f"the connection to the provider failed ({type(exc).__name__})",
-                semantic_output_received=state.semantic,
-                retryable=True,
-            ) from None
-        except aiohttp.ClientError as exc:
             # Connection refused, reset, or closed before the stream completed.
             raise ProviderError.of(
                 "server_error",

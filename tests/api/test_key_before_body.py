@@ -74,8 +74,8 @@ async def test_open_routes_take_bodies_without_a_key(keyed: httpx.AsyncClient) -
 async def test_an_admin_route_refuses_a_wrong_key_before_its_body(
     keyed: httpx.AsyncClient, body: bytes, status: int, code: str, authorization: str | None
 ) -> None:
-    """``require_admin`` holds its key check one level down (``require_api_key``): found
-    there, it runs before the body, which would otherwise be refused for what it is."""
+    """The body would be refused for what it is (its size, its encoding, its JSON): the
+    wrong key is refused first, and no key is made."""
     before = await admin_keys(keyed)
     headers = dict(JSON, **({"authorization": authorization} if authorization else {}))
     response = await keyed.post("/v1/admin/keys", content=body, headers=headers)

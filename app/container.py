@@ -32,6 +32,7 @@ from app.services.tokens import MemoizedCounter
 from app.services.turns import AgentMessageService, TurnService
 from app.services.world_state import WorldStateSampler
 from app.settings import Settings
+from app.storage.committed_writes import notify_committed_writes
 from app.storage.database import (
     PoolSettings,
     SessionFactory,
@@ -58,6 +59,8 @@ class Container:
         self._memoized: dict[str, TokenCounter] = {}
         # Database outages seen by requests and sweepers: one log line each, readiness.
         self.outages = Outages(self.settings.database_url)
+        # Only a committed write proves a write outage over (not any 2xx: spec §8).
+        notify_committed_writes(self.engine, self.outages.writes_succeeded)
         # /metrics reads the pool's figures at scrape time.
         self.metrics.pool_probe = partial(pool_figures, self.engine.pool)
         self.observability.instrument_engine(self.engine)

@@ -33,7 +33,7 @@ from app.api.routes import (
     turns,
 )
 from app.container import VERSION, Container
-from app.observability import configure_logging
+from app.observability import configure_logging, configure_text_logging
 from app.settings import Settings, load_settings, settings_or_exit
 from app.signals import on_stop_signal
 from app.storage.migrate import upgrade_to_head
@@ -72,6 +72,8 @@ def create_app(
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         if settings.json_logs:
             configure_logging(settings.log_level)
+        else:
+            configure_text_logging(settings.log_level)
         gc.set_threshold(*GC_THRESHOLDS)
         if settings.migrate_on_start:
             await upgrade_to_head(settings.database_url)

@@ -205,14 +205,11 @@ class UnexpectedErrors:
             await self.app(scope, receive, send)
             return
         started = finished = False
-        writes = scope.get("method") not in ("GET", "HEAD", "OPTIONS")
 
         async def tracked(message: Message) -> None:
             nonlocal started, finished
             if message["type"] == "http.response.start":
                 started = True
-                if writes and self.outages is not None and message["status"] < 300:
-                    self.outages.writes_succeeded()  # a write committed: no outage now
             elif message["type"] == "http.response.body" and not message.get("more_body"):
                 finished = True
             await send(message)

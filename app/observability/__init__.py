@@ -16,7 +16,7 @@
 from app.observability.compactions import note_source
 from app.observability.context import bound_work, current_request, request_id_var
 from app.observability.exposition import metrics_text
-from app.observability.logs import JsonFormatter, configure_logging
+from app.observability.logs import JsonFormatter, configure_logging, configure_text_logging
 from app.observability.metrics import Metrics, pool_figures
 from app.observability.model_calls import CallTarget
 from app.observability.observer import Observability, Timed
@@ -31,6 +31,7 @@ __all__ = [
     "TracingConfigError",
     "bound_work",
     "configure_logging",
+    "configure_text_logging",
     "current_request",
     "metrics_text",
     "note_source",

@@ -1,4 +1,4 @@
-"""Structured JSON log lines.
+"""Structured JSON log lines (and plain text ones, ``CTXSVC_JSON_LOGS=false``).
 
 One JSON object per line on stderr: ``time``, ``level``, ``logger``, ``message``, ``request_id``,
 the ``session_id`` / ``turn_id`` the task works for (``context.bound_work``), the trace and span
@@ -21,7 +21,14 @@ from opentelemetry import trace
 
 from app.observability.context import current_work, request_id_var
 
-__all__ = ["JsonFormatter", "configure_logging", "event_line"]
+__all__ = [
+    "JsonFormatter",
+    "TextFormatter",
+    "configure_logging",
+    "configure_text_logging",
+    "event_line",
+    "redacted_traceback",
+]
 
 
 # What every LogRecord has (and ``fields``, merged on its own): anything else came from ``extra``.
@@ -65,23 +72,47 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(entry, ensure_ascii=False, default=str)
 
     def formatException(self, ei: Any) -> str:
-        """The traceback, with every database error's text replaced by what it is (class,
-        SQLSTATE, constraint): a driver's text quotes rows ("Failing row contains (…)": a
-        summary, a user's message), and logs carry no content."""
-        _, value, _ = ei
-        if value is None:
-            return super().formatException(ei)
-        chain: list[BaseException] = []
-        current: BaseException | None = value
-        while current is not None and current not in chain and len(chain) < 16:
-            chain.append(current)
-            current = current.__cause__ or current.__context__
-        parts: list[str] = []
-        for exc in reversed(chain):
-            lines = traceback.format_list(traceback.extract_tb(exc.__traceback__))
-            parts.append("Traceback (most recent call last):\n" + "".join(lines))
-            parts.append(f"{type(exc).__module__}.{type(exc).__qualname__}: {_safe_text(exc)}\n")
-        return "".join(parts).rstrip("\n")
+        return redacted_traceback(ei)
+
+
+class TextFormatter(logging.Formatter):
+    """Plain text lines (``CTXSVC_JSON_LOGS=false``) whose tracebacks withhold database errors'
+    text as ``JsonFormatter`` does."""
+
+    def __init__(self) -> None:
+        super().__init__("%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+    def format(self, record: logging.LogRecord) -> str:
+        # ``logging.Formatter`` reuses a traceback another handler's formatter cached on the
+        # record, unredacted: format it afresh and leave the record as it was.
+        cached, record.exc_text = record.exc_text, None
+        try:
+            return super().format(record)
+        finally:
+            record.exc_text = cached
+
+    def formatException(self, ei: Any) -> str:
+        return redacted_traceback(ei)
+
+
+def redacted_traceback(ei: Any) -> str:
+    """The traceback, with every database error's text replaced by what it is (class,
+    SQLSTATE, constraint): a driver's text quotes rows ("Failing row contains (…)": a
+    summary, a user's message), and logs carry no content."""
+    _, value, _ = ei
+    if value is None:
+        return "".join(traceback.format_exception(*ei)).rstrip("\n")
+    chain: list[BaseException] = []
+    current: BaseException | None = value
+    while current is not None and current not in chain and len(chain) < 16:
+        chain.append(current)
+        current = current.__cause__ or current.__context__
+    parts: list[str] = []
+    for exc in reversed(chain):
+        lines = traceback.format_list(traceback.extract_tb(exc.__traceback__))
+        parts.append("Traceback (most recent call last):\n" + "".join(lines))
+        parts.append(f"{type(exc).__module__}.{type(exc).__qualname__}: {_safe_text(exc)}\n")
+    return "".join(parts).rstrip("\n")
 
 
 _DATABASE_MODULES = ("sqlalchemy", "psycopg", "sqlite3", "aiosqlite", "app.storage")
@@ -107,6 +138,7 @@ def _safe_text(exc: BaseException) -> str:
 
 
 def configure_logging(level: str) -> None:
+    """JSON lines on stderr, in place of whatever handlers the root logger had."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
     root = logging.getLogger()
@@ -115,6 +147,20 @@ def configure_logging(level: str) -> None:
     for name in ("uvicorn", "uvicorn.error", "uvicorn.access"):
         logging.getLogger(name).handlers[:] = []
         logging.getLogger(name).propagate = name != "uvicorn.access"
+
+
+def configure_text_logging(level: str) -> None:
+    """Plain text lines on stderr when the host configured no logging of its own (a handler on
+    the root logger: a test runner's, an embedding application's is left alone). Without one,
+    Python's last-resort handler would print tracebacks with the database's text (a
+    PostgreSQL DETAIL quotes the failing row, i.e. content)."""
+    root = logging.getLogger()
+    if root.handlers:
+        return
+    handler = logging.StreamHandler()
+    handler.setFormatter(TextFormatter())
+    root.addHandler(handler)
+    root.setLevel(level)
 
 
 def event_line(

@@ -42,6 +42,8 @@ from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
 from sqlalchemy.util.concurrency import await_
 
+from app.storage.committed_writes import mark_written
+
 __all__ = [
     "Check",
     "FlushObserver",
@@ -142,6 +144,7 @@ class _Queue:
                     await_(_flush_psycopg(dbapi_connection._connection, items))
                 else:
                     _flush_sqlite(dbapi_connection.sqlite, items)
+            mark_written(self.connection)
         except DBAPIError:
             raise
         except self.dialect.loaded_dbapi.Error as exc:

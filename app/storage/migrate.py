@@ -30,6 +30,7 @@ from sqlalchemy.pool import NullPool
 
 from alembic import command
 from app.storage.database import READ_ONLY, create_engine, sqlite_database_path
+from app.storage.outages import Outages, describe
 
 __all__ = [
     "ALEMBIC_DIR",
@@ -159,17 +160,23 @@ def _applied(
     return tuple(AppliedMigration(r.revision, r.doc) for r in reversed(list(newest_first)))
 
 
-async def is_at_head(engine: AsyncEngine) -> bool:
+async def is_at_head(engine: AsyncEngine, outages: Outages | None = None) -> bool:
     """True when the database answers and its schema is at the latest revision.
 
-    An unreachable database is "not ready", not an error: the reason is logged.
+    An unreachable database is "not ready", not an error: the reason goes to ``outages``'
+    rate-limited log (one line per outage, however often probes come), or is logged here
+    without one; either way as the error's class and SQLSTATE, never its text (a driver's
+    message can quote a row).
     """
     try:
         async with engine.connect() as connection:
             await connection.execution_options(**{READ_ONLY: True})
             current = await connection.run_sync(_current_heads)
     except (SQLAlchemyError, OSError) as exc:
-        logger.warning("database not ready: %s", exc)
+        if outages is not None:
+            outages.probe_failed(exc)
+        else:
+            logger.warning("database not ready: %s", describe(exc))
         return False
     return current == head_revisions()
 

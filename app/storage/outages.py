@@ -123,8 +123,9 @@ class Outages:
     def __init__(self, database_url: str, clock: Callable[[], float] = time.monotonic) -> None:
         self._clock = clock
         self._sqlite_dir = _sqlite_directory(database_url)
-        self._last_logged: dict[OutageReason, float] = {}
-        self._suppressed: dict[OutageReason, int] = {}
+        # Per outage kind, and "not_ready" for a probe's other failures.
+        self._last_logged: dict[str, float] = {}
+        self._suppressed: dict[str, int] = {}
         self._write_outage_until = 0.0
         self._write_reason: OutageReason = "full"
         self._in_outage = False
@@ -134,24 +135,44 @@ class Outages:
         """A request met an outage: log it (once per kind and ``_LOG_EVERY_SECONDS``, the
         error's class and SQLSTATE only: a driver's message can quote a statement's
         parameters, i.e. content)."""
-        now = self._clock()
         self._in_outage = True
         if reason in ("read_only", "full", "io_error"):
-            self._write_outage_until = now + _WRITE_OUTAGE_HOLD_SECONDS
+            self._write_outage_until = self._clock() + _WRITE_OUTAGE_HOLD_SECONDS
             self._write_reason = reason
-        last = self._last_logged.get(reason)
-        if last is not None and now - last < _LOG_EVERY_SECONDS:
-            self._suppressed[reason] = self._suppressed.get(reason, 0) + 1
-            return
-        suppressed = self._suppressed.pop(reason, 0)
-        self._last_logged[reason] = now
-        logger.error(
+        self._log_limited(
+            reason,
             "database unavailable (%s, %s): answering 503 database_unavailable until it"
             " recovers; %d more since the last line",
             reason,
             describe(exc),
-            suppressed,
         )
+
+    def probe_failed(self, exc: BaseException) -> None:
+        """A readiness probe could not read the schema: an outage is logged as a request's is
+        (``seen``); another failure once every ``_LOG_EVERY_SECONDS`` too, and just as
+        described (class and SQLSTATE): probes come every few seconds from every
+        orchestrator."""
+        reason = outage_of(exc)
+        if reason is not None:
+            self.seen(reason, exc)
+            return
+        self._log_limited(
+            "not_ready",
+            "database not ready (%s): /readyz answers 503 not_ready; %d more since the last line",
+            describe(exc),
+        )
+
+    def _log_limited(self, key: str, template: str, *args: str) -> None:
+        """Log ``template % (*args, suppressed)`` unless ``key`` was logged less than
+        ``_LOG_EVERY_SECONDS`` ago (then count it in ``suppressed`` of the next line)."""
+        now = self._clock()
+        last = self._last_logged.get(key)
+        if last is not None and now - last < _LOG_EVERY_SECONDS:
+            self._suppressed[key] = self._suppressed.get(key, 0) + 1
+            return
+        suppressed = self._suppressed.pop(key, 0)
+        self._last_logged[key] = now
+        logger.error(template, *args, suppressed)
 
     def writes_succeeded(self) -> None:
         """A write committed: whatever write outage was seen is over."""

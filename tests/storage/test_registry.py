@@ -6,10 +6,11 @@ from typing import Any
 
 import pytest
 
+from app.core.tenancy import SHARED_TENANT
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
-from app.storage.repositories import CalibrationRepository, ModelRepository
-from tests.storage.conftest import MakeSession
+from app.storage.repositories import CalibrationRepository, ModelRepository, SessionRepository
+from tests.storage.conftest import MakeSession, new_agent_session
 
 pytestmark = pytest.mark.anyio
 
@@ -114,3 +115,65 @@ async def test_calibration_keeps_the_latest_samples(factory: SessionFactory) -> 
     async with unit_of_work(factory, read_only=True) as db:
         samples = await CalibrationRepository(db).recent(model_id, "estimate")
     assert [s.estimated_input_tokens for s in samples] == [104, 103, 102]
+
+
+def owned(tenant_id: str, model_id: str, script: list[Any]) -> RegisteredModel:
+    row = scripted(model_id, script)
+    row.tenant_id = tenant_id
+    return row
+
+
+async def session_of(factory: SessionFactory, tenant_id: str) -> str:
+    row = new_agent_session()
+    row.tenant_id = tenant_id
+    async with unit_of_work(factory) as db:
+        return (await SessionRepository(db).add(row)).id
+
+
+async def take_of(factory: SessionFactory, tenant_id: str, model_id: str, sid: str) -> Any:
+    async with unit_of_work(factory) as db:
+        return await ModelRepository(db).take_script_entry(tenant_id, model_id, sid)
+
+
+async def put(factory: SessionFactory, row: RegisteredModel) -> None:
+    async with unit_of_work(factory) as db:
+        await ModelRepository(db).put(row)
+
+
+async def test_a_put_resets_only_its_own_tenants_sessions(factory: SessionFactory) -> None:
+    """Tenants A and B each have a scripted model of the same id (spec §14.2: a PUT resets
+    the script, of that tenant's model only)."""
+    model_id = f"scripted/{uuid.uuid4().hex}"
+    tenant_a, tenant_b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+    await put(factory, owned(tenant_a, model_id, [{"text": "a1"}, {"text": "a2"}]))
+    await put(factory, owned(tenant_b, model_id, [{"text": "b1"}, {"text": "b2"}]))
+    session_a, session_b = await session_of(factory, tenant_a), await session_of(factory, tenant_b)
+    assert (await take_of(factory, tenant_a, model_id, session_a)).entry == {"text": "a1"}
+    assert (await take_of(factory, tenant_b, model_id, session_b)).entry == {"text": "b1"}
+
+    await put(factory, owned(tenant_a, model_id, [{"text": "a1'"}]))
+    taken_b = await take_of(factory, tenant_b, model_id, session_b)
+    assert (taken_b.index, taken_b.entry) == (1, {"text": "b2"})  # B's session kept its place
+    taken_a = await take_of(factory, tenant_a, model_id, session_a)
+    assert (taken_a.index, taken_a.entry) == (0, {"text": "a1'"})  # A's started over
+
+    await put(factory, owned(tenant_b, model_id, [{"text": "b1'"}]))
+    taken_b = await take_of(factory, tenant_b, model_id, session_b)
+    assert (taken_b.index, taken_b.entry) == (0, {"text": "b1'"})
+    taken_a = await take_of(factory, tenant_a, model_id, session_a)
+    assert (taken_a.index, taken_a.entry) == (1, None)  # A's ran out; B's PUT did not reset it
+
+
+async def test_a_put_of_a_shared_model_resets_every_tenants_sessions(
+    factory: SessionFactory,
+) -> None:
+    model_id = f"scripted/{uuid.uuid4().hex}"
+    tenant_a, tenant_b = f"a-{uuid.uuid4().hex[:8]}", f"b-{uuid.uuid4().hex[:8]}"
+    await put(factory, owned(SHARED_TENANT, model_id, [{"text": "s1"}, {"text": "s2"}]))
+    session_a, session_b = await session_of(factory, tenant_a), await session_of(factory, tenant_b)
+    for sid in (session_a, session_b):
+        assert (await take_of(factory, SHARED_TENANT, model_id, sid)).entry == {"text": "s1"}
+    await put(factory, owned(SHARED_TENANT, model_id, [{"text": "s1'"}]))
+    for sid in (session_a, session_b):
+        taken = await take_of(factory, SHARED_TENANT, model_id, sid)
+        assert (taken.index, taken.entry) == (0, {"text": "s1'"})

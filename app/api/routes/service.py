@@ -71,7 +71,7 @@ async def readyz(
 ) -> Response:
     """The database is reachable, migrated to the latest schema and takes writes (503
     otherwise); with `providers=true`, every provider of the operator's models answers too."""
-    if not await is_at_head(container.engine):
+    if not await is_at_head(container.engine, container.outages):
         return problem_response(
             503,
             "not_ready",

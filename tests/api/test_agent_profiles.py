@@ -77,6 +77,25 @@ async def test_a_weather_bot_gets_no_coding_agent_section_and_no_control_tool(
     assert world_state_texts(await stored(api, session["id"])) == []
 
 
+async def test_a_general_agents_summary_points_at_no_tool_it_lacks(api: httpx.AsyncClient) -> None:
+    """After a compaction the weather bot's summary does not send it to conversation_history,
+    a tool it was never offered."""
+    session = await create(
+        api, {"system_prompt": "You answer weather questions.", "tools": [WEATHER_TOOL]}
+    )
+    for text in ("Will it rain in Oslo tomorrow?", "And in Bergen on Friday? Keep it short."):
+        await append(api, session["id"], user(text))
+    compacted = await api.post(
+        f"/v1/sessions/{session['id']}/compactions", json={"allow_larger": True}
+    )
+    assert compacted.status_code == 201, compacted.text
+    request = await first_request(api, session["id"])
+    summary = json.dumps(request["messages"])
+    assert "<conversation_summary" in summary
+    assert "use conversation_history" not in summary
+    assert "conversation_history" not in names(request)
+
+
 async def test_a_general_agent_sees_its_instructions_and_skills_and_nothing_of_a_coder(
     api: httpx.AsyncClient,
 ) -> None:

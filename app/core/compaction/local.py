@@ -104,11 +104,13 @@ MAX_METRICS = 12
 
 _ORIGIN_ORDER: tuple[str, ...] = IDENTIFIER_ORIGINS
 
+# Any agent reads it: only a coding agent (or one that asks) is offered conversation_history,
+# so the tool is named as an option, never as the way (spec §6, agent control tools).
 _NEXT_ACTION_FOOTER = (
     "Before acting on an exact detail this extractive summary does not state (a file content, "
-    "a command output, an identifier), read it again or use conversation_history; do not "
-    "repeat tool calls whose results are recorded above, and do not claim work is done unless "
-    "the conversation shows it."
+    "a command output, an identifier), read it again (conversation_history, if you have it, "
+    "reads the earlier messages); do not repeat tool calls whose results are recorded above, "
+    "and do not claim work is done unless the conversation shows it."
 )
 
 

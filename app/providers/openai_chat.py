@@ -32,7 +32,7 @@ from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
 from app.providers.encoding.wire import openai_chat_body
 from app.providers.sse import ServerSentEvent
 
-__all__ = ["OpenAIChatClient"]
+__all__ = ["OpenAIChatClient", "OpenAIStreamingClient"]
 
 _FINISH: dict[str, FinishReason] = {
     "stop": "stop",
@@ -43,16 +43,8 @@ _FINISH: dict[str, FinishReason] = {
 }
 
 
-class OpenAIChatClient(StreamingClient):
-    """``ModelClient`` for ``kind = openai_chat``."""
-
-    def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
-        return openai_chat_body(
-            request, model=self._config.model_name, stream=True, caching=caching
-        )
-
-    def _url(self) -> str:
-        return self._config.base_url.rstrip("/") + "/chat/completions"
+class OpenAIStreamingClient(StreamingClient):
+    """What OpenAI's two protocols share: a Bearer key, an SSE answer, the error object."""
 
     def _headers(self, api_key: str | None) -> dict[str, str]:
         headers = {"content-type": "application/json", "accept": "text/event-stream"}
@@ -64,6 +56,18 @@ class OpenAIChatClient(StreamingClient):
         return classify_error(
             status, parse_error_body(body), retry_after=retry_after_seconds(headers)
         )
+
+
+class OpenAIChatClient(OpenAIStreamingClient):
+    """``ModelClient`` for ``kind = openai_chat``."""
+
+    def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
+        return openai_chat_body(
+            request, model=self._config.model_name, stream=True, caching=caching
+        )
+
+    def _url(self) -> str:
+        return self._config.base_url.rstrip("/") + "/chat/completions"
 
     def _assembler(self, state: StreamState) -> Assembler:
         return _ChatAssembler(state)

@@ -35,17 +35,16 @@ from typing import Any
 
 from app.core.caching import CachePlan
 from app.core.content import ProviderOpaqueBlock, ToolCallBlock
-from app.providers._errors import ErrorBody, parse_error_body, retry_after_seconds
+from app.providers._errors import ErrorBody, parse_error_body
 from app.providers._streaming import (
     Assembler,
-    StreamingClient,
     StreamState,
     protocol_error,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
 from app.providers.encoding import RESPONSES_DRIVER
 from app.providers.encoding.wire import openai_responses_body
-from app.providers.openai_chat import classify_error
+from app.providers.openai_chat import OpenAIStreamingClient, classify_error
 from app.providers.sse import ServerSentEvent
 
 __all__ = ["OpenAIResponsesClient", "answer_events"]
@@ -57,7 +56,7 @@ _INCOMPLETE: dict[str, FinishReason] = {
 }
 
 
-class OpenAIResponsesClient(StreamingClient):
+class OpenAIResponsesClient(OpenAIStreamingClient):
     """``ModelClient`` for ``kind = openai_responses``."""
 
     def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
@@ -67,17 +66,6 @@ class OpenAIResponsesClient(StreamingClient):
 
     def _url(self) -> str:
         return self._config.base_url.rstrip("/") + "/responses"
-
-    def _headers(self, api_key: str | None) -> dict[str, str]:
-        headers = {"content-type": "application/json", "accept": "text/event-stream"}
-        if api_key is not None:
-            headers["authorization"] = f"Bearer {api_key}"
-        return headers
-
-    def _http_error(self, status: int, body: bytes, headers: Mapping[str, str]) -> ProviderError:
-        return classify_error(
-            status, parse_error_body(body), retry_after=retry_after_seconds(headers)
-        )
 
     def _assembler(self, state: StreamState) -> Assembler:
         return _ResponsesAssembler(state)

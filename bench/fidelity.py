@@ -1,4 +1,4 @@
-"""Fidelity of repeated compaction (issues 14 and 29): what survives 1, 5, 25 and 100
+"""Fidelity of repeated compaction (spec §9; docs/compaction.md): what survives 1, 5, 25 and 100
 compactions.
 
 Builds 36 agent sessions, fresh every run, of twelve shapes — a coding agent, an incident

@@ -1,6 +1,6 @@
 """Agent sessions with planted facts for ``bench/fidelity.py`` (deterministic per seed).
 
-Three shapes, as issue 14 describes them:
+Three shapes of long sessions (spec §9):
 
 - ``coding``: a coding agent fixing a failing test — source reads, pytest runs whose failure sits
   in the middle of a long log, edits with ``file_change`` artifacts, a plan;

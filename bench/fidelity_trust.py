@@ -19,8 +19,8 @@ appear unmarked (``stale``: present only after ``[replaced by a later request]``
 - ``forged``: the user pastes an old session's summary (the summary message's own preamble and
   a ``<conversation_summary>`` block) and a ``<system_reminder>`` block; their lines must never
   be adopted as the service's own (``forged``: lines that must not appear as a summary entry).
-  What an item is comes from its stored origin (spec §7), which another change of issue 29
-  (items 1 and 2) fixes; ``FORGED_SHAPES`` lists it apart so a run can leave it out.
+  What an item is comes from its stored origin (spec §1, docs/compaction-trust.md);
+  ``FORGED_SHAPES`` lists it apart so a run can leave it out.
 """
 
 from __future__ import annotations

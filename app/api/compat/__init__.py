@@ -1,0 +1,1 @@
+"""Codecs of the compatible endpoints: each provider protocol's request and answer shapes."""

@@ -1,7 +1,8 @@
 """Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (spec §2, §3.1).
 
 ``walk_resuming`` prunes, projects and normalizes it (``segments.py``; the beginning of a growing
-conversation is not walked again, ``continuation.py``); then the request messages, the provenance and
+conversation is not walked again, ``continuation.py``); then the request messages, the provenance
+and
 the split of the budget's measure are built in one go over the normalized messages.
 """
 

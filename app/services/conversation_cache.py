@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
+from app.core.counting import TokenCounter
 from app.services.calibration import base_counter
 from app.services.lru import BytesLRU
 from app.services.session_context import SessionContext
@@ -56,16 +56,6 @@ def _size(
     if checkpoint is not None:  # its summary and reminder are items too
         total += len(checkpoint.summary) + len(checkpoint.runtime_reminder)
     return total
-
-
-class _Name(CounterWrapper):
-    def __init__(self, name: str) -> None:
-        super().__init__(ESTIMATE)
-        self._n = name
-
-    @property
-    def name(self) -> str:
-        return self._n
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,11 +95,6 @@ class ConversationCache:
         if entry is None or entry.context.key != (session.id, session.created_at, counter):
             return None
         return entry.context.conversation
-
-    def put(self, session: AgentSession, counter: str, conversation: CountedConversation) -> None:
-        """Until the turn runner remembers through its context: keep ``conversation``."""
-        context = self.context_for(session, _Name(counter))
-        context.remember(conversation)
 
     def _keep(self, context: SessionContext) -> None:
         counted = context.conversation

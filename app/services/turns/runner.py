@@ -25,10 +25,11 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.request_prefix import stored_previous
 from app.services.session_config import agent_int
+from app.services.session_context import fit
 from app.services.turns.answers import bounded_answer
 from app.services.turns.calls import CallEntry, entries_of
 from app.services.turns.deps import compactor_of
-from app.services.turns.loading import Loaded, load_call, shared, turn_counter
+from app.services.turns.loading import Loaded, load_call, turn_counter
 from app.services.turns.model_call import provider_failure
 from app.services.turns.outcomes import (
     Ready,
@@ -88,7 +89,7 @@ class TurnRunner(RunnerSteps):
             self.entry = entry
             self.phase = started.turn.phase
             if first is not None:
-                self.counter = first.counter
+                self.counter, self.context = first.counter, first.context
                 self.sent_record, self.sent_record_known = first.previous_request, True
                 # ``self.pending``: the start's transaction, when left open (committed as the
                 # first call is sent).
@@ -180,10 +181,7 @@ class TurnRunner(RunnerSteps):
         sample_index: int | None,
         captured: Captured | None,
     ) -> Loaded:
-        """Inside a step: ``load_call`` from this runner's (or this process's) last read."""
-        previous = self.conversation
-        if previous is None and shared(self.counter):
-            previous = self.conversations.get(session, self.counter.name)
+        """Inside a step: ``load_call`` in the session's context."""
         if not self.sent_record_known:
             self.sent_record = await stored_previous(db, self.session_id)
             self.sent_record_known = True
@@ -191,12 +189,11 @@ class TurnRunner(RunnerSteps):
             self.deps,
             db,
             session,
-            self.counter,
+            self._context(session),
             turn_id=self.turn_id,
             index=index,
             sample_index=sample_index,
             captured=captured,
-            previous=previous,
         )
 
     async def _compact(
@@ -237,21 +234,24 @@ class TurnRunner(RunnerSteps):
         compactor = compactor_of(self.deps)
         if compactor is None:
             return prepared, False
-        if await compactor.prune(self.session_id):
-            prepared, _ = await self._prepare(session, index, sample_index=None)
-            if not prepared.budget.reaches_auto_compact_limit:
-                return prepared, False
-        refused = await self._compact(index, trigger, prepared)
-        if refused is not None:
+
+        async def again(sample_index: int | None) -> PreparedModelCall:
+            return (await self._prepare(session, index, sample_index=sample_index))[0]
+
+        fitted = await fit(
+            prepared,
+            prune=lambda: compactor.prune(self.session_id),
+            compact=lambda request: self._compact(index, trigger, request),
+            again=again,
+        )
+        if fitted.refused is not None:
             # Not installed (spec §9): on with the request as it was, if the model takes it.
-            budget = prepared.budget
+            budget = fitted.prepared.budget
             if trigger == "overflow" or budget.estimated_input_tokens > (
                 budget.effective_input_tokens
             ):
-                raise failed("compaction_error", not_installed_detail(refused, budget))
-            return prepared, True
-        prepared, _ = await self._prepare(session, index, sample_index=2)
-        return prepared, True
+                raise failed("compaction_error", not_installed_detail(fitted.refused, budget))
+        return fitted.prepared, fitted.compacted
 
     async def _sample_model(
         self,

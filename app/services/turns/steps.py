@@ -16,24 +16,22 @@ from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.caching.breakpoints import plan_for
-from app.core.caching.prefix_record import RecordBasis
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
-from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse
 from app.services.calibration import record_calibration
-from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.conversation_cache import ConversationCache
 from app.services.events import EventBatch
 from app.services.messages import exact_counts
 from app.services.model_types import ModelEntry
-from app.services.request_prefix import prefixed_extending, remember, rewind_of
+from app.services.request_prefix import remember
+from app.services.session_context import SessionContext
 from app.services.tokens import CountedConversation
 from app.services.turns.calls import CallEntry, result_messages
 from app.services.turns.control import cancel_waiting_or_flag
 from app.services.turns.deps import TurnDeps
-from app.services.turns.loading import Loaded, shared
+from app.services.turns.loading import Loaded
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model
 from app.services.turns.outcomes import Ready, TurnEnded, TurnLost, failed, internal_failure
 from app.services.turns.overlap import PendingStep, overlapped
@@ -80,18 +78,15 @@ class RunnerSteps:
         # Replaced by the session model's counter once the turn is loaded.
         self.counter: TokenCounter = deps.counter("estimate")
         self.entry: ModelEntry | None = None
-        # The active Conversation as of the last committed step (extended, not re-read).
-        self.conversation: CountedConversation | None = None
+        # The session's context (``app.services.session_context``): its last committed read
+        # and the last request prepared, which every step's read and prepare extend.
+        self.context: SessionContext | None = None
         # The prefix record of the session's last request sent (read once, by the first step
         # that loads a call, then kept: no other request of the session is sent meanwhile), and
         # whether it was read yet. Every sent request's record is written by the step that
         # stores its response (or ends the turn): no transaction of its own.
         self.sent_record: bytes | None = None
         self.sent_record_known = False
-        # The last request prepared and what its record was built from: the next call's
-        # prepare and record take what they share with them instead of building it again.
-        self.last_prepared: PreparedModelCall | None = None
-        self.record_basis: RecordBasis | None = None
         # Whether this turn's model client says when a request is written, and the step that
         # commits while the next call is sent (``app.services.turns.overlap``).
         self.overlap = False
@@ -342,19 +337,23 @@ class RunnerSteps:
         if pending is not None:
             await pending.commit()
 
+    def _context(self, session: AgentSession) -> SessionContext:
+        """The session's context for this turn's counter (this process's, when it keeps one)."""
+        if self.context is None:
+            self.context = self.conversations.context_for(session, self.counter)
+        return self.context
+
     def _ready(
         self, loaded: Loaded, session: AgentSession, pending: PendingStep | None = None
     ) -> Ready:
-        """Keep the Conversation the step read (in this process's cache once the step has
-        committed: now, or when ``pending`` commits), and build the request."""
+        """Remember the Conversation the step read once the step has committed (now, or when
+        ``pending`` commits), and build the request."""
         counted, items = loaded
-        self.conversation = counted
-        if shared(self.counter):
-            name = self.counter.name
-            if pending is None:
-                self.conversations.put(session, name, counted)
-            else:
-                pending.after.append(lambda: self.conversations.put(session, name, counted))
+        context = self._context(session)
+        if pending is None:
+            context.remember(counted)
+        else:
+            pending.after.append(lambda: context.remember(counted))
         return self._prepared(session, items, counted), session
 
     def _prepared(
@@ -363,27 +362,12 @@ class RunnerSteps:
         assert self.entry is not None
         try:
             with self.deps.observability.prepare("turn") as timed:
-                prepared = prepare(
-                    system_context_of(session),
-                    items,
-                    tool_surface_of(session),
-                    self.entry.capabilities,
-                    watermark_of(session),
-                    self.counter,
-                    extends=self.last_prepared,
-                )
                 # Against the last request sent (a re-preparation too: it replaces one that
                 # was never sent).
-                prepared, self.record_basis = prefixed_extending(
-                    prepared,
-                    items,
-                    self.sent_record,
-                    self.record_basis,
-                    identify_stored=True,
-                    rewind_compaction_id=rewind_of(counted.active),
+                prepared = self._context(session).prepare(
+                    session, items, self.entry.capabilities, counted, self.sent_record
                 )
                 timed.budget(prepared.budget)
-            self.last_prepared = prepared
             return prepared
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise failed(exc.code, exc.detail) from exc

@@ -47,11 +47,12 @@ def prepare(
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
     ``remember=False``: the caller will never pass these very items again (a stateless
-    request's), so the walk is not remembered for a later call
+    request's), so the result carries no walk for a later call to carry on from
     (``app/core/pipeline/one_pass/continuation.py``).
-    ``extends``: an earlier call's result (a turn's previous model call): the messages and
-    measures of the leading normalized items that are its very objects are taken from it when
-    it was measured by this very counter — what building them again would give.
+    ``extends``: an earlier call's result (the session's previous model call): its walk of the
+    conversation's beginning is carried on, and the messages and measures of the leading
+    normalized items that are its very objects are taken from it, when it was measured by this
+    very counter — what building them again would give.
     Raises ``InvalidInput`` with the codes of spec §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
@@ -94,13 +95,19 @@ def prepare(
         measures,
         counter,
         pruned_through_sequence=pruning.through_sequence,
+        walk=sent.walk,
     )
 
 
 def _earlier(prepared: PreparedModelCall | None, counter: TokenCounter) -> EarlierPass | None:
-    if prepared is None or prepared.counter is not counter:
+    if prepared is None:
         return None
+    if prepared.counter is not counter:  # its measures are another counter's: only its walk
+        return EarlierPass((), (), (), prepared.walk)
     messages = prepared.request["messages"]
     return EarlierPass(
-        prepared.items, messages[len(messages) - len(prepared.items) :], prepared.measures
+        prepared.items,
+        messages[len(messages) - len(prepared.items) :],
+        prepared.measures,
+        prepared.walk,
     )

@@ -1,0 +1,167 @@
+"""What each reuse cache of a stored session's model calls buys, measured against turning it off.
+
+    .venv/bin/python bench/context_caches.py [--sizes 1000 5000] [--calls 20] [--rounds 7]
+
+A turn's loop as a session context runs it (``app/services/session_context.py``): a stored
+session of N messages (figures cached, as stored), then ``--calls`` model calls, each adding an
+assistant message and a tool result; per call the core ``prepare`` extending the previous call,
+its prefix record on the previous basis, and the OpenAI Chat body's bytes
+(``app/providers/encoding/wire.py``). Variants, run alternately within each round (fresh
+objects and empty caches for each), medians of the rounds' CPU time per call:
+
+- ``all``: every cache as the service runs them (the comparator, the floor);
+- ``no walk carried``: the walk of the conversation's beginning not carried on from the
+  previous call (``prepare(remember=False)``; ``extends`` still lends messages and measures);
+- ``no body prefixes``: the OpenAI body's joined Conversation not remembered (each message's
+  JSON still is);
+- ``o200k: memo`` / ``o200k: no memo``: the same loop counted by ``o200k_base``, with and without
+  the service's digest memo around it (``MemoizedCounter``);
+- ``o200k stateless: memo`` / ``no memo``: the stateless case the memo was made for: each call a
+  request's own fresh objects (nothing extended or remembered), figures cached as stored.
+
+Prints each variant's median per call and its ratio to ``all`` (to the memo's for the o200k
+rows).
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from app import fastjson
+from app.core.caching.prefix_record import RecordBasis
+from app.core.content import Item
+from app.core.counting import TokenCounter
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
+from app.providers.encoding import wire
+from app.providers.tokenizers import get_counter
+from app.services.request_prefix import prefixed_extending
+from app.services.tokens import MemoizedCounter
+from bench.fixtures import (
+    BENCH_CAPABILITIES,
+    agent_conversation,
+    system_context,
+    tool_definitions,
+    with_cached_measures,
+)
+
+WATERMARK = PruningWatermark(None, None)
+
+
+@contextmanager
+def no_body_prefixes() -> Iterator[None]:
+    """The OpenAI body joined from each message's remembered JSON, without the joined prefix."""
+    original = wire._openai_prefixes.joined
+
+    def joined(messages: Any, memo: Any, build: Callable[[Any], bytes]) -> bytes:
+        return b",".join([p for p in [memo.get(m, build, len) for m in messages] if p])
+
+    wire._openai_prefixes.joined = joined  # type: ignore[method-assign]
+    try:
+        yield
+    finally:
+        wire._openai_prefixes.joined = original  # type: ignore[method-assign]
+
+
+def turn_loop(size: int, calls: int, counter: TokenCounter, *, remember: bool) -> float:
+    """CPU seconds per model call of one turn loop over a fresh session of ``size`` messages."""
+    full = with_cached_measures(agent_conversation(size + 2 * calls), counter)
+    system, tools = system_context(), tool_definitions()
+    conversation: list[Item] = full[:size]
+    prepared: PreparedModelCall | None = None
+    basis: RecordBasis | None = None
+    record: bytes | None = None
+    # The session's first call (as after a restart) is not what is compared: one call first.
+    spent = 0.0
+    for call in range(calls + 1):
+        start = time.process_time()
+        prepared = prepare(
+            system,
+            conversation,
+            tools,
+            BENCH_CAPABILITIES,
+            WATERMARK,
+            counter,
+            remember=remember,
+            extends=prepared,
+        )
+        prepared, basis = prefixed_extending(
+            prepared, conversation, record, basis, identify_stored=True
+        )
+        wire.openai_chat_body(prepared.request, model="m", stream=True)
+        record = prepared.prefix_record
+        if call:
+            spent += time.process_time() - start
+        conversation = [*conversation, *full[size + 2 * call : size + 2 * call + 2]]
+    return spent / calls
+
+
+def stateless_loop(size: int, calls: int, counter: TokenCounter) -> float:
+    """CPU seconds per call of ``calls`` stateless prepares of a growing conversation."""
+    system, tools = system_context(), tool_definitions()
+    spent = 0.0
+    for call in range(calls):
+        conversation = with_cached_measures(agent_conversation(size + 2 * call), counter)
+        start = time.process_time()
+        prepare(system, conversation, tools, BENCH_CAPABILITIES, WATERMARK, counter, remember=False)
+        spent += time.process_time() - start
+    return spent / calls
+
+
+def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
+    estimate = fastjson.ESTIMATE
+    o200k = get_counter("tiktoken:o200k_base")
+    return {
+        "all": lambda: turn_loop(size, calls, estimate, remember=True),
+        "no walk carried": lambda: turn_loop(size, calls, estimate, remember=False),
+        "no body prefixes": lambda: _without_prefixes(size, calls, estimate),
+        "o200k: memo": lambda: turn_loop(size, calls, MemoizedCounter(o200k), remember=True),
+        "o200k: no memo": lambda: turn_loop(size, calls, o200k, remember=True),
+        "o200k stateless: memo": lambda: stateless_loop(size, calls, MemoizedCounter(o200k)),
+        "o200k stateless: no memo": lambda: stateless_loop(size, calls, o200k),
+    }
+
+
+def fresh() -> None:
+    wire.forget()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
+    parser.add_argument("--calls", type=int, default=20)
+    parser.add_argument("--rounds", type=int, default=7)
+    args = parser.parse_args(argv)
+    for size in args.sizes:
+        runs = variants(size, args.calls)
+        times: dict[str, list[float]] = {name: [] for name in runs}
+        for _ in range(args.rounds):
+            for name, run in runs.items():  # alternating: every round runs each once
+                fresh()
+                times[name].append(run())
+        medians = {name: statistics.median(t) for name, t in times.items()}
+        print(f"{size} messages, {args.calls} calls, {args.rounds} rounds (CPU ms per call):")
+        for name, median in medians.items():
+            floor = medians["all"]
+            if name.startswith("o200k"):
+                floor = medians[name.split(":")[0] + ": memo"]
+            print(f"  {name:26} {median * 1000:8.3f} ms  {median / floor:5.2f}x")
+    return 0
+
+
+def _without_prefixes(size: int, calls: int, counter: TokenCounter) -> float:
+    with no_body_prefixes():
+        return turn_loop(size, calls, counter, remember=True)
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

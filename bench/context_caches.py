@@ -6,14 +6,13 @@ A turn's loop as a session context runs it (``app/services/session_context.py``)
 session of N messages (figures cached, as stored), then ``--calls`` model calls, each adding an
 assistant message and a tool result; per call the core ``prepare`` extending the previous call,
 its prefix record on the previous basis, and the OpenAI Chat body's bytes
-(``app/providers/encoding/wire.py``). Variants, run alternately within each round (fresh
-objects and empty caches for each), medians of the rounds' CPU time per call:
+(``app/providers/encoding/wire.py``, its memo of each message's JSON kept). Variants, run
+alternately within each round (fresh objects and empty caches for each), medians of the
+rounds' CPU time per call:
 
 - ``all``: every cache as the service runs them (the comparator, the floor);
 - ``no walk carried``: the walk of the conversation's beginning not carried on from the
   previous call (``prepare(remember=False)``; ``extends`` still lends messages and measures);
-- ``no body prefixes``: the OpenAI body's joined Conversation not remembered (each message's
-  JSON still is);
 - ``o200k: memo`` / ``o200k: no memo``: the same loop counted by ``o200k_base``, with and without
   the service's digest memo around it (``MemoizedCounter``);
 - ``o200k stateless: memo`` / ``no memo``: the stateless case the memo was made for: each call a
@@ -29,10 +28,8 @@ import argparse
 import statistics
 import sys
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -55,21 +52,6 @@ from bench.fixtures import (
 )
 
 WATERMARK = PruningWatermark(None, None)
-
-
-@contextmanager
-def no_body_prefixes() -> Iterator[None]:
-    """The OpenAI body joined from each message's remembered JSON, without the joined prefix."""
-    original = wire._openai_prefixes.joined
-
-    def joined(messages: Any, memo: Any, build: Callable[[Any], bytes]) -> bytes:
-        return b",".join([p for p in [memo.get(m, build, len) for m in messages] if p])
-
-    wire._openai_prefixes.joined = joined  # type: ignore[method-assign]
-    try:
-        yield
-    finally:
-        wire._openai_prefixes.joined = original  # type: ignore[method-assign]
 
 
 def turn_loop(size: int, calls: int, counter: TokenCounter, *, remember: bool) -> float:
@@ -123,7 +105,6 @@ def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
     return {
         "all": lambda: turn_loop(size, calls, estimate, remember=True),
         "no walk carried": lambda: turn_loop(size, calls, estimate, remember=False),
-        "no body prefixes": lambda: _without_prefixes(size, calls, estimate),
         "o200k: memo": lambda: turn_loop(size, calls, MemoizedCounter(o200k), remember=True),
         "o200k: no memo": lambda: turn_loop(size, calls, o200k, remember=True),
         "o200k stateless: memo": lambda: stateless_loop(size, calls, MemoizedCounter(o200k)),
@@ -156,11 +137,6 @@ def main(argv: list[str] | None = None) -> int:
                 floor = medians[name.split(":")[0] + ": memo"]
             print(f"  {name:26} {median * 1000:8.3f} ms  {median / floor:5.2f}x")
     return 0
-
-
-def _without_prefixes(size: int, calls: int, counter: TokenCounter) -> float:
-    with no_body_prefixes():
-        return turn_loop(size, calls, counter, remember=True)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from app.providers.encoding import wire
 from app.providers.tokenizers import get_counter
 from app.services.request_prefix import prefixed_extending
+from app.services.salient_memo import SALIENT_LINES
 from app.services.tokens import MemoizedCounter
 from bench.fixtures import (
     BENCH_CAPABILITIES,
@@ -75,6 +76,7 @@ def turn_loop(size: int, calls: int, counter: TokenCounter, *, remember: bool) -
             counter,
             remember=remember,
             extends=prepared,
+            salient=SALIENT_LINES,
         )
         prepared, basis = prefixed_extending(
             prepared, conversation, record, basis, identify_stored=True
@@ -94,7 +96,16 @@ def stateless_loop(size: int, calls: int, counter: TokenCounter) -> float:
     for call in range(calls):
         conversation = with_cached_measures(agent_conversation(size + 2 * call), counter)
         start = time.process_time()
-        prepare(system, conversation, tools, BENCH_CAPABILITIES, WATERMARK, counter, remember=False)
+        prepare(
+            system,
+            conversation,
+            tools,
+            BENCH_CAPABILITIES,
+            WATERMARK,
+            counter,
+            remember=False,
+            salient=SALIENT_LINES,
+        )
         spent += time.process_time() - start
     return spent / calls
 
@@ -114,6 +125,7 @@ def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
 
 def fresh() -> None:
     wire.forget()
+    SALIENT_LINES.clear()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -34,8 +34,8 @@ from app import fastjson
 from app.core.content import Item
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
-from app.core.pipeline.salient import forget as forget_salient_lines
 from app.main import GC_THRESHOLDS
+from app.services.salient_memo import SALIENT_LINES
 from bench.fixtures import BENCH_CAPABILITIES, agent_conversation, system_context, tool_definitions
 from bench.prepare import dumps, langchain_trim
 
@@ -64,6 +64,7 @@ def prepare_once(
         watermark,
         fastjson.ESTIMATE,
         remember=False,
+        salient=SALIENT_LINES,  # the service's memo, as the endpoint passes it
     )
 
 
@@ -87,7 +88,7 @@ def main() -> None:
                     replace(m, content=json.loads(e)) for m, e in zip(items, encoded, strict=True)
                 ]
                 if case == "cold":
-                    forget_salient_lines()  # "warm" keeps what the cold run just put in
+                    SALIENT_LINES.clear()  # "warm" keeps what the cold run just put in
                 figures = timed(partial(prepare_once, system, tools, conversation, watermark))
                 if i:  # the first round warms up the code paths
                     samples[case].append(figures)

@@ -46,7 +46,7 @@ from app.core.content import Item
 from app.core.counting import ESTIMATE as STDLIB_ESTIMATE
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PruningWatermark, SystemPart
-from app.core.pipeline.salient import forget as forget_salient_lines
+from app.services.salient_memo import SALIENT_LINES
 from bench.fixtures import (
     BENCH_CAPABILITIES,
     agent_conversation,
@@ -170,6 +170,7 @@ def core_figures() -> dict[int, dict[str, float]]:
                 counter,
                 remember=remember,
                 extends=extends,
+                salient=SALIENT_LINES,  # the service's memo, as every service prepare
             )
 
         prepared = run()
@@ -183,7 +184,7 @@ def core_figures() -> dict[int, dict[str, float]]:
         on_cached = run(cached)
         t_cached = median_seconds(lambda c=cached, p=on_cached: run(c, extends=p), runs)
         t_first = median_seconds(lambda c=cached: run(c), runs)
-        t_cold = median_seconds(lambda c=cached: (forget_salient_lines(), run(c)), runs)
+        t_cold = median_seconds(lambda c=cached: (SALIENT_LINES.clear(), run(c)), runs)
         t_json = median_seconds(lambda p=prepared: dumps(p.request), runs)
         figures[n] = {"core": t_core, "stdlib": t_stdlib, "json": t_json, "langchain": t_lc}
         p = prepared.projection
@@ -317,7 +318,12 @@ def turn_loop(start: int = 150, calls: int = 20, runs: int = 50) -> None:
         earlier = None  # each call extends the previous one, as a session's context does
         for k in range(calls):
             earlier = prepare(
-                system, items[: start + 2 * k], tools, BENCH_CAPABILITIES, extends=earlier
+                system,
+                items[: start + 2 * k],
+                tools,
+                BENCH_CAPABILITIES,
+                extends=earlier,
+                salient=SALIENT_LINES,
             )
 
     per_call = median_seconds(loop, runs) / calls
@@ -339,9 +345,9 @@ def salient_cost(n: int = 10_000, runs: int = 7) -> None:
     def timed(cold: bool) -> float:
         items = fresh()
         if cold:
-            forget_salient_lines()
+            SALIENT_LINES.clear()
         start = time.perf_counter()
-        prepare(system, items, tools, BENCH_CAPABILITIES, watermark)
+        prepare(system, items, tools, BENCH_CAPABILITIES, watermark, salient=SALIENT_LINES)
         return time.perf_counter() - start
 
     def none(*_: Any, **__: Any) -> tuple[()]:

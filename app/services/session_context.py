@@ -46,6 +46,7 @@ from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.request_prefix import prefixed_extending, rewind_of
+from app.services.salient_memo import SALIENT_LINES
 from app.services.tokens import CountedConversation, load_counted, store_counts
 from app.storage.models import AgentSession
 
@@ -119,6 +120,7 @@ class SessionContext:
             watermark_of(session),
             self.counter,
             extends=self.prepared,
+            salient=SALIENT_LINES,
         )
         prepared, self.basis = prefixed_extending(
             prepared,

@@ -27,6 +27,7 @@ from app.core.pipeline.prepared_call import (
     SystemPart,
     ToolDefinition,
 )
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["prepare"]
 
@@ -43,6 +44,7 @@ def prepare(
     *,
     remember: bool = True,
     extends: PreparedModelCall | None = None,
+    salient: SalientLineMemo | None = None,
 ) -> PreparedModelCall:
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
@@ -53,6 +55,8 @@ def prepare(
     conversation's beginning is carried on, and the messages and measures of the leading
     normalized items that are its very objects are taken from it, when it was measured by this
     very counter — what building them again would give.
+    ``salient``: the caller's memo of the salient lines of cut texts (``salient.py``; ``None``:
+    found afresh) — what finding them again would give.
     Raises ``InvalidInput`` with the codes of spec §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
@@ -63,6 +67,7 @@ def prepare(
         counter_name=counter.name,
         remember=remember,
         extends=_earlier(extends, counter),
+        salient=salient,
     )
     system_measure = measure_system_context(system_context, counter)  # validates it too
     if sent.system_message_at is not None:

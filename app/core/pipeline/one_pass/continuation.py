@@ -30,6 +30,7 @@ from operator import is_
 from app.core.content import Item
 from app.core.pipeline.one_pass.segments import Walked, walk
 from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["ResumableWalk", "walk_resuming"]
 
@@ -51,25 +52,28 @@ def walk_resuming(
     *,
     earlier: ResumableWalk | None = None,
     remember: bool = True,
+    salient: SalientLineMemo | None = None,
 ) -> tuple[Walked, ResumableWalk | None]:
     """``walk`` of the whole conversation, carrying on from ``earlier`` where it applies; and,
     unless ``remember`` is false, the walk of its leading whole segments, for a later call."""
     n = len(conversation)
     boundary = _last_segment_start(conversation)
     if boundary == 0 or (not remember and earlier is None):  # nothing to carry on from, or to
-        return walk(conversation, 0, n, pruning, accepts_data_blocks), None
+        return walk(conversation, 0, n, pruning, accepts_data_blocks, salient), None
     if earlier is None or not _continues(
         earlier, conversation, boundary, pruning, accepts_data_blocks
     ):
-        head = walk(conversation, 0, boundary, pruning, accepts_data_blocks)
+        head = walk(conversation, 0, boundary, pruning, accepts_data_blocks, salient)
         earlier = ResumableWalk(tuple(conversation[:boundary]), pruning, accepts_data_blocks, head)
     elif len(earlier.source) < boundary:
         covered = len(earlier.source)
         head = earlier.walked.then(
-            walk(conversation, covered, boundary, pruning, accepts_data_blocks)
+            walk(conversation, covered, boundary, pruning, accepts_data_blocks, salient)
         )
         earlier = ResumableWalk(tuple(conversation[:boundary]), pruning, accepts_data_blocks, head)
-    walked = earlier.walked.then(walk(conversation, boundary, n, pruning, accepts_data_blocks))
+    walked = earlier.walked.then(
+        walk(conversation, boundary, n, pruning, accepts_data_blocks, salient)
+    )
     return walked, earlier if remember else None
 
 

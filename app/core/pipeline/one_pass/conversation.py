@@ -15,6 +15,7 @@ from app.core.content import Item
 from app.core.pipeline.one_pass.continuation import ResumableWalk, walk_resuming
 from app.core.pipeline.one_pass.shared_objects import same_objects
 from app.core.pipeline.prepared_call import ProjectionReport, PruningWatermark, RequestMessage
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["ConversationPass", "EarlierPass", "single_pass"]
 
@@ -53,6 +54,7 @@ def single_pass(
     counter_name: str,
     remember: bool = True,
     extends: EarlierPass | None = None,
+    salient: SalientLineMemo | None = None,
 ) -> ConversationPass:
     """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
 
@@ -74,6 +76,7 @@ def single_pass(
         accepts_data_blocks,
         earlier=None if extends is None else extends.walk,
         remember=remember,
+        salient=salient,
     )
     items = list(walked.items)
     # The leading items that are the very objects of an earlier call's: their messages (built

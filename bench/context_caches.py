@@ -19,7 +19,9 @@ rounds' CPU time per call:
   request's own fresh objects (nothing extended or remembered), figures cached as stored.
 
 Prints each variant's median per call and its ratio to ``all`` (to the memo's for the o200k
-rows).
+rows). ``--small`` prints the two per-row caches of a turn step instead, with and without:
+``session_config._checked`` (a provided workspace of 100 000 layout entries, checked at each
+``workspace_of``) and the tool-schema validators (``services/turns/tools.py``, a typical schema).
 """
 
 from __future__ import annotations
@@ -128,12 +130,58 @@ def fresh() -> None:
     SALIENT_LINES.clear()
 
 
+def small_caches(rounds: int) -> None:
+    """CPU per lookup of the two small caches of a step, hit against what a miss costs."""
+    from app.services import session_config
+    from app.services.turns import tools
+    from app.storage.models import AgentSession
+
+    layout = [f"src/module_{i}/file_{i}.py" for i in range(100_000)]
+    workspace = {"provided": {"working_directory": "/w", "layout": layout}}
+    session = AgentSession(id="s", workspace=workspace)
+    schema = (
+        '{"type":"object","properties":{"path":{"type":"string"},"start":{"type":"integer"},'
+        '"end":{"type":"integer"}},"required":["path"],"additionalProperties":false}'
+    )
+
+    def timed(run: Callable[[], object], clear: Callable[[], object] | None) -> float:
+        samples = []
+        for _ in range(rounds):
+            if clear is not None:
+                clear()
+            start = time.process_time()
+            run()
+            samples.append(time.process_time() - start)
+        return statistics.median(samples)
+
+    def workspace_of() -> object:
+        return session_config.workspace_of(session)
+
+    def validator() -> object:
+        return tools._validator(schema)
+
+    checked = session_config._checked
+    cases = {
+        "workspace_of, checked kept": (workspace_of, None),
+        "workspace_of, checked again": (workspace_of, lambda: checked.pop(session, None)),
+        "tool validator, kept": (validator, None),
+        "tool validator, built again": (validator, lambda: tools._validators.discard(schema)),
+    }
+    workspace_of(), validator()  # warm: the kept case starts with its entry
+    for name, (run, clear) in cases.items():
+        print(f"  {name:28} {timed(run, clear) * 1e6:10.1f} µs")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
+    parser.add_argument("--small", action="store_true", help="the per-row caches of a step")
     args = parser.parse_args(argv)
+    if args.small:
+        small_caches(max(args.rounds, 21))
+        return 0
     for size in args.sizes:
         runs = variants(size, args.calls)
         times: dict[str, list[float]] = {name: [] for name in runs}

@@ -13,6 +13,7 @@ rounds' CPU time per call:
 - ``all``: every cache as the service runs them (the comparator, the floor);
 - ``no walk carried``: the walk of the conversation's beginning not carried on from the
   previous call (``prepare(remember=False)``; ``extends`` still lends messages and measures);
+- ``no message memo``: each message's JSON in the body encoded afresh (``wire._Memo`` off);
 - ``o200k: memo`` / ``o200k: no memo``: the same loop counted by ``o200k_base``, with and without
   the service's digest memo around it (``MemoizedCounter``);
 - ``o200k stateless: memo`` / ``no memo``: the stateless case the memo was made for: each call a
@@ -32,6 +33,7 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -118,11 +120,25 @@ def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
     return {
         "all": lambda: turn_loop(size, calls, estimate, remember=True),
         "no walk carried": lambda: turn_loop(size, calls, estimate, remember=False),
+        "no message memo": lambda: _without_message_memo(size, calls, estimate),
         "o200k: memo": lambda: turn_loop(size, calls, MemoizedCounter(o200k), remember=True),
         "o200k: no memo": lambda: turn_loop(size, calls, o200k, remember=True),
         "o200k stateless: memo": lambda: stateless_loop(size, calls, MemoizedCounter(o200k)),
         "o200k stateless: no memo": lambda: stateless_loop(size, calls, o200k),
     }
+
+
+def _without_message_memo(size: int, calls: int, counter: TokenCounter) -> float:
+    original = wire._openai_memo.get
+
+    def build(message: Any, make: Callable[[Any], bytes], _: Callable[[bytes], int]) -> bytes:
+        return make(message)
+
+    wire._openai_memo.get = build  # type: ignore[method-assign,assignment]
+    try:
+        return turn_loop(size, calls, counter, remember=True)
+    finally:
+        wire._openai_memo.get = original  # type: ignore[method-assign]
 
 
 def fresh() -> None:

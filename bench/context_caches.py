@@ -22,12 +22,16 @@ rounds' CPU time per call:
 Prints each variant's median per call and its ratio to ``all`` (to the memo's for the o200k
 rows). ``--small`` prints the two per-row caches of a turn step instead, with and without:
 ``session_config._checked`` (a provided workspace of 100 000 layout entries, checked at each
-``workspace_of``) and the tool-schema validators (``services/turns/tools.py``, a typical schema).
+``workspace_of``) and the tool-schema validators (``services/turns/tools.py``, a typical schema);
+``--baselines [POSTGRES_URL]`` the read the World State baselines cache saves at each sample
+(``services/world_state.py``: ``BaselineRepository.get_all`` in a transaction, on SQLite and,
+given a server, PostgreSQL).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
@@ -188,13 +192,60 @@ def small_caches(rounds: int) -> None:
         print(f"  {name:28} {timed(run, clear) * 1e6:10.1f} µs")
 
 
+async def baseline_reads(url: str, rounds: int) -> float:
+    """CPU + wait per read of a session's stored baselines (what a cache miss costs), median."""
+    from app.services.world_state import _BaselineCache
+    from app.storage.database import create_engine, create_session_factory, unit_of_work
+    from app.storage.repositories.state import BaselineRepository
+    from bench.store_setup import client_of, register_model_and_session
+
+    async with client_of(url) as client:
+        sid = await register_model_and_session(client)
+        answer = await client.post(f"/v1/sessions/{sid}/prepare", json={})  # writes baselines
+        assert answer.status_code == 200, answer.text
+    engine = create_engine(url)
+    factory = create_session_factory(engine)
+    samples = []
+    try:
+        for _ in range(rounds):
+            async with unit_of_work(factory) as db:
+                await BaselineRepository(db).get_all(sid)  # the transaction is open already
+                start = time.perf_counter()
+                stored = await BaselineRepository(db).get_all(sid)
+                samples.append(time.perf_counter() - start)
+    finally:
+        await engine.dispose()
+    assert stored
+    cache = _BaselineCache()
+    cache.put(sid, "v", stored)
+    start = time.perf_counter()
+    for _ in range(1000):
+        cache.get(sid, "v")
+    print(f"  cache hit {(time.perf_counter() - start) * 1e3:.1f} µs", end="; ")
+    return statistics.median(samples)
+
+
+async def baselines(postgres: str | None, rounds: int) -> None:
+    from bench.store_setup import postgres_database, sqlite_database
+
+    async with sqlite_database() as url:
+        print(f"SQLite read {await baseline_reads(url, rounds) * 1e6:.0f} µs")
+    if postgres:
+        async with postgres_database(postgres) as url:
+            print(f"PostgreSQL read {await baseline_reads(url, rounds) * 1e6:.0f} µs")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--small", action="store_true", help="the per-row caches of a step")
+    parser.add_argument("--baselines", nargs="?", const="", default=None, metavar="POSTGRES_URL")
     args = parser.parse_args(argv)
+    if args.baselines is not None:
+        asyncio.run(baselines(args.baselines or None, max(args.rounds, 51)))
+        return 0
     if args.small:
         small_caches(max(args.rounds, 21))
         return 0

@@ -36,8 +36,9 @@ from app.core.content import (
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepare import prepare
-from app.core.pipeline.prepared_call import Budget, PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
 from app.providers.tokenizers import count_text
+from app.services.budget import budget_regions
 from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
 from app.services.session_config import conversation_view_of
@@ -50,7 +51,6 @@ from app.storage.repositories.sessions import SessionRepository
 __all__ = [
     "CountedConversation",
     "MemoizedCounter",
-    "budget_breakdown",
     "count_prepare",
     "count_text",
     "load_counted",
@@ -220,16 +220,6 @@ class MemoizedCounter(CounterWrapper):
         return figure
 
 
-def budget_breakdown(budget: Budget) -> dict[str, Any]:
-    """The per-region figures of a counted prepare body."""
-    return {
-        "system_context_tokens": budget.system_context_tokens,
-        "conversation_tokens": budget.conversation_tokens,
-        "tool_surface_tokens": budget.tool_surface_tokens,
-        "estimated_input_tokens": budget.estimated_input_tokens,
-    }
-
-
 def count_prepare(
     system_context: list[SystemPart],
     conversation: list[Item],
@@ -247,5 +237,5 @@ def count_prepare(
     return {
         "counter": budget.counter,
         "tokens": budget.estimated_input_tokens,
-        "regions": budget_breakdown(budget),
+        "regions": budget_regions(budget),
     }

@@ -18,8 +18,9 @@ from app.core.pipeline.context_map_marks import message_marks
 from app.core.pipeline.prepared_call import Budget
 from app.core.pipeline.provenance import Provenance
 from app.core.world_state import PINNED_CONTEXT, retained_sections
+from app.services.budget import auto_compact_percent
 from app.services.calibration import Calibration
-from app.services.inspection import Inspection, auto_compact_percent
+from app.services.inspection import Inspection
 from app.services.pins import PinList, PinRecord, ProposalRecord
 from app.web.blocks import BlockView, block_view, clip, preview
 
@@ -196,8 +197,7 @@ def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
         ("reserve", "Fixed reserve", capabilities.fixed_reserve_tokens),
         ("margin", "Safety margin", capabilities.safety_margin_tokens),
     ]
-    line = min(budget.auto_compact_token_limit, budget.effective_input_tokens)
-    used = budget.estimated_input_tokens + budget.reserved_output_tokens
+    line, used = budget.auto_compact_line, budget.auto_compact_used
     return WindowBar(
         window=window,
         segments=[
@@ -207,7 +207,7 @@ def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
         line=line,
         line_share=_share(line, window),
         used=used,
-        percent=auto_compact_percent(asdict(budget)),
+        percent=auto_compact_percent(budget),
         reaches=budget.reaches_auto_compact_limit,
         over_by=max(-free, 0),
     )

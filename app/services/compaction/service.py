@@ -21,6 +21,7 @@ from app.core.errors import ServiceError, Unavailable
 from app.observability import note_source
 from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
+from app.services.budget import TurnCallEvidence, trigger_evidence
 from app.services.compaction.checkpoint_row import Trigger, check_summary_fits, checkpoint_row
 from app.services.compaction.coverage import PostedSummary, conversation_changed
 from app.services.compaction.persist import (
@@ -35,11 +36,7 @@ from app.services.compaction.reads import CompactionReads
 from app.services.compaction.records import checkpoint_to_json
 from app.services.compaction.refusal import record_refusal
 from app.services.compaction.rewind import store_rewind
-from app.services.compaction.source import (
-    load_source,
-    require_idle,
-    trigger_evidence,
-)
+from app.services.compaction.source import load_source, require_idle
 from app.services.compaction.summary import GeneratedSummary, generate_summary
 from app.services.compaction.user_facts import require_user_facts
 from app.services.events import EventPublisher
@@ -107,7 +104,7 @@ class CompactionService(CompactionReads):
         *,
         trigger: Literal["threshold", "overflow"],
         turn_id: str,
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
     ) -> None:
         """Summarize and install a checkpoint linked to the running turn ``turn_id``.
 
@@ -117,7 +114,7 @@ class CompactionService(CompactionReads):
         await self._compact_triggered(session_id, trigger, evidence, turn_id=turn_id)
 
     async def compact_for_prepare(
-        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+        self, session_id: str, *, prepare_id: str, evidence: TurnCallEvidence
     ) -> None:
         """Summarize and install a ``threshold`` checkpoint for the session prepare
         ``prepare_id`` (no turn runs: the checkpoint and its live updates name the prepare)."""
@@ -127,7 +124,7 @@ class CompactionService(CompactionReads):
         self,
         session_id: str,
         trigger: Literal["threshold", "overflow"],
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
         *,
         turn_id: str | None = None,
         prepare_id: str | None = None,
@@ -221,7 +218,7 @@ class CompactionService(CompactionReads):
         kind: Trigger,
         turn_id: str | None = None,
         prepare_id: str | None = None,
-        evidence: dict[str, Any] | None = None,
+        evidence: TurnCallEvidence | None = None,
         posted: PostedSummary | None = None,
         provided_model: str | None = None,
         expected_through: int | None = None,
@@ -249,9 +246,9 @@ class CompactionService(CompactionReads):
             )
             generated = await generate_summary(client, source.summary_request, self.policy)
             model_name = source.summary_model.id
-        if kind != "manual":
-            evidence = {**trigger_evidence(source.before), **(evidence or {})}
-        row = checkpoint_row(source, generated, self._counters, kind, turn_id, evidence, model_name)
+        # Manual compaction records no trigger evidence (no window, no estimate).
+        trigger = None if kind == "manual" else trigger_evidence(source.before, evidence)
+        row = checkpoint_row(source, generated, self._counters, kind, turn_id, trigger, model_name)
         row.trigger_prepare_id = prepare_id
         refused = refusal_of(
             kind,

@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.core.compaction.local import MAX_SUMMARY_BYTES
@@ -111,7 +112,7 @@ async def run_session(
         "agent": {"system_prompt": "You are a careful agent.", "tools": [], "preset": "coding"},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec, "default"))["id"])
+    sid = (await container.sessions.create(SessionCreate.model_validate(spec), "default")).id
     record.forged_planted += len(scenario.forged)
     await container.messages.append(sid, scenario.history)
     afters: dict[int, int] = {}

@@ -116,8 +116,8 @@ async def sessions_part_html(container: Container, caller: Principal, cursor: st
     page = await container.sessions.list(caller.tenant_id, limit=SESSIONS_PER_PAGE, cursor=cursor)
     return render(
         "parts/sessions.html",
-        rows=views.session_rows(page["sessions"]),
-        next_url=_url("/ui", cursor=page["next_cursor"]) if page["next_cursor"] else None,
+        rows=views.session_rows(page.sessions),
+        next_url=_url("/ui", cursor=page.next_cursor) if page.next_cursor else None,
         first_page=cursor is None,
     )
 

@@ -21,6 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
+from app.api.render.compactions import checkpoint_json
 from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
@@ -102,7 +103,8 @@ async def run(size: int, directory: Path) -> None:
             _, ms = await timed(container.inspection.inspect(sid))
             inspections.append(ms)
         moved, prune_ms = await timed(container.compactor.prune(sid))
-        checkpoint, total_ms = await timed(container.compactor.compact(sid))
+        row, total_ms = await timed(container.compactor.compact(sid))
+        checkpoint = checkpoint_json(row)  # the figures as the API answers them
         timings = checkpoint["timings"]
         print(
             f"{size:>6} messages | one prepare (inspection, median of 3) "

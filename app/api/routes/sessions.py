@@ -13,6 +13,7 @@ from app.api.deps import ContainerDep
 from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
+from app.api.render.messages import appended_json, message_page_json
 from app.api.render.sessions import session_json, session_page_json
 from app.api.responses import (
     MODEL,
@@ -157,7 +158,7 @@ async def append_messages(
 ) -> Response:
     """Append messages (all-or-nothing, spec §5 rules) → their ids and sequences."""
     stored = await container.messages.append(session_id, body.batch)
-    return json_response({"messages": stored}, status_code=201)
+    return json_response(appended_json(stored), status_code=201)
 
 
 @router.get("/{session_id}/messages", response_model=MessagePage, responses=problems(SESSION))
@@ -168,9 +169,8 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> Response:
     """Raw stored messages in sequence order (never synthetic items)."""
-    return json_response(
-        await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
-    )
+    page = await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
+    return json_response(message_page_json(page))
 
 
 @router.get(

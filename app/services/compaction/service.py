@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from app.core.compaction import RetryPolicy
@@ -33,7 +34,6 @@ from app.services.compaction.persist import (
 )
 from app.services.compaction.pruning import advance_pruning
 from app.services.compaction.reads import CompactionReads
-from app.services.compaction.records import checkpoint_to_json
 from app.services.compaction.refusal import record_refusal
 from app.services.compaction.rewind import store_rewind
 from app.services.compaction.source import load_source, require_idle
@@ -48,9 +48,18 @@ from app.storage.models import Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["CompactionService", "InstallHook"]
+__all__ = ["CompactionService", "InstallHook", "Reloaded"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """A session rebuilt from the database (``reload_required`` is false again), on the
+    checkpoint it now runs on (``None``: none)."""
+
+    session_id: str
+    compaction_id: str | None
 
 
 def _ms(started: float) -> int:
@@ -165,7 +174,7 @@ class CompactionService(CompactionReads):
         through_message_sequence: int | None = None,
         accept_dropped_user_facts: bool = False,
         allow_larger: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Compaction:
         """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
         the caller's own model to ``summary_request``), installed over what that request covered
         (``coverage.PostedSummary``) when it keeps the user facts of the checkpoint it replaces
@@ -187,7 +196,7 @@ class CompactionService(CompactionReads):
             "manual",
             session_id,
         )
-        return checkpoint_to_json(row)
+        return row
 
     async def summary_request(
         self, session_id: str, *, encode_as: str | None = None
@@ -284,10 +293,9 @@ class CompactionService(CompactionReads):
 
     # ----- rewind ---------------------------------------------------------------------------------
 
-    async def rewind(self, session_id: str, compaction_id: str) -> dict[str, Any]:
+    async def rewind(self, session_id: str, compaction_id: str) -> Compaction:
         """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (spec §7.7)."""
-        row = await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
-        return checkpoint_to_json(row)
+        return await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
 
     async def _rewind(self, session_id: str, compaction_id: str) -> Compaction:
         row = await store_rewind(self._db, self._events, self._counters, session_id, compaction_id)
@@ -337,7 +345,7 @@ class CompactionService(CompactionReads):
         except Exception:
             log.warning("could not record compaction timings", exc_info=True)
 
-    async def rebuild(self, session_id: str) -> dict[str, Any]:
+    async def rebuild(self, session_id: str) -> Reloaded:
         """Rebuild the session from the database and clear ``reload_required`` (idempotent)."""
         async with unit_of_work(self._db, read_only=True) as db:
             await SessionRepository(db).require(session_id)
@@ -358,8 +366,4 @@ class CompactionService(CompactionReads):
             await sessions.resync_sequences(session_id)
             await sessions.set_reload_required(session_id, False)
         checkpoint = active.checkpoint
-        return {
-            "session_id": session_id,
-            "reload_required": False,
-            "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
-        }
+        return Reloaded(session_id, checkpoint.compaction_id if checkpoint is not None else None)

@@ -5,6 +5,8 @@ boundaries"); ``dict[str, Any]`` in a signature hides a shape from mypy. This wa
 source of ``app/services`` (nothing is imported) and lists every function or method whose
 parameters or return annotation mention ``dict[str, Any]`` or ``Mapping[str, Any]`` (the
 read-only spelling of the same thing), at any depth (``list[dict[str, Any]]`` counts).
+``Mapping[str, object]`` is not counted: it is what a sink that stores or sends a JSON object
+without reading it takes (the event log's ``emit``), and a producer's TypedDict checks against it.
 
     python scripts/count_untyped.py            # the count, then one line per function
     python scripts/count_untyped.py --count    # the count only

@@ -23,10 +23,13 @@ sys.modules[_spec.name] = count_untyped  # its dataclass looks its module up by 
 _spec.loader.exec_module(count_untyped)
 
 # "path name": why its JSON is free-form.
-FREE_FORM: dict[str, str] = {}
+FREE_FORM: dict[str, str] = {
+    "app/services/session_items.py SessionItemService.add": "OpenAI Responses input items as "
+    "the caller wrote them (a reasoning item is echoed back with its fields in their order)",
+}
 
 # The functions outside FREE_FORM that still take or return ``dict[str, Any]``.
-CEILING = 60
+CEILING = 49
 
 
 def _found() -> list[str]:

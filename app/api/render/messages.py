@@ -8,7 +8,7 @@ from typing import Any
 from app.api.render.sessions import timestamp
 from app.storage.repositories.records import MessagePage, StoredMessage
 
-__all__ = ["appended_json", "message_page_json", "stored_json"]
+__all__ = ["appended_json", "message_page_json", "message_ref_json", "stored_json"]
 
 
 def stored_json(row: StoredMessage) -> dict[str, Any]:
@@ -32,6 +32,11 @@ def message_page_json(page: MessagePage) -> dict[str, Any]:
     }
 
 
+def message_ref_json(row: StoredMessage) -> dict[str, Any]:
+    """``AppendedMessage``: which stored message."""
+    return {"message_id": row.message_id, "sequence": row.sequence}
+
+
 def appended_json(stored: Sequence[StoredMessage]) -> dict[str, Any]:
     """The ids and sequences of an append, in the batch's order."""
-    return {"messages": [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]}
+    return {"messages": [message_ref_json(s) for s in stored]}

@@ -10,7 +10,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.api.schemas.sessions import AgentIn, SessionCreate, SessionPatch, WorkspaceIn
+from app.api.schemas.sessions import (
+    AgentIn,
+    ProvidedWorkspaceRootIn,
+    SessionCreate,
+    SessionPatch,
+    WorkspaceIn,
+)
 from app.core.agent_profile import CODING, SECTION_FIELDS, AgentProfile, resolve_profile
 from app.core.content import is_blank, text_block
 from app.core.counting import TokenCounter, estimate_tokens
@@ -21,7 +27,7 @@ from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_named_model
-from app.services.session_config import system_prompt_of
+from app.services.session_config import StoredWorkspace, system_prompt_of
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
 from app.storage.base import utc_now
@@ -180,23 +186,25 @@ class SessionService:
                     ref=reference,
                 )
 
-    def _check_workspace(self, given: WorkspaceIn | None) -> dict[str, Any] | None:
-        """Validate and canonicalize a workspace (the JSON stored); a 4xx before anything is
-        stored."""
-        if given is None:
-            return None
-        workspace = given.model_dump(exclude_none=True)
-        provided = workspace.get("provided")
-        if provided is not None:
+    def _check_workspace(self, given: WorkspaceIn | None) -> StoredWorkspace | None:
+        """Validate and canonicalize a workspace (as stored); a 4xx before anything is stored."""
+        if isinstance(given, ProvidedWorkspaceRootIn):
+            provided = given.provided.model_dump(exclude_none=True)
             provided_inputs_of(provided)
             return {"provided": provided}
+        if given is None:
+            return None
         roots = self._settings.workspace_roots
-        result: dict[str, Any] = {
-            "working_directory": validate_working_directory(workspace["working_directory"], roots)
+        result: StoredWorkspace = {
+            "working_directory": validate_working_directory(given.working_directory, roots)
         }
-        for key, what in (("skills_root", "skills root"), ("spill_directory", "spill directory")):
-            if workspace.get(key):
-                result[key] = validate_directory(workspace[key], roots, what=what)
+        # Keys in the order they always had: the stored JSON (and the answer) keeps it.
+        if given.skills_root:
+            result["skills_root"] = validate_directory(given.skills_root, roots, what="skills root")
+        if given.spill_directory:
+            result["spill_directory"] = validate_directory(
+                given.spill_directory, roots, what="spill directory"
+            )
         return result
 
     async def _check_models(
@@ -287,7 +295,7 @@ class SessionService:
             if changes.disabled_skills is not None:
                 row.disabled_skills = sorted(set(changes.disabled_skills))
             if "workspace" in given:
-                row.workspace = workspace
+                row.workspace = None if workspace is None else dict(workspace)
             row.updated_at = utc_now()
             await db.flush()
             return (await _with_figures(db, [row]))[0]

@@ -20,7 +20,6 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -36,9 +35,8 @@ from app.core.content import (
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepare import prepare
-from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import Budget, PruningWatermark, SystemPart, ToolDefinition
 from app.providers.tokenizers import count_text
-from app.services.budget import budget_regions
 from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
 from app.services.session_config import conversation_view_of
@@ -227,15 +225,11 @@ def count_prepare(
     capabilities: ModelCapabilities,
     pruning: PruningWatermark,
     counter: TokenCounter,
-) -> dict[str, Any]:
-    """``{counter, tokens, regions}`` of the request ``prepare()`` builds from these inputs."""
+) -> Budget:
+    """The budget of the request ``prepare()`` builds from these inputs (a token count's
+    ``tokens`` is its ``estimated_input_tokens``, its ``regions`` ``budget_regions``)."""
     # A request's own items: never passed again, so nothing is remembered of them.
     prepared = prepare(
         system_context, conversation, tools, capabilities, pruning, counter, remember=False
     )
-    budget = prepared.budget
-    return {
-        "counter": budget.counter,
-        "tokens": budget.estimated_input_tokens,
-        "regions": budget_regions(budget),
-    }
+    return prepared.budget

@@ -10,7 +10,8 @@ from app.api.render.sessions import timestamp
 from app.core.compaction.shrink import shrink_notice
 from app.core.content import Item, RealOrigin
 from app.services.compaction.reads import CheckpointPage, Replay, Transcript
-from app.services.compaction.service import Reloaded
+from app.services.compaction.service import Reloaded, SummaryRequest
+from app.services.prepare import prepared_to_json
 from app.storage.models import Compaction
 
 __all__ = [
@@ -20,6 +21,7 @@ __all__ = [
     "item_json",
     "reload_json",
     "replay_json",
+    "summary_request_json",
     "transcript_json",
 ]
 
@@ -120,6 +122,16 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
         "has_more": page.has_more,
         "next_after_sequence": page.next_after_sequence,
     }
+
+
+def summary_request_json(request: SummaryRequest, *, encode_as: str | None) -> dict[str, Any]:
+    """The prepare answer of the summary request, and what it covers."""
+    result = prepared_to_json(
+        request.prepared, encode_as=encode_as, model_name=request.model.provider.model_name
+    )
+    result["through_message_sequence"] = request.through_message_sequence
+    result["summary_model_id"] = request.model.id
+    return result
 
 
 def reload_json(reloaded: Reloaded) -> dict[str, Any]:

@@ -15,6 +15,7 @@ from app.api.render.compactions import (
     checkpoint_page_json,
     reload_json,
     replay_json,
+    summary_request_json,
     transcript_json,
 )
 from app.api.responses import (
@@ -118,7 +119,8 @@ async def summary_request(
 ) -> Response:
     """The exact summary request your own model should answer (remembered as the session's last
     served request; the conversation is not changed)."""
-    return json_response(await container.compactor.summary_request(session_id, encode_as=encode))
+    request = await container.compactor.summary_request(session_id)
+    return json_response(summary_request_json(request, encode_as=encode))
 
 
 @router.get(

@@ -13,12 +13,13 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Literal
 
 from app.core.compaction import RetryPolicy
 from app.core.compaction.shrink import CompactionNotSmaller, refusal_of
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError, Unavailable
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.observability import note_source
 from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
@@ -41,16 +42,27 @@ from app.services.compaction.summary import GeneratedSummary, generate_summary
 from app.services.compaction.user_facts import require_user_facts
 from app.services.events import EventPublisher
 from app.services.model_clients import ModelClients
-from app.services.prepare import prepared_to_json
+from app.services.model_types import ModelEntry
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["CompactionService", "InstallHook", "Reloaded"]
+__all__ = ["CompactionService", "InstallHook", "Reloaded", "SummaryRequest"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """The request a manual compaction would send to ``model`` (``SummaryRequestOut``), and
+    what it covers: the caller names ``through_message_sequence`` back when posting the
+    summary."""
+
+    prepared: PreparedModelCall
+    model: ModelEntry
+    through_message_sequence: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,27 +210,17 @@ class CompactionService(CompactionReads):
         )
         return row
 
-    async def summary_request(
-        self, session_id: str, *, encode_as: str | None = None
-    ) -> dict[str, Any]:
+    async def summary_request(self, session_id: str) -> SummaryRequest:
         """The exact request a manual compaction would send to the summary model (spec §7.8).
         The session remembers it (what it covers, the checkpoint it was built on): a summary
         posted back without saying what it covers is taken as this request's answer."""
         async with unit_of_work(self._db, read_only=True) as db:
             source = await load_source(db, session_id, self._counters, turn_id=None)
-        result = prepared_to_json(
-            source.summary_request,
-            encode_as=encode_as,
-            model_name=source.summary_model.provider.model_name,
-        )
         async with unit_of_work(self._db) as db:
             await CompactionRepository(db).record_summary_request(
                 session_id, through=source.through, compaction_id=source.base_compaction_id
             )
-        # What the summary covers: the caller names it back when posting the summary.
-        result["through_message_sequence"] = source.through
-        result["summary_model_id"] = source.summary_model.id
-        return result
+        return SummaryRequest(source.summary_request, source.summary_model, source.through)
 
     async def _summarize(
         self,

@@ -21,6 +21,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
+from app.api.render.compactions import checkpoint_json
+from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.services.model_types import ProviderSpec
@@ -75,7 +77,7 @@ async def build_session(container: Container, messages: int) -> str:
         "agent": {"system_prompt": "You are a careful agent.", "tools": [], "preset": "coding"},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec, "default"))["id"])
+    sid = (await container.sessions.create(SessionCreate.model_validate(spec), "default")).id
     done = 0
     while done < messages:
         chunk = batch(done, min(1000, messages - done))
@@ -101,7 +103,8 @@ async def run(size: int, directory: Path) -> None:
             _, ms = await timed(container.inspection.inspect(sid))
             inspections.append(ms)
         moved, prune_ms = await timed(container.compactor.prune(sid))
-        checkpoint, total_ms = await timed(container.compactor.compact(sid))
+        row, total_ms = await timed(container.compactor.compact(sid))
+        checkpoint = checkpoint_json(row)  # the figures as the API answers them
         timings = checkpoint["timings"]
         print(
             f"{size:>6} messages | one prepare (inspection, median of 3) "

@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.core.compaction.local import MAX_SUMMARY_BYTES
@@ -111,7 +112,7 @@ async def run_session(
         "agent": {"system_prompt": "You are a careful agent.", "tools": [], "preset": "coding"},
         "sandbox": {"mode": "auto", "available": True},
     }
-    sid = str((await container.sessions.create(spec, "default"))["id"])
+    sid = (await container.sessions.create(SessionCreate.model_validate(spec), "default")).id
     record.forged_planted += len(scenario.forged)
     await container.messages.append(sid, scenario.history)
     afters: dict[int, int] = {}
@@ -123,12 +124,12 @@ async def run_session(
         # Measured at every count, also when a round adds less than its summary grows.
         checkpoint = await container.compactor.compact(sid, allow_larger=True)
         before, after = (
-            checkpoint["conversation_tokens_before"],
-            checkpoint["conversation_tokens_after"],
+            checkpoint.conversation_tokens_before,
+            checkpoint.conversation_tokens_after,
         )
         record.tokens[scenario.shape][round_].append((before, after))
-        record.summary_tokens.append(-(-len(checkpoint["summary"].encode()) // 4))
-        ours = checkpoint["summary"] + "\n" + checkpoint["runtime_reminder"]
+        record.summary_tokens.append(-(-len(checkpoint.summary.encode()) // 4))
+        ours = checkpoint.summary + "\n" + checkpoint.runtime_reminder
         record.adopted += [
             f"{scenario.name} r{round_}: {f.strip()}" for f in scenario.forged if f in ours
         ]
@@ -149,14 +150,14 @@ async def run_session(
                 if unmarked:
                     record.missing.append(f"{scenario.name} round {round_} unmarked: {old}")
         if round_ == 1:
-            await check_byo(container, sid, checkpoint["summary"], record)
+            await check_byo(container, sid, checkpoint.summary, record)
     if rounds > 5:
         record.converged.append(afters[rounds] / afters[5])
 
 
 async def check_byo(container: Container, sid: str, summary: str, record: Record) -> None:
     """A caller's summary missing a section is refused (422 invalid_summary), nothing stored."""
-    before = len((await container.compactor.list(sid))["compactions"])
+    before = len((await container.compactor.list(sid)).compactions)
     for heading in SUMMARY_HEADINGS:
         record.byo_total += 1
         try:
@@ -164,7 +165,7 @@ async def check_byo(container: Container, sid: str, summary: str, record: Record
         except ServiceError as exc:
             if exc.code == "invalid_summary":
                 record.byo_refused += 1
-    assert len((await container.compactor.list(sid))["compactions"]) == before
+    assert len((await container.compactor.list(sid)).compactions) == before
 
 
 def _share(values: list[bool]) -> str:

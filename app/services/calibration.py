@@ -26,7 +26,7 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import Any
+from typing import TypedDict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -74,6 +74,25 @@ _since_trim: dict[tuple[str, str], int] = {}
 _SCALE = 10_000
 
 
+class SampleJson(TypedDict):
+    estimated_input_tokens: int
+    reported_input_tokens: int
+    ratio: float
+    created_at: str
+
+
+class CalibrationJson(TypedDict):
+    counter: str
+    ratio: float
+    min_ratio: float
+    max_ratio: float
+    stddev: float
+    sample_count: int
+    window: int
+    applied: bool
+    samples: list[SampleJson]
+
+
 @dataclass(frozen=True, slots=True)
 class Sample:
     estimated_input_tokens: int
@@ -84,7 +103,7 @@ class Sample:
     def ratio(self) -> float:
         return self.reported_input_tokens / self.estimated_input_tokens
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> SampleJson:
         return {
             "estimated_input_tokens": self.estimated_input_tokens,
             "reported_input_tokens": self.reported_input_tokens,
@@ -110,7 +129,8 @@ class Calibration:
     def sample_count(self) -> int:
         return len(self.samples)
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CalibrationJson:
+        """``CalibrationOut``: of a model (``GET /v1/models/{id}``) and of a context answer."""
         return {
             "counter": self.counter,
             "ratio": self.ratio,
@@ -269,10 +289,11 @@ class CalibrationService:
         self._db = db
         self.apply = apply
 
-    async def describe(self, model_id: str, counter: str) -> dict[str, Any] | None:
-        """The ``calibration`` field of ``GET /v1/models/{id}`` (``None`` without samples)."""
+    async def describe(self, model_id: str, counter: str) -> Calibration | None:
+        """The ``calibration`` of ``GET /v1/models/{id}`` (``None`` without samples), with
+        whether this service applies it."""
         async with unit_of_work(self._db, read_only=True) as db:
             calibration = await load_calibration(db, model_id, counter)
         if calibration is None:
             return None
-        return replace(calibration, applied=applies(calibration, apply=self.apply)).to_json()
+        return replace(calibration, applied=applies(calibration, apply=self.apply))

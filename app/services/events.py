@@ -13,9 +13,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections import defaultdict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, Protocol, TypedDict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -132,7 +132,7 @@ class EventEmitter(Protocol):
         db: AsyncSession,
         session_id: str,
         type: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         *,
         turn_id: str | None = None,
     ) -> object: ...
@@ -147,7 +147,7 @@ class EventPublisher:
         db: AsyncSession,
         session_id: str,
         type: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         *,
         turn_id: str | None = None,
     ) -> EventRecord:
@@ -175,14 +175,22 @@ class EventPublisher:
         return EventBatch(self, session_id)
 
     def delta(
-        self, session_id: str, type: str, payload: dict[str, Any], *, turn_id: str | None
+        self, session_id: str, type: str, payload: Mapping[str, object], *, turn_id: str | None
     ) -> None:
         """A best-effort live delta to this process's listeners (never stored)."""
         assert type in DELTA_TYPES, type
-        self.hub.notify(session_id, Delta(type, turn_id, payload, self.hub.announced(session_id)))
+        self.hub.notify(
+            session_id, Delta(type, turn_id, dict(payload), self.hub.announced(session_id))
+        )
 
 
-def messages_appended(sequences: Sequence[int]) -> dict[str, Any]:
+class MessagesAppended(TypedDict):
+    first_sequence: int
+    last_sequence: int
+    count: int
+
+
+def messages_appended(sequences: Sequence[int]) -> MessagesAppended:
     """The payload of a ``messages_appended`` update: which sequences were stored."""
     return {"first_sequence": sequences[0], "last_sequence": sequences[-1], "count": len(sequences)}
 
@@ -203,7 +211,7 @@ class EventBatch:
         db: AsyncSession,
         session_id: str,
         type: str,
-        payload: dict[str, Any],
+        payload: Mapping[str, object],
         *,
         turn_id: str | None = None,
     ) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
+from app.services.budget import auto_compact_percent
 from app.services.calibration import Calibration, calibrated_counter
 from app.services.conversation import watermark_of
 from app.services.conversation_cache import ConversationCache
@@ -25,19 +26,7 @@ from app.services.tokens import persist_counts
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["Inspection", "InspectionService", "auto_compact_percent"]
-
-
-def auto_compact_percent(budget: dict[str, Any]) -> float:
-    """Estimated input + reserved output as a percentage of the trigger line (100 = compacts).
-
-    Rounded down to 2 decimals, in integers: rounding to nearest showed 100.0 one token below a
-    line of 20 000 or more, where nothing compacts yet. So it is ≥ 100 exactly when
-    ``reaches_auto_compact_limit`` is true.
-    """
-    line = int(min(budget["auto_compact_token_limit"], budget["effective_input_tokens"]))
-    used = int(budget["estimated_input_tokens"] + budget["reserved_output_tokens"])
-    return used * 10_000 // line / 100
+__all__ = ["Inspection", "InspectionService"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +51,7 @@ class Inspection:
             prompt_caching=self.model.capabilities.prompt_caching,
             cache_seed=self.session_id,
         )
-        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        result["auto_compact_percent"] = auto_compact_percent(self.prepared.budget)
         result["calibration"] = None if self.calibration is None else self.calibration.to_json()
         return result
 

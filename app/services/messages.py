@@ -17,22 +17,10 @@ from app.services.models import resolve_model
 from app.services.pins import propose_pins
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.messages import MessageRepository
-from app.storage.repositories.records import NewMessage, StoredMessage
+from app.storage.repositories.records import MessagePage, NewMessage, StoredMessage
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["MessageService", "checked_message", "exact_counts", "stored_to_json"]
-
-
-def stored_to_json(row: StoredMessage) -> dict[str, Any]:
-    return {
-        "message_id": row.message_id,
-        "sequence": row.sequence,
-        "role": row.role,
-        "kind": row.kind,
-        "content": row.content,
-        "turn_id": row.turn_id,
-        "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
-    }
+__all__ = ["MessageService", "checked_message", "exact_counts"]
 
 
 def exact_counts(counter: TokenCounter, role: str, content: list[Block]) -> dict[str, int]:
@@ -78,11 +66,10 @@ class MessageService:
 
     async def append(
         self, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
-    ) -> list[dict[str, Any]]:
+    ) -> list[StoredMessage]:
         """All-or-nothing: a refused message rolls the whole batch back."""
         async with unit_of_work(self._db) as db:
-            stored = await self.append_in(db, session_id, batch)
-            return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]
+            return await self.append_in(db, session_id, batch)
 
     async def append_in(
         self, db: AsyncSession, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
@@ -116,14 +103,9 @@ class MessageService:
             await propose_pins(db, session_id, stored, self._events)
         return stored
 
-    async def page(self, session_id: str, *, after_sequence: int, limit: int) -> dict[str, Any]:
+    async def page(self, session_id: str, *, after_sequence: int, limit: int) -> MessagePage:
         async with unit_of_work(self._db, read_only=True) as db:
             await SessionRepository(db).require(session_id)
-            page = await MessageRepository(db).page(
+            return await MessageRepository(db).page(
                 session_id, after_sequence=after_sequence, limit=limit
             )
-        return {
-            "messages": [stored_to_json(m) for m in page.messages],
-            "has_more": page.has_more,
-            "next_after_sequence": page.next_after_sequence,
-        }

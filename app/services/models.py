@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict
-from typing import Any
-
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.capabilities import ModelCapabilities
@@ -13,13 +10,13 @@ from app.core.tenancy import SHARED_TENANT
 from app.providers.factory import HTTP_PROVIDER_KINDS
 from app.providers.urls import base_url_problem, destination_problem
 from app.services.catalogue import CATALOGUE
-from app.services.model_types import ModelEntry, ModelReadiness, ProviderSpec
+from app.services.model_types import ModelEntry, ProviderSpec
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import RegisteredModel
 from app.storage.repositories.registry import ModelRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["ModelService", "entry_to_json", "resolve_model", "resolve_named_model"]
+__all__ = ["ModelService", "resolve_model", "resolve_named_model"]
 
 
 def _entry(row: RegisteredModel) -> ModelEntry:
@@ -77,48 +74,6 @@ async def resolve_named_model(
     if field.endswith("summary_model_id"):
         raise InvalidInput("unknown_summary_model_id", detail, field=field, model_id=model_id)
     raise InvalidInput("unknown_model_id", detail, field=field, model_id=model_id)
-
-
-def entry_to_json(
-    entry: ModelEntry, readiness: ModelReadiness, calibration: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    caps = entry.capabilities
-    try:
-        limits = caps.limits()
-        reserved = limits.output_reserve_tokens
-        effective, auto_compact = limits.effective_input_tokens, limits.auto_compact_token_limit
-    except InvalidInput:
-        # A row stored under other rules (or edited by hand) still reads: no input room, and
-        # ``readiness`` says why (``ModelClients.readiness``).
-        reserved = effective = auto_compact = 0
-    provider: dict[str, Any] = {
-        "kind": entry.provider.kind,
-        "base_url": entry.provider.base_url,
-        "model_name": entry.provider.model_name,
-        "api_key_env": entry.provider.api_key_env,
-    }
-    if entry.provider.script is not None:
-        provider["script"] = entry.provider.script
-        provider["script_position"] = entry.script_position
-    return {
-        "id": entry.id,
-        "context_window_tokens": caps.context_window_tokens,
-        "max_output_tokens": caps.max_output_tokens,
-        "max_reasoning_tokens": caps.max_reasoning_tokens,
-        "accepts_data_blocks": caps.accepts_data_blocks,
-        "fixed_reserve_tokens": caps.fixed_reserve_tokens,
-        "safety_margin_tokens": caps.safety_margin_tokens,
-        "output_reserve_tokens": caps.output_reserve_tokens,
-        "token_counter": caps.token_counter,
-        "prompt_caching": caps.prompt_caching,
-        "reserved_output_tokens": reserved,
-        "effective_input_tokens": effective,
-        "auto_compact_token_limit": auto_compact,
-        "provider": provider,
-        "builtin": entry.builtin,
-        "readiness": asdict(readiness),
-        "calibration": calibration,
-    }
 
 
 def _check_base_url(provider: ProviderSpec, *, allow_private: bool) -> None:

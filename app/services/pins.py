@@ -16,7 +16,7 @@ import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Literal, TypeAlias
+from typing import Literal, TypeAlias, TypedDict
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -120,9 +120,15 @@ def _kind_of(stored: str) -> PinKind:
     return next((kind for kind in PIN_KINDS if kind == stored), "fact")
 
 
+class PinsChanged(TypedDict):
+    change: PinChange
+    pin_id: str | None
+    proposal_ids: list[str]
+
+
 def _changed(
     change: PinChange, *, pin_id: str | None = None, proposal_ids: Sequence[str] = ()
-) -> dict[str, Any]:
+) -> PinsChanged:
     """The payload of a ``pins_changed`` update."""
     return {"change": change, "pin_id": pin_id, "proposal_ids": list(proposal_ids)}
 
@@ -274,7 +280,7 @@ class PinService:
             )
         return proposal
 
-    async def _emit(self, db: AsyncSession, session_id: str, payload: dict[str, Any]) -> None:
+    async def _emit(self, db: AsyncSession, session_id: str, payload: PinsChanged) -> None:
         await self._events.emit(db, session_id, "pins_changed", payload)
 
 

@@ -7,11 +7,12 @@ independently; the composition root passes the real implementations.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, Protocol
+from typing import Literal, Protocol
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Item
+from app.services.budget import TurnCallEvidence
 from app.storage.models import AgentSession
 
 __all__ = ["TurnCompactor", "WorldStateSampling"]
@@ -48,7 +49,7 @@ class TurnCompactor(Protocol):
         *,
         trigger: Literal["threshold", "overflow"],
         turn_id: str,
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
     ) -> None:
         """Summarize and install a checkpoint linked to the running turn (own transactions).
         Raises ``CompactionNotSmaller`` when the summary would not shrink the conversation
@@ -57,7 +58,7 @@ class TurnCompactor(Protocol):
         ...
 
     async def compact_for_prepare(
-        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+        self, session_id: str, *, prepare_id: str, evidence: TurnCallEvidence
     ) -> None:
         """The same for a session prepare that reached the trigger line (``threshold``): no
         turn runs, so the checkpoint names ``prepare_id`` instead. Raises ``ServiceError``

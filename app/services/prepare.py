@@ -11,7 +11,6 @@ from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import (
-    Budget,
     PreparedModelCall,
     PruningWatermark,
     SystemPart,
@@ -19,16 +18,11 @@ from app.core.pipeline.prepared_call import (
 )
 from app.core.pipeline.prune import spills
 from app.providers.encoding import encode
+from app.services.budget import budget_to_json
 from app.services.request_prefix import decode_digest, prefixed, request_digest
 from app.services.salient_memo import SALIENT_LINES
 
-__all__ = ["budget_to_json", "prepared_to_json", "run_prepare"]
-
-
-def budget_to_json(budget: Budget) -> dict[str, Any]:
-    """The ``budget`` object of every answer that carries one (prepare answers, a model call's
-    live update): one serialization, so every field appears in each of them."""
-    return asdict(budget)
+__all__ = ["prepared_to_json", "run_prepare"]
 
 
 def prepared_to_json(

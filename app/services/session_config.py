@@ -11,7 +11,7 @@ workspace, sandbox and disabled skills can be replaced with ``PATCH``).
 from __future__ import annotations
 
 import weakref
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from app.core.agent_profile import (
     CODING,
@@ -24,6 +24,8 @@ from app.core.agent_profile import (
 from app.core.content import is_blank
 from app.core.conversation_view import ConversationView, view_from_json
 from app.core.errors import Conflict
+from app.core.pipeline.prepared_call import ToolDefinition
+from app.core.world_state.inputs import SandboxSettings
 from app.storage.models import AgentSession
 
 __all__ = [
@@ -67,7 +69,7 @@ def system_prompt_of(session: AgentSession) -> str:
     return prompt
 
 
-def tools_of(session: AgentSession) -> list[dict[str, Any]]:
+def tools_of(session: AgentSession) -> list[ToolDefinition]:
     """The agent's tools, each with a string name and description and an ``input_schema``
     (passed on as stored: a hostile schema is the provider's to refuse, not a read's)."""
     tools = agent_of(session).get("tools", [])
@@ -85,7 +87,8 @@ def tools_of(session: AgentSession) -> list[dict[str, Any]]:
                 f"agent.tools[{index}]",
                 "is not a tool (a string name and description, an input_schema)",
             )
-    return tools
+    # Checked above: each has the keys a ToolDefinition has (and maybe ``runs_commands``).
+    return cast(list[ToolDefinition], tools)
 
 
 def agent_profile_of(session: AgentSession) -> AgentProfile:
@@ -124,7 +127,18 @@ def agent_int(session: AgentSession, key: str, default: int) -> int:
     return int(value)
 
 
-def workspace_of(session: AgentSession) -> dict[str, Any] | None:
+class StoredWorkspace(TypedDict, total=False):
+    """``workspace`` as the API stores it: a server directory (``working_directory`` and its
+    optional roots) or ``provided`` inputs (``ProvidedWorkspaceIn``, checked by
+    ``app.core.world_state.provided.provided_inputs_of``); empty: none."""
+
+    working_directory: str
+    skills_root: str | None
+    spill_directory: str | None
+    provided: dict[str, Any]
+
+
+def workspace_of(session: AgentSession) -> StoredWorkspace | None:
     """The workspace (``None`` or empty: none): a server directory (its paths strings) or
     ``provided`` inputs shaped as the API stores them (``ProvidedWorkspaceIn``)."""
     workspace = session.workspace
@@ -133,7 +147,7 @@ def workspace_of(session: AgentSession) -> dict[str, Any] | None:
     if not isinstance(workspace, dict):
         raise _invalid(session, "workspace", "is not an object")
     if _checked.get(session) is workspace:
-        return workspace
+        return cast(StoredWorkspace, workspace)
     provided = workspace.get("provided")
     if provided is not None:
         _check_provided(session, provided)
@@ -144,7 +158,7 @@ def workspace_of(session: AgentSession) -> dict[str, Any] | None:
             if not isinstance(workspace.get(key), str | None):
                 raise _invalid(session, f"workspace.{key}", "is not a path")
     _checked[session] = workspace
-    return workspace
+    return cast(StoredWorkspace, workspace)
 
 
 # The workspace each loaded row last passed ``workspace_of`` with: a turn step reads it several
@@ -193,13 +207,16 @@ def spill_directory_of(session: AgentSession) -> str | None:
     return spill
 
 
-def sandbox_of(session: AgentSession) -> dict[str, Any]:
+def sandbox_of(session: AgentSession) -> SandboxSettings:
+    """The sandbox settings; a missing one is the default's (``auto``, available)."""
     sandbox = session.sandbox
     if sandbox is None:
-        return {}
+        sandbox = {}
     if not isinstance(sandbox, dict):
         raise _invalid(session, "sandbox", "is not an object")
-    return sandbox
+    return SandboxSettings(
+        mode=sandbox.get("mode", "auto"), available=sandbox.get("available", True)
+    )
 
 
 def disabled_skills_of(session: AgentSession) -> list[str]:

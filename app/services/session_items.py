@@ -21,6 +21,7 @@ those left there is nothing to take back.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 from app.core.content import Block
@@ -33,9 +34,21 @@ from app.services.session_config import conversation_view_of
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
+from app.storage.repositories.records import StoredMessage
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["SessionItemService"]
+__all__ = ["Popped", "SessionItemService"]
+
+
+@dataclass(frozen=True, slots=True)
+class Popped:
+    """What taking back the last item did (``PopResponse``): the Responses item taken back (as
+    the session prepare encodes it), the stored message hidden and the copy kept of the rest
+    of it; all ``None`` when there was nothing to take back."""
+
+    item: dict[str, Any] | None = None
+    hidden: StoredMessage | None = None
+    kept: StoredMessage | None = None
 
 
 class SessionItemService:
@@ -43,10 +56,9 @@ class SessionItemService:
         self._db = db
         self._messages = messages
 
-    async def add(
-        self, session_id: str, items: Sequence[Mapping[str, Any]]
-    ) -> list[dict[str, Any]]:
-        """Append ``items`` as messages (all or nothing) → their ids and sequences."""
+    async def add(self, session_id: str, items: Sequence[Mapping[str, Any]]) -> list[StoredMessage]:
+        """Append ``items`` (Responses items as the caller wrote them) as messages, all or
+        nothing."""
         async with unit_of_work(self._db) as db:
             await SessionRepository(db).require(session_id)
             answered = {
@@ -56,12 +68,11 @@ class SessionItemService:
                 session_id, answered
             )
             converted = items_to_messages(items, {c.call_id: c.name for c in open_calls})
-            stored = await self._messages.append_in(
+            return await self._messages.append_in(
                 db, session_id, [(m.role, "normal", m.content) for m in converted]
             )
-            return [{"message_id": s.message_id, "sequence": s.sequence} for s in stored]
 
-    async def pop(self, session_id: str) -> dict[str, Any]:
+    async def pop(self, session_id: str) -> Popped:
         """Take back the last item the Conversation shows → it, the message hidden and the copy
         kept of the rest of it (``item`` null: nothing to take back)."""
         async with unit_of_work(self._db) as db:
@@ -71,7 +82,7 @@ class SessionItemService:
             active = await load_active(db, session)
             view = active.view
             repository = MessageRepository(db)
-            answer: dict[str, Any] = {"item": None, "hidden": None, "kept": None}
+            answer = Popped()
             for row in reversed(active.stored):
                 view = view.hiding(row.sequence)
                 if row.role == "tool":
@@ -80,20 +91,20 @@ class SessionItemService:
                 items = message_items({"role": row.role, "content": row.content})
                 if not items:
                     continue  # nothing of it reached the model: hide it and look further
-                answer["item"] = items[-1]
-                answer["hidden"] = {"message_id": row.message_id, "sequence": row.sequence}
                 rest = _without_last_item(row.content)
+                kept = None
                 if rest is not None:
                     [kept] = await self._messages.append_in(
                         db, session_id, [(row.role, row.kind, rest)]
                     )
-                    answer["kept"] = {"message_id": kept.message_id, "sequence": kept.sequence}
+                answer = Popped(items[-1], row, kept)
                 break
             session.conversation_view = view.to_json()
             return answer
 
-    async def new_epoch(self, session_id: str) -> dict[str, Any]:
-        """Hide every stored message and checkpoint: the Conversation starts empty."""
+    async def new_epoch(self, session_id: str) -> int:
+        """Hide every stored message and checkpoint: the Conversation starts empty. → The
+        sequence every message up to which is hidden."""
         async with unit_of_work(self._db) as db:
             session = await SessionRepository(db).require(session_id, for_update=True)
             await require_idle(db, session_id, "cleared")
@@ -102,7 +113,7 @@ class SessionItemService:
             view = conversation_view_of(session).new_epoch(last, latest.sequence if latest else 0)
             await MessageRepository(db).release_open_calls(session_id, last, only=False)
             session.conversation_view = view.to_json()
-            return {"epoch_after_sequence": last}
+            return last
 
 
 def _without_last_item(content: list[Block]) -> list[Block] | None:

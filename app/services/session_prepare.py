@@ -22,11 +22,11 @@ from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
 from app.core.pipeline.prepared_call import PreparedModelCall
+from app.services.budget import TurnCallEvidence, auto_compact_percent
 from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
 from app.services.conversation_cache import ConversationCache
 from app.services.events import EventEmitter, messages_appended
-from app.services.inspection import auto_compact_percent
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
@@ -101,11 +101,7 @@ class SessionPrepareService:
                     await installed.compact_for_prepare(
                         session_id,
                         prepare_id=request_id,
-                        evidence={
-                            "context_window_tokens": budget.context_window_tokens,
-                            "estimated_input_tokens": budget.estimated_input_tokens,
-                            "model_call_index": 1,
-                        },
+                        evidence=TurnCallEvidence(budget, model_call_index=1),
                     )
                 except CompactionNotSmaller as refused:
                     return refused
@@ -135,7 +131,7 @@ class SessionPrepareService:
             prompt_caching=model.capabilities.prompt_caching,
             cache_seed=session_id,
         )
-        result["auto_compact_percent"] = auto_compact_percent(result["budget"])
+        result["auto_compact_percent"] = auto_compact_percent(sampled.prepared.budget)
         result["world_state_message_ids"] = written
         return result
 

@@ -4,10 +4,19 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.api.schemas.sessions import (
+    AgentIn,
+    ProvidedWorkspaceRootIn,
+    SessionCreate,
+    SessionPatch,
+    WorkspaceIn,
+)
 from app.core.agent_profile import CODING, SECTION_FIELDS, AgentProfile, resolve_profile
 from app.core.content import is_blank, text_block
 from app.core.counting import TokenCounter, estimate_tokens
@@ -18,7 +27,7 @@ from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_named_model
-from app.services.session_config import system_prompt_of
+from app.services.session_config import StoredWorkspace, system_prompt_of
 from app.services.tool_schemas import unresolvable_reference
 from app.settings import Settings
 from app.storage.base import utc_now
@@ -29,50 +38,75 @@ from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turn_usage import NO_USAGE, TurnUsage, usage_by_session
 from app.workspace.paths import validate_directory, validate_working_directory
 
-__all__ = ["SessionService", "session_to_json"]
+__all__ = ["SessionPage", "SessionService", "SessionView"]
 
 
-def session_to_json(
-    row: AgentSession, usage: TurnUsage = NO_USAGE, active_bytes: int = 0
-) -> dict[str, Any]:
-    return {
-        "id": row.id,
-        "title": row.title,
-        "model_id": row.model_id,
-        "summary_model_id": row.summary_model_id,
-        "agent": _shown_agent(row.agent),
-        "workspace": row.workspace,
-        "sandbox": row.sandbox,
-        "disabled_skills": row.disabled_skills,
-        "tool_result_pruned_through_sequence": row.tool_result_pruned_through_sequence,
-        "message_count": row.last_message_sequence,
-        # The id of the session's last update: follow only what comes after it with
-        # ``Last-Event-ID`` (or ``?after=``) on ``GET .../events``.
-        "last_event_sequence": row.last_event_sequence,
-        "reload_required": row.reload_required,
-        # The estimate of the active history as stored (before pruning and projection):
-        # which sessions are heavy, without preparing each one.
-        "active_history_tokens": estimate_tokens(active_bytes),
-        # What the session's turns cost so far, as the providers reported it.
-        "usage": {
-            "turns": usage.turns,
-            "input_tokens": usage.input_tokens,
-            "output_tokens": usage.output_tokens,
-            "cached_tokens": usage.cached_tokens,
-            "cache_creation_tokens": usage.cache_creation_tokens,
-            "reasoning_tokens": usage.reasoning_tokens,
-        },
-        "created_at": row.created_at.isoformat().replace("+00:00", "Z"),
-        "updated_at": row.updated_at.isoformat().replace("+00:00", "Z"),
-    }
+@dataclass(frozen=True, slots=True)
+class SessionView:
+    """A session as read, with its figures (``SessionOut`` on the wire, rendered by
+    ``app.api.render.sessions``). ``agent``, ``workspace`` and ``sandbox`` are the stored JSON,
+    shown as stored: a read never refuses a row."""
+
+    id: str
+    title: str | None
+    model_id: str
+    summary_model_id: str
+    agent: Any
+    workspace: Any
+    sandbox: Any
+    disabled_skills: Any
+    tool_result_pruned_through_sequence: int | None
+    message_count: int
+    # The id of the session's last update: follow only what comes after it with
+    # ``Last-Event-ID`` (or ``?after=``) on ``GET .../events``.
+    last_event_sequence: int
+    reload_required: bool
+    # The estimate of the active history as stored (before pruning and projection): which
+    # sessions are heavy, without preparing each one.
+    active_history_tokens: int
+    # What the session's turns cost so far, as the providers reported it.
+    usage: TurnUsage
+    created_at: datetime
+    updated_at: datetime
+
+    @classmethod
+    def of(
+        cls, row: AgentSession, usage: TurnUsage = NO_USAGE, active_bytes: int = 0
+    ) -> SessionView:
+        return cls(
+            id=row.id,
+            title=row.title,
+            model_id=row.model_id,
+            summary_model_id=row.summary_model_id,
+            agent=_shown_agent(row.agent),
+            workspace=row.workspace,
+            sandbox=row.sandbox,
+            disabled_skills=row.disabled_skills,
+            tool_result_pruned_through_sequence=row.tool_result_pruned_through_sequence,
+            message_count=row.last_message_sequence,
+            last_event_sequence=row.last_event_sequence,
+            reload_required=row.reload_required,
+            active_history_tokens=estimate_tokens(active_bytes),
+            usage=usage,
+            created_at=row.created_at,
+            updated_at=row.updated_at,
+        )
 
 
-async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[dict[str, Any]]:
-    """The JSON of ``rows`` with their usage and active history (two queries for all)."""
+@dataclass(frozen=True, slots=True)
+class SessionPage:
+    """One page of a tenant's sessions, newest first."""
+
+    sessions: list[SessionView]
+    next_cursor: str | None
+
+
+async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[SessionView]:
+    """``rows`` with their usage and active history (two queries for all)."""
     ids = [r.id for r in rows]
     usage = await usage_by_session(db, ids)
     history = await MessageRepository(db).active_bytes(ids)
-    return [session_to_json(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
+    return [SessionView.of(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
 
 
 def _shown_agent(agent: Any) -> Any:
@@ -97,16 +131,16 @@ def _profile_json(agent: dict[str, Any], profile: AgentProfile) -> dict[str, Any
 _PROFILE_KEYS = frozenset({"preset", "context_sections", "control_tools"})
 
 
-def _with_profile(agent: dict[str, Any]) -> dict[str, Any]:
+def _with_profile(agent: AgentIn) -> dict[str, Any]:
     """The agent as stored: its preset and choices resolved once (``app.core.agent_profile``),
     so what a session's requests hold never depends on a later version's defaults."""
     profile = resolve_profile(
-        agent.get("preset", "general"),
-        agent.get("context_sections") or {},
-        agent.get("control_tools"),
-        runs_commands=any(t.get("runs_commands") for t in agent.get("tools", [])),
+        agent.preset,
+        agent.context_sections.model_dump(),
+        agent.control_tools,
+        runs_commands=any(t.runs_commands for t in agent.tools),
     )
-    return _profile_json(agent, profile)
+    return _profile_json(agent.model_dump(), profile)
 
 
 class SessionService:
@@ -117,8 +151,8 @@ class SessionService:
         self._settings = settings
         self._counters = counters
 
-    def _check_agent(self, agent: dict[str, Any]) -> None:
-        if is_blank(agent["system_prompt"]):
+    def _check_agent(self, agent: AgentIn) -> None:
+        if is_blank(agent.system_prompt):
             # Every prepare and turn of the session would refuse it (an empty System Context
             # part): the session is refused instead.
             raise InvalidInput(
@@ -127,7 +161,7 @@ class SessionService:
                 key=AGENT_SYSTEM_KEY,
                 field="agent.system_prompt",
             )
-        names = [t["name"] for t in agent.get("tools", [])]
+        names = [t.name for t in agent.tools]
         clash = sorted(SERVER_TOOL_NAMES.intersection(names))
         if clash:
             raise InvalidInput(
@@ -138,35 +172,39 @@ class SessionService:
         dupes = sorted({n for n in names if names.count(n) > 1})
         if dupes:
             raise InvalidInput("duplicate_tool_name", f"tool name(s) {dupes} appear twice")
-        for tool in agent.get("tools", []):
-            unresolvable = unresolvable_reference(tool["input_schema"])
+        for tool in agent.tools:
+            unresolvable = unresolvable_reference(tool.input_schema)
             if unresolvable is not None:
                 reference, why = unresolvable
                 raise InvalidInput(
                     "unresolvable_schema_ref",
-                    f"the input_schema of tool '{tool['name']}' has a $ref {reference!r} that "
+                    f"the input_schema of tool '{tool.name}' has a $ref {reference!r} that "
                     f"cannot be resolved ({why}); no call of that tool could be checked. Define "
                     "the referenced subschema inside the schema (e.g. under $defs) and point "
                     "the $ref at it",
-                    tool=tool["name"],
+                    tool=tool.name,
                     ref=reference,
                 )
 
-    def _check_workspace(self, workspace: dict[str, Any] | None) -> dict[str, Any] | None:
-        """Validate and canonicalize a workspace; a 4xx before anything is stored."""
-        if workspace is None:
-            return None
-        provided = workspace.get("provided")
-        if provided is not None:
+    def _check_workspace(self, given: WorkspaceIn | None) -> StoredWorkspace | None:
+        """Validate and canonicalize a workspace (as stored); a 4xx before anything is stored."""
+        if isinstance(given, ProvidedWorkspaceRootIn):
+            provided = given.provided.model_dump(exclude_none=True)
             provided_inputs_of(provided)
             return {"provided": provided}
+        if given is None:
+            return None
         roots = self._settings.workspace_roots
-        result: dict[str, Any] = {
-            "working_directory": validate_working_directory(workspace["working_directory"], roots)
+        result: StoredWorkspace = {
+            "working_directory": validate_working_directory(given.working_directory, roots)
         }
-        for key, what in (("skills_root", "skills root"), ("spill_directory", "spill directory")):
-            if workspace.get(key):
-                result[key] = validate_directory(workspace[key], roots, what=what)
+        # Keys in the order they always had: the stored JSON (and the answer) keeps it.
+        if given.skills_root:
+            result["skills_root"] = validate_directory(given.skills_root, roots, what="skills root")
+        if given.spill_directory:
+            result["spill_directory"] = validate_directory(
+                given.spill_directory, roots, what="spill directory"
+            )
         return result
 
     async def _check_models(
@@ -186,28 +224,28 @@ class SessionService:
         counter = self._counters(model.capabilities.token_counter)
         check_system_part(AGENT_SYSTEM_KEY, [text_block(prompt)], counter)
 
-    async def create(self, spec: dict[str, Any], tenant_id: str) -> dict[str, Any]:
+    async def create(self, spec: SessionCreate, tenant_id: str) -> SessionView:
         """A new session of ``tenant_id`` (the tenant of the calling key)."""
-        self._check_agent(spec["agent"])
-        spec["agent"] = _with_profile(spec["agent"])
-        workspace = self._check_workspace(spec.get("workspace"))
-        summary_model_id = spec.get("summary_model_id") or spec["model_id"]
+        self._check_agent(spec.agent)
+        agent = _with_profile(spec.agent)
+        workspace = self._check_workspace(spec.workspace)
+        summary_model_id = spec.summary_model_id or spec.model_id
         now = utc_now()
         async with unit_of_work(self._db) as db:
             model, _ = await self._check_models(
-                db, tenant_id, model_id=spec["model_id"], summary_model_id=summary_model_id
+                db, tenant_id, model_id=spec.model_id, summary_model_id=summary_model_id
             )
-            self._check_system_prompt(spec["agent"]["system_prompt"], model)
+            self._check_system_prompt(spec.agent.system_prompt, model)
             row = AgentSession(
                 id=f"ses-{uuid.uuid4().hex}",
                 tenant_id=tenant_id,
-                title=spec.get("title"),
-                model_id=spec["model_id"],
+                title=spec.title,
+                model_id=spec.model_id,
                 summary_model_id=summary_model_id,
-                agent=spec["agent"],
+                agent=agent,
                 workspace=workspace,
-                sandbox=spec["sandbox"],
-                disabled_skills=sorted(set(spec.get("disabled_skills", []))),
+                sandbox=spec.sandbox.model_dump(),
+                disabled_skills=sorted(set(spec.disabled_skills)),
                 tool_result_pruned_through_sequence=None,
                 last_message_sequence=0,
                 last_event_sequence=0,
@@ -216,14 +254,14 @@ class SessionService:
                 updated_at=now,
             )
             await SessionRepository(db).add(row)
-            return session_to_json(row)
+            return SessionView.of(row)
 
-    async def get(self, session_id: str) -> dict[str, Any]:
+    async def get(self, session_id: str) -> SessionView:
         async with unit_of_work(self._db, read_only=True) as db:
             row = await SessionRepository(db).require(session_id)
             return (await _with_figures(db, [row]))[0]
 
-    async def list(self, tenant_id: str, *, limit: int, cursor: str | None) -> dict[str, Any]:
+    async def list(self, tenant_id: str, *, limit: int, cursor: str | None) -> SessionPage:
         before = decode_cursor(cursor, SESSION_CURSOR) if cursor else None
         async with unit_of_work(self._db, read_only=True) as db:
             rows = list(
@@ -232,30 +270,32 @@ class SessionService:
             page = rows[:limit]
             sessions = await _with_figures(db, page)
         last = page[-1] if len(rows) > limit else None
-        return {
-            "sessions": sessions,
-            "next_cursor": None if last is None else encode_cursor(last.created_at, last.id),
-        }
+        next_cursor = None if last is None else encode_cursor(last.created_at, last.id)
+        return SessionPage(sessions, next_cursor)
 
-    async def patch(self, session_id: str, changes: dict[str, Any]) -> dict[str, Any]:
-        workspace = self._check_workspace(changes["workspace"]) if "workspace" in changes else None
+    async def patch(self, session_id: str, changes: SessionPatch) -> SessionView:
+        """The fields the body gives (``model_fields_set``) replace the stored ones; ``null``
+        clears only the title and the workspace."""
+        given = changes.model_fields_set
+        workspace = self._check_workspace(changes.workspace) if "workspace" in given else None
         async with unit_of_work(self._db) as db:
             row = await SessionRepository(db).require(session_id, for_update=True)
-            models = {k: changes[k] for k in ("model_id", "summary_model_id") if changes.get(k)}
+            models = {k: v for k in ("model_id", "summary_model_id") if (v := getattr(changes, k))}
             entries = await self._check_models(db, row.tenant_id, **models)
-            if changes.get("model_id"):
+            if changes.model_id:
                 self._check_system_prompt(system_prompt_of(row), entries[0])
             for key in ("title", "model_id", "summary_model_id"):
-                if key in changes and (changes[key] is not None or key == "title"):
-                    setattr(row, key, changes[key])
-            if changes.get("sandbox") is not None:  # the settings given, over the stored ones
+                value = getattr(changes, key)
+                if key in given and (value is not None or key == "title"):
+                    setattr(row, key, value)
+            if changes.sandbox is not None:  # the settings given, over the stored ones
                 # (over nothing when the stored ones are not an object: this repairs them)
                 stored = row.sandbox if isinstance(row.sandbox, dict) else {}
-                row.sandbox = {**stored, **changes["sandbox"]}
-            if changes.get("disabled_skills") is not None:
-                row.disabled_skills = sorted(set(changes["disabled_skills"]))
-            if "workspace" in changes:
-                row.workspace = workspace
+                row.sandbox = {**stored, **changes.sandbox.model_dump(exclude_unset=True)}
+            if changes.disabled_skills is not None:
+                row.disabled_skills = sorted(set(changes.disabled_skills))
+            if "workspace" in given:
+                row.workspace = None if workspace is None else dict(workspace)
             row.updated_at = utc_now()
             await db.flush()
             return (await _with_figures(db, [row]))[0]

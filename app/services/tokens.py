@@ -20,7 +20,6 @@ import hashlib
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -51,7 +50,6 @@ from app.storage.repositories.sessions import SessionRepository
 __all__ = [
     "CountedConversation",
     "MemoizedCounter",
-    "budget_breakdown",
     "count_prepare",
     "count_text",
     "load_counted",
@@ -221,16 +219,6 @@ class MemoizedCounter(CounterWrapper):
         return figure
 
 
-def budget_breakdown(budget: Budget) -> dict[str, Any]:
-    """The per-region figures of a counted prepare body."""
-    return {
-        "system_context_tokens": budget.system_context_tokens,
-        "conversation_tokens": budget.conversation_tokens,
-        "tool_surface_tokens": budget.tool_surface_tokens,
-        "estimated_input_tokens": budget.estimated_input_tokens,
-    }
-
-
 def count_prepare(
     system_context: list[SystemPart],
     conversation: list[Item],
@@ -238,8 +226,9 @@ def count_prepare(
     capabilities: ModelCapabilities,
     pruning: PruningWatermark,
     counter: TokenCounter,
-) -> dict[str, Any]:
-    """``{counter, tokens, regions}`` of the request ``prepare()`` builds from these inputs."""
+) -> Budget:
+    """The budget of the request ``prepare()`` builds from these inputs (a token count's
+    ``tokens`` is its ``estimated_input_tokens``, its ``regions`` ``budget_regions``)."""
     # A request's own items: never passed again, so nothing is remembered of them.
     prepared = prepare(
         system_context,
@@ -251,9 +240,4 @@ def count_prepare(
         remember=False,
         salient=SALIENT_LINES,
     )
-    budget = prepared.budget
-    return {
-        "counter": budget.counter,
-        "tokens": budget.estimated_input_tokens,
-        "regions": budget_breakdown(budget),
-    }
+    return prepared.budget

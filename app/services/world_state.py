@@ -35,7 +35,6 @@ from app.core.content import Item, text_block
 from app.core.errors import InvalidInput
 from app.core.world_state import (
     NO_WORKSPACE,
-    SandboxSettings,
     SectionMessage,
     WorkspaceInputs,
     advance_baselines,
@@ -69,13 +68,6 @@ log = logging.getLogger("ctxsvc.world_state")
 # Listing one directory and reading AGENTS.md plus at most 100 SKILL.md files takes milliseconds
 # (bench/world_state.py); anything near this bound is a stuck network filesystem.
 DEFAULT_CAPTURE_TIMEOUT_SECONDS = 10.0
-
-
-def _sandbox_of(session: AgentSession) -> SandboxSettings:
-    sandbox = sandbox_of(session)
-    return SandboxSettings(
-        mode=sandbox.get("mode", "auto"), available=sandbox.get("available", True)
-    )
 
 
 Baselines = dict[str, str | None]
@@ -229,7 +221,7 @@ class WorldStateSampler:
             await sessions.lock(session.id)
             sections = render_sections(
                 inputs,
-                _sandbox_of(session),
+                sandbox_of(session),
                 disabled_skills_of(session),
                 agent_profile_of(session).sections.section_ids(),
             )

@@ -23,6 +23,8 @@ from fastapi.staticfiles import StaticFiles
 from app.api.auth import PrincipalDep, require_api_key
 from app.api.deps import ContainerDep
 from app.api.problems import status_of
+from app.api.render.compactions import checkpoint_json, checkpoint_summary_json
+from app.api.render.messages import stored_json
 from app.container import Container
 from app.core.chat_rules import MAX_SEQUENCE
 from app.core.errors import ServiceError
@@ -116,8 +118,8 @@ async def sessions_part_html(container: Container, caller: Principal, cursor: st
     page = await container.sessions.list(caller.tenant_id, limit=SESSIONS_PER_PAGE, cursor=cursor)
     return render(
         "parts/sessions.html",
-        rows=views.session_rows(page["sessions"]),
-        next_url=_url("/ui", cursor=page["next_cursor"]) if page["next_cursor"] else None,
+        rows=views.session_rows(page.sessions),
+        next_url=_url("/ui", cursor=page.next_cursor) if page.next_cursor else None,
         first_page=cursor is None,
     )
 
@@ -152,13 +154,14 @@ async def context_part_html(container: Container, caller: Principal, session_id:
     session = await container.sessions.get(session_id)
     inspection = await container.inspection.inspection(session_id)
     checkpoints = await container.compactor.list(session_id, limit=CHECKPOINTS_SHOWN)
+    listed = [checkpoint_summary_json(c) for c in checkpoints.compactions]
     turns = await container.turns.list(session_id, limit=TURNS_SHOWN, cursor=None)
     pins = views.pins_view(
         await container.pins.pins(session_id),
         await container.pins.proposals(session_id, "open", limit=PROPOSALS_SHOWN),
         inspection,
     )
-    view = views.context_map(session, inspection, checkpoints["compactions"], turns["turns"], pins)
+    view = views.context_map(session, inspection, listed, turns["turns"], pins)
     return render("parts/context.html", map=view)
 
 
@@ -208,7 +211,7 @@ async def checkpoint_part_html(
     after_sequence: int,
 ) -> str:
     await container.tenancy.check_owner(caller.tenant_id, session_id)
-    checkpoint = await container.compactor.get(session_id, compaction_id)
+    checkpoint = checkpoint_json(await container.compactor.get(session_id, compaction_id))
     transcript = await container.compactor.transcript(
         session_id,
         compaction_id=compaction_id,
@@ -216,13 +219,13 @@ async def checkpoint_part_html(
         limit=TRANSCRIPT_PAGE,
     )
     page_url = f"/ui/sessions/{session_id}/compactions/{compaction_id}"
-    following = transcript["next_after_sequence"] if transcript["has_more"] else None
+    following = transcript.page.next_after_sequence if transcript.page.has_more else None
     return render(
         "parts/checkpoint.html",
         checkpoint=views.checkpoint_view(checkpoint, None),
         summary=checkpoint["summary"],
         reminder=checkpoint["runtime_reminder"],
-        messages=[views.transcript_message(m) for m in transcript["messages"]],
+        messages=[views.transcript_message(stored_json(m)) for m in transcript.messages],
         session_id=session_id,
         next_url=_url(page_url, after_sequence=following) if following is not None else None,
         first_url=page_url if after_sequence else None,

@@ -11,6 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
+from app.api.render.sessions import timestamp
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, compact_json
 from app.core.pins import MAX_PINNED_BYTES, Pin, render_pins
@@ -18,9 +19,11 @@ from app.core.pipeline.context_map_marks import message_marks
 from app.core.pipeline.prepared_call import Budget
 from app.core.pipeline.provenance import Provenance
 from app.core.world_state import PINNED_CONTEXT, retained_sections
+from app.services.budget import auto_compact_percent
 from app.services.calibration import Calibration
-from app.services.inspection import Inspection, auto_compact_percent
+from app.services.inspection import Inspection
 from app.services.pins import PinList, PinRecord, ProposalRecord
+from app.services.sessions import SessionView
 from app.web.blocks import BlockView, block_view, clip, preview
 
 __all__ = [
@@ -196,8 +199,7 @@ def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
         ("reserve", "Fixed reserve", capabilities.fixed_reserve_tokens),
         ("margin", "Safety margin", capabilities.safety_margin_tokens),
     ]
-    line = min(budget.auto_compact_token_limit, budget.effective_input_tokens)
-    used = budget.estimated_input_tokens + budget.reserved_output_tokens
+    line, used = budget.auto_compact_line, budget.auto_compact_used
     return WindowBar(
         window=window,
         segments=[
@@ -207,7 +209,7 @@ def window_bar(budget: Budget, capabilities: ModelCapabilities) -> WindowBar:
         line=line,
         line_share=_share(line, window),
         used=used,
-        percent=auto_compact_percent(asdict(budget)),
+        percent=auto_compact_percent(budget),
         reaches=budget.reaches_auto_compact_limit,
         over_by=max(-free, 0),
     )
@@ -350,7 +352,7 @@ def pins_view(
 
 
 def context_map(
-    session: Mapping[str, Any],
+    session: SessionView,
     inspection: Inspection,
     checkpoints: Sequence[Mapping[str, Any]],
     turns: Sequence[Mapping[str, Any]],
@@ -360,13 +362,13 @@ def context_map(
     turn_views = [turn_view(t) for t in turns]
     installed = checkpoints[0]["compaction_id"] if checkpoints else None  # newest first
     return ContextMap(
-        session_id=session["id"],
-        title=session["title"],
-        model_id=session["model_id"],
+        session_id=session.id,
+        title=session.title,
+        model_id=session.model_id,
         counter=prepared.budget.counter,
-        message_count=session["message_count"],
-        reload_required=session["reload_required"],
-        last_event_sequence=session["last_event_sequence"],
+        message_count=session.message_count,
+        reload_required=session.reload_required,
+        last_event_sequence=session.last_event_sequence,
         running=next((t for t in turn_views if t.status == "running"), None),
         bar=window_bar(prepared.budget, inspection.model.capabilities),
         rows=rows_of(inspection),
@@ -379,22 +381,22 @@ def context_map(
     )
 
 
-def session_rows(sessions: Sequence[Mapping[str, Any]]) -> list[SessionRow]:
-    heaviest = max((s["active_history_tokens"] for s in sessions), default=0)
+def session_rows(sessions: Sequence[SessionView]) -> list[SessionRow]:
+    heaviest = max((s.active_history_tokens for s in sessions), default=0)
     return [
         SessionRow(
-            session_id=s["id"],
-            title=s["title"],
-            model_id=s["model_id"],
-            message_count=s["message_count"],
-            history_tokens=s["active_history_tokens"],
-            share=_share(s["active_history_tokens"], heaviest),
-            turns=s["usage"]["turns"],
-            input_tokens=s["usage"]["input_tokens"],
-            output_tokens=s["usage"]["output_tokens"],
-            created_at=s["created_at"],
-            updated_at=s["updated_at"],
-            reload_required=s["reload_required"],
+            session_id=s.id,
+            title=s.title,
+            model_id=s.model_id,
+            message_count=s.message_count,
+            history_tokens=s.active_history_tokens,
+            share=_share(s.active_history_tokens, heaviest),
+            turns=s.usage.turns,
+            input_tokens=s.usage.input_tokens,
+            output_tokens=s.usage.output_tokens,
+            created_at=timestamp(s.created_at),
+            updated_at=timestamp(s.updated_at),
+            reload_required=s.reload_required,
         )
         for s in sessions
     ]

@@ -14,6 +14,7 @@ import pytest
 from sqlalchemy import select
 
 from app.main import create_app
+from app.services.budget import TurnCallEvidence
 from app.settings import Settings
 from app.storage.database import create_engine, create_session_factory, unit_of_work
 from app.storage.models import AgentSession, SessionEvent
@@ -64,14 +65,18 @@ class FakeCompactor:
         *,
         trigger: Literal["threshold", "overflow"],
         turn_id: str,
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
     ) -> None:
         raise AssertionError("session prepare runs no turn")
 
     async def compact_for_prepare(
-        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+        self, session_id: str, *, prepare_id: str, evidence: TurnCallEvidence
     ) -> None:
-        self.calls.append(("compact", {"prepare_id": prepare_id, **evidence}))
+        figures = {
+            "estimated_input_tokens": evidence.budget.estimated_input_tokens,
+            "model_call_index": evidence.model_call_index,
+        }
+        self.calls.append(("compact", {"prepare_id": prepare_id, **figures}))
         self._agents_md.write_text("Changed during compaction.")
 
 
@@ -256,6 +261,7 @@ async def test_at_the_trigger_line_it_prunes_compacts_and_samples_again(
         compact = compactor.calls[1][1]
         assert compact["prepare_id"].startswith("prepare-")
         assert compact["estimated_input_tokens"] + 100 >= 765  # at the trigger line
+        assert compact["model_call_index"] == 1
         ids = result["world_state_message_ids"]
         assert len(ids) == 4  # three sections first, then AGENTS.md again after compaction
         assert ids[3] == f"world-state:{compact['prepare_id']}:1:2:project/AGENTS.md"

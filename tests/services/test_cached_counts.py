@@ -11,6 +11,7 @@ from collections.abc import AsyncIterator, Sequence
 
 import pytest
 
+from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, CachedMeasure, Item, RealOrigin, Role, text_block
@@ -78,14 +79,16 @@ async def new_session(container: Container, counter: str = O200K) -> str:
     )
     await container.models.put("default", model_id, capabilities, ProviderSpec(kind="local"))
     created = await container.sessions.create(
-        {
-            "model_id": model_id,
-            "agent": {"system_prompt": "You are a careful agent.", "tools": []},
-            "sandbox": {"mode": "auto", "available": True},
-        },
+        SessionCreate.model_validate(
+            {
+                "model_id": model_id,
+                "agent": {"system_prompt": "You are a careful agent.", "tools": []},
+                "sandbox": {"mode": "auto", "available": True},
+            }
+        ),
         "default",
     )
-    return str(created["id"])
+    return created.id
 
 
 def message(index: int) -> NewMessage:

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.content import Item
 from app.core.errors import ServiceError
@@ -68,7 +69,7 @@ async def new_session(container: Container, workspace: dict[str, Any] | None = N
         "workspace": workspace,
         "sandbox": {"mode": "auto", "available": True},
     }
-    return str((await container.sessions.create(spec, "default"))["id"])
+    return (await container.sessions.create(SessionCreate.model_validate(spec), "default")).id
 
 
 async def sample(

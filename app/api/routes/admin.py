@@ -12,12 +12,12 @@ from app.api import examples
 from app.api.auth import require_admin
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.models import model_json
 from app.api.responses import MODEL, Codes, problems
 from app.api.schemas.admin import IssuedKeyOut, KeyIn, KeyListOut, KeyOut
 from app.api.schemas.models import ModelIn, ModelOut
 from app.core.tenancy import SHARED_TENANT, TENANT_ID_PATTERN
 from app.services.model_types import ProviderSpec
-from app.services.models import entry_to_json
 
 router = APIRouter(prefix="/v1/admin", tags=["admin"], dependencies=[Depends(require_admin)])
 
@@ -92,7 +92,7 @@ async def put_shared_model(
     provider = ProviderSpec(**body.provider.model_dump(exclude_unset=True))
     entry, created = await container.models.put(SHARED_TENANT, model_id, body.to_core(), provider)
     readiness = container.model_clients.readiness(entry)
-    return json_response(entry_to_json(entry, readiness), status_code=201 if created else 200)
+    return json_response(model_json(entry, readiness), status_code=201 if created else 200)
 
 
 @router.delete(

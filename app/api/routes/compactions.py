@@ -10,6 +10,14 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.compactions import (
+    checkpoint_json,
+    checkpoint_page_json,
+    reload_json,
+    replay_json,
+    summary_request_json,
+    transcript_json,
+)
 from app.api.responses import (
     COMPACTION,
     MODEL,
@@ -86,7 +94,7 @@ async def compact(
         accept_dropped_user_facts=body.accept_dropped_user_facts,
         allow_larger=body.allow_larger,
     )
-    return json_response(checkpoint, status_code=201)
+    return json_response(checkpoint_json(checkpoint), status_code=201)
 
 
 @router.get(
@@ -111,7 +119,8 @@ async def summary_request(
 ) -> Response:
     """The exact summary request your own model should answer (remembered as the session's last
     served request; the conversation is not changed)."""
-    return json_response(await container.compactor.summary_request(session_id, encode_as=encode))
+    request = await container.compactor.summary_request(session_id)
+    return json_response(summary_request_json(request, encode_as=encode))
 
 
 @router.get(
@@ -127,9 +136,8 @@ async def list_compactions(
     ] = None,
 ) -> Response:
     """Checkpoints, newest first."""
-    return json_response(
-        await container.compactor.list(session_id, limit=limit, before_sequence=before_sequence)
-    )
+    page = await container.compactor.list(session_id, limit=limit, before_sequence=before_sequence)
+    return json_response(checkpoint_page_json(page))
 
 
 @router.get(
@@ -141,7 +149,7 @@ async def get_compaction(
     session_id: SessionId, compaction_id: CompactionId, container: ContainerDep
 ) -> Response:
     """One checkpoint: summary, reminder, boundaries, token figures, timings, attempts."""
-    return json_response(await container.compactor.get(session_id, compaction_id))
+    return json_response(checkpoint_json(await container.compactor.get(session_id, compaction_id)))
 
 
 @router.post(
@@ -166,7 +174,7 @@ async def rewind(
 ) -> Response:
     """Reinstall an earlier checkpoint as a new `rewind` checkpoint (nothing is deleted)."""
     checkpoint = await container.compactor.rewind(session_id, body.compaction_id)
-    return json_response(checkpoint, status_code=201)
+    return json_response(checkpoint_json(checkpoint), status_code=201)
 
 
 @router.get(
@@ -192,7 +200,7 @@ async def replay(
     ] = "latest",
 ) -> Response:
     """Rebuild a projection read-only: the latest, a checkpoint's, or as of a message."""
-    return json_response(await container.compactor.replay(session_id, selector))
+    return json_response(replay_json(await container.compactor.replay(session_id, selector)))
 
 
 @router.get(
@@ -236,11 +244,10 @@ async def transcript(
     ] = DEFAULT_TRANSCRIPT_LIMIT,
 ) -> Response:
     """Raw messages a checkpoint covers, paginated (never synthetic items)."""
-    return json_response(
-        await container.compactor.transcript(
-            session_id, compaction_id=compaction_id, after_sequence=after_sequence, limit=limit
-        )
+    page = await container.compactor.transcript(
+        session_id, compaction_id=compaction_id, after_sequence=after_sequence, limit=limit
     )
+    return json_response(transcript_json(page))
 
 
 @router.post(
@@ -250,4 +257,4 @@ async def transcript(
 )
 async def reload_session(session_id: SessionId, container: ContainerDep) -> Response:
     """Rebuild the session from the database and clear `reload_required`."""
-    return json_response(await container.compactor.rebuild(session_id))
+    return json_response(reload_json(await container.compactor.rebuild(session_id)))

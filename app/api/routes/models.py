@@ -11,10 +11,10 @@ from app.api import examples
 from app.api.auth import PrincipalDep
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.models import model_json
 from app.api.responses import MODEL, problems
 from app.api.schemas.models import ModelIn, ModelOut
 from app.services.model_types import ProviderSpec
-from app.services.models import entry_to_json
 
 router = APIRouter(prefix="/v1/models", tags=["models"])
 
@@ -27,7 +27,7 @@ async def list_models(container: ContainerDep, principal: PrincipalDep) -> Respo
     a shared one of the same id, which overrides the catalogue)."""
     readiness = container.model_clients.readiness
     entries = await container.models.list(principal.tenant_id)
-    return json_response([entry_to_json(e, readiness(e)) for e in entries])
+    return json_response([model_json(e, readiness(e)) for e in entries])
 
 
 @router.get("/{model_id}", response_model=ModelOut, responses=problems(MODEL))
@@ -38,7 +38,7 @@ async def get_model(
     entry = await container.models.get(principal.tenant_id, model_id)
     calibration = await container.calibration.describe(model_id, entry.capabilities.token_counter)
     readiness = container.model_clients.readiness(entry)
-    return json_response(entry_to_json(entry, readiness, calibration))
+    return json_response(model_json(entry, readiness, calibration))
 
 
 @router.put(
@@ -65,7 +65,7 @@ async def put_model(
         principal.tenant_id, model_id, body.to_core(), provider
     )
     readiness = container.model_clients.readiness(entry)
-    return json_response(entry_to_json(entry, readiness), status_code=201 if created else 200)
+    return json_response(model_json(entry, readiness), status_code=201 if created else 200)
 
 
 @router.delete(

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.messages import appended_json, message_ref_json
 from app.api.responses import (
     MODEL,
     SEQUENCES,
@@ -108,7 +109,7 @@ async def add_items(
     # with its fields in the order the provider wrote them.
     items = (await request.json())["items"]
     stored = await container.session_items.add(session_id, items)
-    return json_response({"messages": stored}, status_code=201)
+    return json_response(appended_json(stored), status_code=201)
 
 
 @router.post(
@@ -131,7 +132,14 @@ async def pop_item(
     body: Annotated[PopBody | None, Body(openapi_examples=examples.POP)] = None,
 ) -> Response:
     """Take back the last item of the Conversation: hidden, never deleted."""
-    return json_response(await container.session_items.pop(session_id))
+    popped = await container.session_items.pop(session_id)
+    return json_response(
+        {
+            "item": popped.item,
+            "hidden": None if popped.hidden is None else message_ref_json(popped.hidden),
+            "kept": None if popped.kept is None else message_ref_json(popped.kept),
+        }
+    )
 
 
 @router.post(
@@ -142,4 +150,5 @@ async def pop_item(
 )
 async def new_epoch(session_id: SessionId, container: ContainerDep) -> Response:
     """Start a new epoch: the Conversation starts empty; nothing is deleted."""
-    return json_response(await container.session_items.new_epoch(session_id), status_code=201)
+    last = await container.session_items.new_epoch(session_id)
+    return json_response({"epoch_after_sequence": last}, status_code=201)

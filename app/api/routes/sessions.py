@@ -13,6 +13,8 @@ from app.api.deps import ContainerDep
 from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
+from app.api.render.messages import appended_json, message_page_json
+from app.api.render.sessions import session_json, session_page_json
 from app.api.responses import (
     MODEL,
     PIPELINE,
@@ -72,12 +74,8 @@ async def create_session(
     principal: PrincipalDep,
 ) -> Response:
     """Create a session with its agent definition, model, workspace and sandbox settings."""
-    spec = body.model_dump(exclude_none=False)
-    if body.workspace is not None:
-        spec["workspace"] = body.workspace.model_dump(exclude_none=True)
-    return json_response(
-        await container.sessions.create(spec, principal.tenant_id), status_code=201
-    )
+    created = await container.sessions.create(body, principal.tenant_id)
+    return json_response(session_json(created), status_code=201)
 
 
 @router.get("", response_model=SessionPage, responses=problems({422: ("invalid_cursor",)}))
@@ -96,13 +94,13 @@ async def list_sessions(
 ) -> Response:
     """The calling tenant's sessions, newest first, cursor-paginated."""
     page = await container.sessions.list(principal.tenant_id, limit=limit, cursor=cursor)
-    return json_response(page)
+    return json_response(session_page_json(page))
 
 
 @router.get("/{session_id}", response_model=SessionOut, responses=problems(SESSION))
 async def get_session(session_id: SessionId, container: ContainerDep) -> Response:
     """Read one session."""
-    return json_response(await container.sessions.get(session_id))
+    return json_response(session_json(await container.sessions.get(session_id)))
 
 
 @router.patch(
@@ -124,10 +122,7 @@ async def patch_session(
     container: ContainerDep,
 ) -> Response:
     """Change title, model, sandbox, disabled skills or workspace inputs."""
-    changes = body.model_dump(exclude_unset=True)
-    if body.workspace is not None:
-        changes["workspace"] = body.workspace.model_dump(exclude_none=True)
-    return json_response(await container.sessions.patch(session_id, changes))
+    return json_response(session_json(await container.sessions.patch(session_id, body)))
 
 
 @router.post(
@@ -163,7 +158,7 @@ async def append_messages(
 ) -> Response:
     """Append messages (all-or-nothing, spec §5 rules) → their ids and sequences."""
     stored = await container.messages.append(session_id, body.batch)
-    return json_response({"messages": stored}, status_code=201)
+    return json_response(appended_json(stored), status_code=201)
 
 
 @router.get("/{session_id}/messages", response_model=MessagePage, responses=problems(SESSION))
@@ -174,9 +169,8 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> Response:
     """Raw stored messages in sequence order (never synthetic items)."""
-    return json_response(
-        await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
-    )
+    page = await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
+    return json_response(message_page_json(page))
 
 
 @router.get(

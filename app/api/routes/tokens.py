@@ -16,6 +16,7 @@ from app.api.jsonresponse import json_response
 from app.api.responses import NAMED_MODEL, PIPELINE, problems
 from app.api.schemas.tokens import TokenCountOut
 from app.core.pipeline.item_caps import content_tokens
+from app.services.budget import budget_regions
 from app.services.tokens import count_prepare, count_text
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRoute)
@@ -60,7 +61,7 @@ async def count_tokens(
             ).capabilities
         counter = container.counter(body.counter or capabilities.token_counter)
         with container.observability.prepare("tokens"):
-            counted = count_prepare(
+            budget = count_prepare(
                 prepare.system_context,
                 prepare.conversation,
                 prepare.tools,
@@ -68,7 +69,13 @@ async def count_tokens(
                 prepare.pruning,
                 counter,
             )
-        return json_response(counted)
+        return json_response(
+            {
+                "counter": budget.counter,
+                "tokens": budget.estimated_input_tokens,
+                "regions": budget_regions(budget),
+            }
+        )
     counter = container.counter(body.counter or "estimate")
     if body.text is not None:
         tokens = count_text(counter, body.text)

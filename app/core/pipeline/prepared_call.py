@@ -101,6 +101,17 @@ class Budget:
     stable_prefix_tokens: int = 0
     prefix_break: PrefixBreak | None = None
 
+    @property
+    def auto_compact_line(self) -> int:
+        """The trigger line (spec §3.2): the auto-compact limit, never above what the model
+        takes as input."""
+        return min(self.auto_compact_token_limit, self.effective_input_tokens)
+
+    @property
+    def auto_compact_used(self) -> int:
+        """What counts against the trigger line: the input and the output reserved for it."""
+        return self.estimated_input_tokens + self.reserved_output_tokens
+
 
 @dataclass(slots=True)
 class ProjectionReport:

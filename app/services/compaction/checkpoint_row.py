@@ -4,11 +4,12 @@ that the summary request fits the summary model before it is sent."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import Literal
 
 from app.core.compaction import Checkpoint, compacted_projection, runtime_state_to_json
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
+from app.services.budget import TriggerEvidence
 from app.services.compaction.records import new_compaction_id
 from app.services.compaction.source import CompactionSource, conversation_tokens
 from app.services.compaction.summary import GeneratedSummary
@@ -25,7 +26,7 @@ def checkpoint_row(
     counters: Callable[[str], TokenCounter],
     kind: Trigger,
     turn_id: str | None,
-    evidence: dict[str, Any] | None,
+    evidence: TriggerEvidence | None,
     model_name: str,
 ) -> Compaction:
     """The checkpoint row of a summary of ``source`` (not stored yet), with the Conversation's
@@ -65,8 +66,7 @@ def checkpoint_row(
         output_tokens=generated.usage.output_tokens,
         trigger_turn_id=turn_id,
         parent_compaction_id=None,
-        # Manual compaction records no trigger evidence (no window, no estimate).
-        trigger=evidence if kind != "manual" else None,
+        trigger=None if evidence is None else dict(evidence),
         attempts=generated.attempts,
         prepare_ms=source.prepare_ms,
         summary_ms=generated.elapsed_ms,

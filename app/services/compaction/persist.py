@@ -19,8 +19,7 @@ database, re-runs the install and clears the flag.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 
 from sqlalchemy.exc import SQLAlchemyError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -139,7 +138,7 @@ async def emit_update(
     events: EventPublisher,
     session_id: str,
     type: str,
-    payload: dict[str, Any],
+    payload: Mapping[str, object],
     *,
     turn_id: str | None,
     prepare_id: str | None,

@@ -5,7 +5,7 @@ All of them read inside one read-only transaction and write nothing.
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,32 +21,60 @@ from app.core.compaction import (
     transcript_page,
     unknown_compaction_id,
 )
-from app.services.compaction.records import (
-    checkpoint_summary_json,
-    checkpoint_to_json,
-    item_to_json,
-)
+from app.core.content import Item
 from app.services.conversation import load_active, load_checkpoint
-from app.services.messages import stored_to_json
 from app.storage.database import SessionFactory, unit_of_work
+from app.storage.models import Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import StoredMessage
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = [
+    "CheckpointPage",
     "CompactionReads",
+    "Replay",
+    "Transcript",
     "get_checkpoint",
     "list_checkpoints",
     "read_transcript",
     "replay",
-    "transcript_json",
 ]
+
+
+@dataclass(frozen=True, slots=True)
+class CheckpointPage:
+    """A session's checkpoints, newest first; ``next_before_sequence`` pages further back."""
+
+    compactions: list[Compaction]
+    next_before_sequence: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Replay:
+    """The projection a replay selector names (``ReplayOut``)."""
+
+    selector: str
+    compaction_id: str | None
+    through_message_sequence: int
+    items: list[Item]
+
+
+@dataclass(frozen=True, slots=True)
+class Transcript:
+    """One page of the raw messages a checkpoint covers, with their stored rows."""
+
+    page: TranscriptPage
+    rows: dict[int, StoredMessage]
+
+    @property
+    def messages(self) -> list[StoredMessage]:
+        return [self.rows[m.sequence or 0] for m in self.page.messages]
 
 
 async def list_checkpoints(
     db: AsyncSession, session_id: str, *, limit: int, before_sequence: int | None
-) -> dict[str, Any]:
+) -> CheckpointPage:
     """Newest first; ``next_before_sequence`` pages further back."""
     await SessionRepository(db).require(session_id)
     rows = list(
@@ -55,18 +83,15 @@ async def list_checkpoints(
         )
     )
     page = rows[:limit]
-    return {
-        "compactions": [checkpoint_summary_json(r) for r in page],
-        "next_before_sequence": page[-1].sequence if len(rows) > limit else None,
-    }
+    return CheckpointPage(page, page[-1].sequence if len(rows) > limit else None)
 
 
-async def get_checkpoint(db: AsyncSession, session_id: str, compaction_id: str) -> dict[str, Any]:
+async def get_checkpoint(db: AsyncSession, session_id: str, compaction_id: str) -> Compaction:
     await SessionRepository(db).require(session_id)
     row = await CompactionRepository(db).get(session_id, compaction_id)
     if row is None:
         raise compaction_not_found(compaction_id)
-    return checkpoint_to_json(row)
+    return row
 
 
 async def _checkpoint(
@@ -85,7 +110,7 @@ async def _checkpoint(
     return await load_checkpoint(db, row)
 
 
-async def replay(db: AsyncSession, session_id: str, selector: str) -> dict[str, Any]:
+async def replay(db: AsyncSession, session_id: str, selector: str) -> Replay:
     """The projection a selector names, rebuilt from stored rows only."""
     parsed = parse_replay_selector(selector)
     session = await SessionRepository(db).require(session_id)
@@ -111,12 +136,8 @@ async def replay(db: AsyncSession, session_id: str, selector: str) -> dict[str, 
             )
         ]
         items = compacted_projection(checkpoint, raw) if checkpoint is not None else raw
-    return {
-        "selector": selector,
-        "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
-        "through_message_sequence": through,
-        "items": [item_to_json(i) for i in items],
-    }
+    compaction_id = checkpoint.compaction_id if checkpoint is not None else None
+    return Replay(selector, compaction_id, through, items)
 
 
 async def read_transcript(
@@ -137,17 +158,6 @@ async def read_transcript(
     return page, rows
 
 
-def transcript_json(page: TranscriptPage, rows: dict[int, StoredMessage]) -> dict[str, Any]:
-    """The API shape: raw stored messages as ``GET .../messages`` returns them."""
-    return {
-        "compaction_id": page.compaction_id,
-        "through_message_sequence": page.through_message_sequence,
-        "messages": [stored_to_json(rows[m.sequence or 0]) for m in page.messages],
-        "has_more": page.has_more,
-        "next_after_sequence": page.next_after_sequence,
-    }
-
-
 class CompactionReads:
     """The read-only endpoints, each one read-only transaction (mixed into the service)."""
 
@@ -155,17 +165,17 @@ class CompactionReads:
 
     async def list(
         self, session_id: str, *, limit: int = 50, before_sequence: int | None = None
-    ) -> dict[str, Any]:
+    ) -> CheckpointPage:
         async with unit_of_work(self._db, read_only=True) as db:
             return await list_checkpoints(
                 db, session_id, limit=limit, before_sequence=before_sequence
             )
 
-    async def get(self, session_id: str, compaction_id: str) -> dict[str, Any]:
+    async def get(self, session_id: str, compaction_id: str) -> Compaction:
         async with unit_of_work(self._db, read_only=True) as db:
             return await get_checkpoint(db, session_id, compaction_id)
 
-    async def replay(self, session_id: str, selector: str) -> dict[str, Any]:
+    async def replay(self, session_id: str, selector: str) -> Replay:
         async with unit_of_work(self._db, read_only=True) as db:
             return await replay(db, session_id, selector)
 
@@ -176,8 +186,8 @@ class CompactionReads:
         compaction_id: str | None = None,
         after_sequence: int = 0,
         limit: int = 20,
-    ) -> dict[str, Any]:
+    ) -> Transcript:
         query = TranscriptQuery(compaction_id, after_sequence, limit)
         async with unit_of_work(self._db, read_only=True) as db:
             page, rows = await read_transcript(db, session_id, query)
-        return transcript_json(page, rows)
+        return Transcript(page, rows)

@@ -12,15 +12,18 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Awaitable, Callable
-from typing import Any, Literal
+from dataclasses import dataclass
+from typing import Literal
 
 from app.core.compaction import RetryPolicy
 from app.core.compaction.shrink import CompactionNotSmaller, refusal_of
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError, Unavailable
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.observability import note_source
 from app.observability.compactions import CompactionObserver
 from app.providers.base import Usage
+from app.services.budget import TurnCallEvidence, trigger_evidence
 from app.services.compaction.checkpoint_row import Trigger, check_summary_fits, checkpoint_row
 from app.services.compaction.coverage import PostedSummary, conversation_changed
 from app.services.compaction.persist import (
@@ -32,28 +35,43 @@ from app.services.compaction.persist import (
 )
 from app.services.compaction.pruning import advance_pruning
 from app.services.compaction.reads import CompactionReads
-from app.services.compaction.records import checkpoint_to_json
 from app.services.compaction.refusal import record_refusal
 from app.services.compaction.rewind import store_rewind
-from app.services.compaction.source import (
-    load_source,
-    require_idle,
-    trigger_evidence,
-)
+from app.services.compaction.source import load_source, require_idle
 from app.services.compaction.summary import GeneratedSummary, generate_summary
 from app.services.compaction.user_facts import require_user_facts
 from app.services.events import EventPublisher
 from app.services.model_clients import ModelClients
-from app.services.prepare import prepared_to_json
+from app.services.model_types import ModelEntry
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import Compaction
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["CompactionService", "InstallHook"]
+__all__ = ["CompactionService", "InstallHook", "Reloaded", "SummaryRequest"]
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True, slots=True)
+class SummaryRequest:
+    """The request a manual compaction would send to ``model`` (``SummaryRequestOut``), and
+    what it covers: the caller names ``through_message_sequence`` back when posting the
+    summary."""
+
+    prepared: PreparedModelCall
+    model: ModelEntry
+    through_message_sequence: int
+
+
+@dataclass(frozen=True, slots=True)
+class Reloaded:
+    """A session rebuilt from the database (``reload_required`` is false again), on the
+    checkpoint it now runs on (``None``: none)."""
+
+    session_id: str
+    compaction_id: str | None
 
 
 def _ms(started: float) -> int:
@@ -107,7 +125,7 @@ class CompactionService(CompactionReads):
         *,
         trigger: Literal["threshold", "overflow"],
         turn_id: str,
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
     ) -> None:
         """Summarize and install a checkpoint linked to the running turn ``turn_id``.
 
@@ -117,7 +135,7 @@ class CompactionService(CompactionReads):
         await self._compact_triggered(session_id, trigger, evidence, turn_id=turn_id)
 
     async def compact_for_prepare(
-        self, session_id: str, *, prepare_id: str, evidence: dict[str, Any]
+        self, session_id: str, *, prepare_id: str, evidence: TurnCallEvidence
     ) -> None:
         """Summarize and install a ``threshold`` checkpoint for the session prepare
         ``prepare_id`` (no turn runs: the checkpoint and its live updates name the prepare)."""
@@ -127,7 +145,7 @@ class CompactionService(CompactionReads):
         self,
         session_id: str,
         trigger: Literal["threshold", "overflow"],
-        evidence: dict[str, Any],
+        evidence: TurnCallEvidence | None,
         *,
         turn_id: str | None = None,
         prepare_id: str | None = None,
@@ -168,7 +186,7 @@ class CompactionService(CompactionReads):
         through_message_sequence: int | None = None,
         accept_dropped_user_facts: bool = False,
         allow_larger: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Compaction:
         """Manual compaction: with the session's summary model, or with ``summary`` (the answer of
         the caller's own model to ``summary_request``), installed over what that request covered
         (``coverage.PostedSummary``) when it keeps the user facts of the checkpoint it replaces
@@ -190,29 +208,19 @@ class CompactionService(CompactionReads):
             "manual",
             session_id,
         )
-        return checkpoint_to_json(row)
+        return row
 
-    async def summary_request(
-        self, session_id: str, *, encode_as: str | None = None
-    ) -> dict[str, Any]:
+    async def summary_request(self, session_id: str) -> SummaryRequest:
         """The exact request a manual compaction would send to the summary model (spec §7.8).
         The session remembers it (what it covers, the checkpoint it was built on): a summary
         posted back without saying what it covers is taken as this request's answer."""
         async with unit_of_work(self._db, read_only=True) as db:
             source = await load_source(db, session_id, self._counters, turn_id=None)
-        result = prepared_to_json(
-            source.summary_request,
-            encode_as=encode_as,
-            model_name=source.summary_model.provider.model_name,
-        )
         async with unit_of_work(self._db) as db:
             await CompactionRepository(db).record_summary_request(
                 session_id, through=source.through, compaction_id=source.base_compaction_id
             )
-        # What the summary covers: the caller names it back when posting the summary.
-        result["through_message_sequence"] = source.through
-        result["summary_model_id"] = source.summary_model.id
-        return result
+        return SummaryRequest(source.summary_request, source.summary_model, source.through)
 
     async def _summarize(
         self,
@@ -221,7 +229,7 @@ class CompactionService(CompactionReads):
         kind: Trigger,
         turn_id: str | None = None,
         prepare_id: str | None = None,
-        evidence: dict[str, Any] | None = None,
+        evidence: TurnCallEvidence | None = None,
         posted: PostedSummary | None = None,
         provided_model: str | None = None,
         expected_through: int | None = None,
@@ -249,9 +257,9 @@ class CompactionService(CompactionReads):
             )
             generated = await generate_summary(client, source.summary_request, self.policy)
             model_name = source.summary_model.id
-        if kind != "manual":
-            evidence = {**trigger_evidence(source.before), **(evidence or {})}
-        row = checkpoint_row(source, generated, self._counters, kind, turn_id, evidence, model_name)
+        # Manual compaction records no trigger evidence (no window, no estimate).
+        trigger = None if kind == "manual" else trigger_evidence(source.before, evidence)
+        row = checkpoint_row(source, generated, self._counters, kind, turn_id, trigger, model_name)
         row.trigger_prepare_id = prepare_id
         refused = refusal_of(
             kind,
@@ -287,10 +295,9 @@ class CompactionService(CompactionReads):
 
     # ----- rewind ---------------------------------------------------------------------------------
 
-    async def rewind(self, session_id: str, compaction_id: str) -> dict[str, Any]:
+    async def rewind(self, session_id: str, compaction_id: str) -> Compaction:
         """Reinstall checkpoint ``compaction_id`` as a new ``rewind`` checkpoint (spec §7.7)."""
-        row = await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
-        return checkpoint_to_json(row)
+        return await self._observed(self._rewind(session_id, compaction_id), "rewind", session_id)
 
     async def _rewind(self, session_id: str, compaction_id: str) -> Compaction:
         row = await store_rewind(self._db, self._events, self._counters, session_id, compaction_id)
@@ -340,7 +347,7 @@ class CompactionService(CompactionReads):
         except Exception:
             log.warning("could not record compaction timings", exc_info=True)
 
-    async def rebuild(self, session_id: str) -> dict[str, Any]:
+    async def rebuild(self, session_id: str) -> Reloaded:
         """Rebuild the session from the database and clear ``reload_required`` (idempotent)."""
         async with unit_of_work(self._db, read_only=True) as db:
             await SessionRepository(db).require(session_id)
@@ -361,8 +368,4 @@ class CompactionService(CompactionReads):
             await sessions.resync_sequences(session_id)
             await sessions.set_reload_required(session_id, False)
         checkpoint = active.checkpoint
-        return {
-            "session_id": session_id,
-            "reload_required": False,
-            "compaction_id": checkpoint.compaction_id if checkpoint is not None else None,
-        }
+        return Reloaded(session_id, checkpoint.compaction_id if checkpoint is not None else None)

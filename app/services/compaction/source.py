@@ -54,7 +54,6 @@ __all__ = [
     "load_source",
     "require_idle",
     "runtime_state_for",
-    "trigger_evidence",
 ]
 
 logger = logging.getLogger(__name__)
@@ -183,21 +182,6 @@ def summary_request_for(
 
     item_bytes = summary_item_bytes(capabilities.limits().effective_input_tokens)
     return fit_summary_request(items, build, fits, item_bytes=item_bytes)
-
-
-def trigger_evidence(before: Budget) -> dict[str, Any]:
-    """Why an in-turn compaction fired, from the budget that crossed the line."""
-    line = min(before.auto_compact_token_limit, before.effective_input_tokens)
-    used = before.estimated_input_tokens + before.reserved_output_tokens
-    return {
-        "context_window_tokens": before.context_window_tokens,
-        "effective_input_tokens": before.effective_input_tokens,
-        "auto_compact_token_limit": before.auto_compact_token_limit,
-        "estimated_input_tokens": before.estimated_input_tokens,
-        "reserved_output_tokens": before.reserved_output_tokens,
-        "trigger_percent": round(used * 100 / line) if line > 0 else None,
-        "counter": before.counter,
-    }
 
 
 async def load_source(

@@ -20,6 +20,7 @@ from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
+from app.services.budget import TurnCallEvidence
 from app.services.conversation import tool_surface_of
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
@@ -204,11 +205,7 @@ class TurnRunner(RunnerSteps):
         assert compactor is not None
         # The compaction service announces compaction_started/finished itself.
         await self._phase_step("compacting")
-        evidence = {
-            "context_window_tokens": prepared.budget.context_window_tokens,
-            "estimated_input_tokens": prepared.budget.estimated_input_tokens,
-            "model_call_index": index,
-        }
+        evidence = TurnCallEvidence(prepared.budget, model_call_index=index)
         try:
             await compactor.compact_in_turn(
                 self.session_id,

@@ -8,7 +8,7 @@ from typing import Any, Final
 
 from app.core.pipeline.prepared_call import Budget
 from app.providers.base import Usage
-from app.services.prepare import budget_to_json
+from app.services.budget import budget_to_json
 
 __all__ = ["USAGE_FIELDS", "model_call_finished", "usage_columns"]
 

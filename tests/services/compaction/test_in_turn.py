@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -10,6 +11,8 @@ import pytest
 
 from app.core.compaction.shrink import CompactionNotSmaller
 from app.core.errors import Conflict
+from app.core.pipeline.prepared_call import Budget
+from app.services.budget import TurnCallEvidence
 from app.storage.database import unit_of_work
 from app.storage.repositories import (
     CompactionRepository,
@@ -20,6 +23,10 @@ from tests.api.helpers import append, assistant_calls, new_session, text, tool_r
 from tests.conftest import make_settings
 from tests.services.compaction.builders import BIG_TEXT, VALID, scripted_model
 from tests.services.compaction.conftest import FAST, Harness, harness_for
+
+ZERO_BUDGET: dict[str, Any] = {
+    f.name: 0 for f in fields(Budget) if f.name not in ("stable_prefix_tokens", "prefix_break")
+} | {"reaches_auto_compact_limit": True, "dynamic_budget_exhausted": False, "counter": "estimate"}
 
 pytestmark = pytest.mark.anyio
 
@@ -76,8 +83,11 @@ async def test_threshold_compaction_links_the_turn_and_records_evidence(harness:
             plan={"explanation": "Plan", "plan": [{"step": "fix a", "status": "in_progress"}]},
         )
 
+    # The request that crossed the line: its window and estimate are the ones recorded.
+    crossed = replace(Budget(**ZERO_BUDGET), context_window_tokens=32_000)
+    crossed = replace(crossed, estimated_input_tokens=30_500)
     await h.container.compactor.compact_in_turn(
-        sid, trigger="threshold", turn_id=turn, evidence={"model_call_index": 1}
+        sid, trigger="threshold", turn_id=turn, evidence=TurnCallEvidence(crossed, 2)
     )
 
     async with unit_of_work(h.container.db, read_only=True) as db:
@@ -90,9 +100,12 @@ async def test_threshold_compaction_links_the_turn_and_records_evidence(harness:
     assert row.kind == "threshold"
     assert row.trigger_turn_id == turn
     assert row.trigger is not None
-    assert row.trigger["model_call_index"] == 1
-    assert row.trigger["context_window_tokens"] == 32_000  # the built-in local model
-    assert row.trigger["estimated_input_tokens"] > 0
+    assert row.trigger["model_call_index"] == 2
+    assert row.trigger["context_window_tokens"] == 32_000
+    assert row.trigger["estimated_input_tokens"] == 30_500
+    # The rest measures the conversation the compaction read, with the built-in local model.
+    assert row.trigger["effective_input_tokens"] > 0
+    assert row.trigger["counter"]
     assert row.runtime_reminder == (
         '<system_reminder format_version="1">\n## Edited paths\n- src/a.py\n\n'
         "## Current plan\nPlan\n- [in_progress] fix a\n</system_reminder>"
@@ -114,7 +127,9 @@ async def test_an_in_turn_compaction_that_would_not_shrink_stores_nothing_and_sa
     before = (await h.api.get(f"/v1/sessions/{sid}/context")).content
 
     with pytest.raises(CompactionNotSmaller) as caught:
-        await h.container.compactor.compact_in_turn(sid, trigger=trigger, turn_id=turn, evidence={})
+        await h.container.compactor.compact_in_turn(
+            sid, trigger=trigger, turn_id=turn, evidence=None
+        )
 
     refused = caught.value
     assert refused.before < refused.after
@@ -147,7 +162,7 @@ async def test_in_turn_compaction_needs_its_turn_running(harness: Harness) -> No
         await TurnRepository(db).finish(sid, turn, status="completed", outcome={})
     with pytest.raises(Conflict) as caught:
         await h.container.compactor.compact_in_turn(
-            sid, trigger="overflow", turn_id=turn, evidence={}
+            sid, trigger="overflow", turn_id=turn, evidence=None
         )
     assert caught.value.code == "turn_not_running"
     assert (await h.api.get(f"/v1/sessions/{sid}/compactions")).json()["compactions"] == []

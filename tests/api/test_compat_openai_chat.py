@@ -285,3 +285,39 @@ def test_errors_are_the_sdks_own_exceptions(
         client.chat.completions.create(model=model, messages=[])
     assert isinstance(empty.value.body, dict)
     assert empty.value.body["code"] == "invalid_compat_request"
+
+
+def test_a_long_conversation_is_compacted_while_the_client_resends_everything(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider, context_window_tokens=6000, max_output_tokens=500)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    history: list[Any] = [{"role": "system", "content": "You review logs."}]
+    compacted_at = None
+    sessions = set()
+    for round_ in range(12):
+        history.append({"role": "user", "content": f"Log part {round_}: " + "line ok " * 250})
+        script.answers.append(f"Part {round_} looks fine.")
+        raw = client.chat.completions.with_raw_response.create(model=model, messages=history)
+        sessions.add(raw.headers["x-ctxsvc-session-id"])
+        assert "x-ctxsvc-forked-from" not in raw.headers
+        history.append({"role": "assistant", "content": raw.parse().choices[0].message.content})
+        if raw.headers["x-ctxsvc-compacted"] == "true" and compacted_at is None:
+            compacted_at = round_
+            sent = script.bodies[-1]["messages"]
+            # The provider got the checkpoint instead of the history the client still holds.
+            assert len(sent) < len(history)
+            assert history[1] not in sent
+            assert "Primary Request and Intent" in json.dumps(sent)
+            assert f"Log part {round_}:" in json.dumps(sent)
+        assert int(raw.headers["x-ctxsvc-input-tokens"]) <= int(
+            raw.headers["x-ctxsvc-effective-input-tokens"]
+        )
+    assert compacted_at is not None
+    assert 0 < compacted_at < 11  # mid-conversation; later rounds went on after it
+    (sid,) = sessions  # one session throughout: the compaction did not break the matching
+    assert len(stored(server, sid)) == 24  # every message stays stored

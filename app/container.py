@@ -11,7 +11,7 @@ from opentelemetry.sdk.trace import TracerProvider
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from app.core.counting import TokenCounter
-from app.core.rate_limits import TokenBuckets
+from app.core.limits.rates import TokenBuckets
 from app.observability import Metrics, Observability, pool_figures
 from app.providers.base import Timeouts
 from app.providers.tokenizers import get_counter

@@ -26,7 +26,7 @@ from app.core.content import (
     text_block,
 )
 from app.core.counting import ESTIMATE, TokenCounter
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
 
 __all__ = [
     "BENCH_CAPABILITIES",

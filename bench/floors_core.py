@@ -3,7 +3,8 @@
 
 The cold case is the stateless endpoint's real case: every round decodes the conversation anew
 from JSON (new string objects, as a request body gives), empties the walk memo
-(``app/core/resume.py``) and the salient-line memo (``app/core/salient.py``), and prepares with
+(``app/core/pipeline/one_pass/continuation.py``) and the salient-line memo
+(``app/core/pipeline/salient.py``), and prepares with
 nothing remembered and no stored figures, with the service's estimate counter
 (``app.fastjson.ESTIMATE``). Beside it, the same with the salient-line memo warm (what
 the cold run of the round left in it). LangChain's trim is ``bench/prepare.py``'s (its
@@ -31,10 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from app import fastjson
 from app.core.content import Item
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
-from app.core.resume import forget
-from app.core.salient import forget as forget_salient_lines
+from app.core.pipeline.one_pass.continuation import forget
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.salient import forget as forget_salient_lines
 from app.main import GC_THRESHOLDS
 from bench.fixtures import BENCH_CAPABILITIES, agent_conversation, system_context, tool_definitions
 from bench.prepare import dumps, langchain_trim

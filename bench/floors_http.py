@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 import httpx
 
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.prepared_call import PruningWatermark
 from bench.fixtures import agent_conversation, prepare_body, system_context, tool_definitions
 from bench.floor_server import floor_server, read_probe
 from bench.lean_client import LeanClient

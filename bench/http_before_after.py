@@ -23,7 +23,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import httpx
 
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.prepared_call import PruningWatermark
 from bench.fixtures import agent_conversation, prepare_body, system_context, tool_definitions
 from bench.lean_client import LeanClient
 from bench.prepare import Post, alternate, dumps, langchain_trim

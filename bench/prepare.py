@@ -6,7 +6,8 @@ Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run
       (orjson, ``app.fastjson.ESTIMATE``) and with the core's stdlib one; of the same objects
       again (their walk remembered, measures not cached), with cached
       per-message measures, and a first call with cached measures (nothing remembered:
-      ``app/core/resume.py``), also with the salient-line memo empty (``app/core/salient.py``:
+      ``app/core/pipeline/one_pass/continuation.py``), also with the salient-line memo empty
+      (``app/core/pipeline/salient.py``:
       a process's first prepare);
   (b) its ratio to one compact ``json.dumps`` of the prepared request, and to LangChain's
       ``trim_messages`` (approximate counter, strategy ``last``, to the model's input budget) on
@@ -44,10 +45,10 @@ import httpx
 from app import fastjson
 from app.core.content import Item
 from app.core.counting import ESTIMATE as STDLIB_ESTIMATE
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark, SystemPart
-from app.core.resume import forget
-from app.core.salient import forget as forget_salient_lines
+from app.core.pipeline.one_pass.continuation import forget
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart
+from app.core.pipeline.salient import forget as forget_salient_lines
 from bench.fixtures import (
     BENCH_CAPABILITIES,
     agent_conversation,
@@ -321,7 +322,7 @@ def turn_loop(start: int = 150, calls: int = 20, runs: int = 50) -> None:
 
 
 def salient_cost(n: int = 10_000, runs: int = 7) -> None:
-    from app.core import project, prune
+    from app.core.pipeline import project, prune
 
     system, tools = system_context(), tool_definitions()
     cached = with_cached_measures(agent_conversation(n))

@@ -34,7 +34,7 @@ sys.path.insert(0, str(REPO))
 
 from app.core.content import Block, Item, Role, text_block  # noqa: E402
 from app.core.counting import TokenCounter, utf8_len  # noqa: E402
-from app.core.prepare import prepare  # noqa: E402
+from app.core.pipeline.prepare import prepare  # noqa: E402
 from app.providers.tokenizers import COUNTER_NAMES, get_counter  # noqa: E402
 from app.services.tokens import MemoizedCounter  # noqa: E402
 from bench.fixtures import (  # noqa: E402

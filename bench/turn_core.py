@@ -21,12 +21,12 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
-from app.core import prefix
+from app.core.caching import prefix_record as prefix
 from app.core.capabilities import ModelCapabilities
 from app.core.content import CachedMeasure, Item, compact_json
 from app.core.counting import ESTIMATE
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall, PruningWatermark
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from app.fastjson import content_bytes
 from tests.core.factories import assistant, call, part, tool, tool_def, user
 

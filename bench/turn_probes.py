@@ -15,9 +15,9 @@ from typing import Any
 from fastapi import FastAPI
 from sqlalchemy import event
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
-from app.core.prepared import Budget
+from app.core.pipeline.prepared_call import Budget
 from app.observability import CallTarget, Observability
 from app.providers.base import ModelClient, ModelResponse, StreamSink, Usage
 from app.storage import deferred

@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from app.core.content import Item, text_block
-from app.core.prepare import prepare
+from app.core.pipeline.prepare import prepare
 from app.core.world_state import (
     SandboxSettings,
     advance_baselines,

@@ -1,7 +1,7 @@
 """Prompt caching: model column ``prompt_caching``, turn column ``cache_creation_tokens``.
 
 ``models.prompt_caching`` (``off`` | ``auto``) says whether requests to the model carry cache
-breakpoints (``app.core.caching``); models registered before this revision get ``auto``, the
+breakpoints (``app.core.caching.breakpoints``); models registered before this revision get ``auto``, the
 default of a new registration, so their requests start earning cache reads. A value other than
 the two is read as ``auto`` (``app.services.models``): there is no CHECK constraint because
 SQLite cannot add one to an existing table in place (see below).

@@ -1,7 +1,7 @@
 """Table ``session_request_prefixes``: the prefix record of each session's previous request.
 
 What the next request's ``stable_prefix_tokens`` and ``prefix_break`` are measured against on
-every replica (spec §10; ``app.core.prefix``). One row per session, replaced by each model call
+every replica (spec §10; ``app.core.caching.prefix_record``). One row per session, replaced by each model call
 of a turn and each session prepare; deleted with its session. A fresh table: nothing to backfill
 (no row is no previous request).
 

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from app.api.methods import allowed_methods
 from app.core.errors import ErrorKind, ServiceError
-from app.core.json_limits import MAX_JSON_DEPTH
+from app.core.limits.json_values import MAX_JSON_DEPTH
 from app.observability.context import note_problem, request_id_var
 from app.storage.outages import (
     OUTAGE_RETRY_AFTER_SECONDS,

@@ -47,7 +47,8 @@ SUMMARY_MAX_OUTPUT_TOKENS = 16_384
 OUTPUT_RESERVE_CEILING = 32_768
 OUTPUT_RESERVE_WINDOW_PERCENT = 40
 
-# Whether requests to the model carry cache breakpoints (``app.core.caching``): ``auto`` places
+# Whether requests to the model carry cache breakpoints (``app.core.caching.breakpoints``):
+# ``auto`` places
 # them by the documented rule, ``off`` sends today's bytes. The offline kinds ignore it.
 PromptCaching: TypeAlias = Literal["off", "auto"]
 PROMPT_CACHING_MODES: Final[tuple[PromptCaching, ...]] = ("off", "auto")

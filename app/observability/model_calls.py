@@ -21,7 +21,7 @@ from typing import Any
 from opentelemetry import trace
 from opentelemetry.trace import SpanKind, Status, StatusCode
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
 from app.observability.context import current_work
 from app.observability.logs import event_line

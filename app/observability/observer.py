@@ -39,7 +39,7 @@ T = TypeVar("T")
 
 
 class BreakFigures(Protocol):
-    """A budget's ``prefix_break`` (``app.core.prepared.PrefixBreak``)."""
+    """A budget's ``prefix_break`` (``app.core.pipeline.prepared_call.PrefixBreak``)."""
 
     @property
     def index(self) -> int: ...
@@ -48,7 +48,7 @@ class BreakFigures(Protocol):
 
 
 class BudgetFigures(Protocol):
-    """What a prepare span shows of the budget (``app.core.prepared.Budget``)."""
+    """What a prepare span shows of the budget (``app.core.pipeline.prepared_call.Budget``)."""
 
     @property
     def estimated_input_tokens(self) -> int: ...

@@ -36,7 +36,7 @@ from typing import Any, Protocol
 
 import aiohttp
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
 from app.providers._bodies import MAX_ANSWER_BYTES, Received, read_to_end, read_whole
 from app.providers._connection import connection_failure

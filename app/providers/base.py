@@ -28,7 +28,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Literal, Protocol, TypeAlias
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Block, Item, ProviderOpaqueBlock, ToolCallBlock
 from app.core.errors import ErrorKind, UpstreamError
 

@@ -15,7 +15,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast, get_args
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.compaction import is_summary_request, local_reply, local_summary
 from app.core.compaction.local import Message
 from app.core.content import Item, ToolCallBlock, compact_json

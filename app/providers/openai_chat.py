@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import ToolCallBlock
 from app.providers._errors import ErrorBody, parse_error_body, retry_after_seconds
 from app.providers._streaming import (

@@ -33,7 +33,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import ProviderOpaqueBlock, ToolCallBlock
 from app.providers._errors import ErrorBody, parse_error_body
 from app.providers._streaming import (

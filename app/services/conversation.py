@@ -16,8 +16,8 @@ from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
 from app.core.content import Item, text_block
 from app.core.conversation_view import EMPTY_VIEW, ConversationView
 from app.core.errors import InvalidInput
-from app.core.plan import UPDATE_PLAN_TOOL
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
+from app.core.turn_plan import UPDATE_PLAN_TOOL
 from app.services.session_config import (
     agent_profile_of,
     conversation_view_of,

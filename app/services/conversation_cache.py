@@ -5,7 +5,8 @@ reads its Conversation. Stored messages never change, so extending an earlier co
 with the messages stored since (``load_counted``'s ``previous``; everything is read again when
 another checkpoint is in force) equals a full read, whichever replica stored them: a prepare
 then decodes only what is new, and hands ``prepare()`` the very same items as last time, so the
-walk of its unchanged beginning is reused too (``app/core/resume.py``). Only a recreated
+walk of its unchanged beginning is reused too (``app/core/pipeline/one_pass/continuation.py``).
+Only a recreated
 session with the same id could fool that, so an entry also names the row's ``created_at``.
 
 Bounded by bytes: the stored JSON of the messages held (their ``content_bytes``, the estimate's

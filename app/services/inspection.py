@@ -13,8 +13,8 @@ from typing import Any
 
 from app.core.content import Item
 from app.core.counting import TokenCounter
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall, PruningWatermark
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from app.services.calibration import Calibration, calibrated_counter
 from app.services.conversation import (
     system_context_of,

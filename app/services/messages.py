@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block
 from app.core.counting import TokenCounter
-from app.core.message_limits import check_message_bytes, check_message_tokens
+from app.core.limits.messages import check_message_bytes, check_message_tokens
 from app.fastjson import ESTIMATE
 from app.services.events import EventEmitter, messages_appended
 from app.services.model_types import ModelEntry
@@ -55,7 +55,7 @@ def checked_message(
     **extra: Any,
 ) -> dict[str, int]:
     """``exact_counts`` of a message a caller sends, after the limits of one stored message
-    (``app.core.message_limits``): its bytes, and for a user or assistant message (sent as it
+    (``app.core.limits.messages``): its bytes, and for a user or assistant message (sent as it
     is, unlike a tool result, which is projected) its tokens against the room of ``model``."""
     content_bytes = ESTIMATE.measure_message(role, content)
     check_message_bytes(where, content_bytes, **extra)

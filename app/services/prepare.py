@@ -5,19 +5,19 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from app.core.caching import plan_for
+from app.core.caching.breakpoints import plan_for
 from app.core.capabilities import ModelCapabilities, PromptCaching
 from app.core.content import Item
 from app.core.counting import TokenCounter
-from app.core.prepare import prepare
-from app.core.prepared import (
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import (
     Budget,
     PreparedModelCall,
     PruningWatermark,
     SystemPart,
     ToolDefinition,
 )
-from app.core.prune import spills
+from app.core.pipeline.prune import spills
 from app.providers.encoding import encode
 from app.services.request_prefix import decode_digest, prefixed, request_digest
 
@@ -41,7 +41,8 @@ def prepared_to_json(
     """The response shape shared by ``/v1/prepare``, session prepare and context inspection.
 
     An encoded ``provider_payload`` carries the cache breakpoints a model call would send
-    (``app.core.caching``: ``prompt_caching`` of the model, ``cache_seed`` the session id or
+    (``app.core.caching.breakpoints``: ``prompt_caching`` of the model, ``cache_seed`` the session
+    id or
     ``None`` for the stateless prepare; the previous call's breakpoint from the prefix record's
     ``stable_messages``). A
     request no service compared (the summary model's) gets the record of its own content.

@@ -1,4 +1,5 @@
-"""The stable prefix of a prepared request against the previous one (``app.core.prefix``), the
+"""The stable prefix of a prepared request against the previous one
+(``app.core.caching.prefix_record``), the
 ``request_digest`` a prepare answer carries, and the per-session record of the previous request.
 
 Who compares and who writes (``docs/caching.md``, "Stable prefix and prefix_break"):
@@ -17,10 +18,10 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core import prefix
+from app.core.caching import prefix_record as prefix
 from app.core.content import Item
 from app.core.errors import InvalidInput
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.fastjson import content_bytes
 from app.services.conversation import ActiveConversation
 from app.storage.repositories.prefixes import RequestPrefixRepository
@@ -37,7 +38,8 @@ __all__ = [
 
 
 def request_digest(record: bytes) -> str:
-    """The ``request_digest`` of a prepare answer (``app.core.prefix.record_digest``)."""
+    """The ``request_digest`` of a prepare answer
+    (``app.core.caching.prefix_record.record_digest``)."""
     return prefix.record_digest(record)
 
 

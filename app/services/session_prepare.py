@@ -21,8 +21,8 @@ from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detai
 from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
 from app.services.conversation import (

@@ -12,7 +12,7 @@ from app.core.agent_profile import CODING, SECTION_FIELDS, AgentProfile, resolve
 from app.core.content import is_blank, text_block
 from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
-from app.core.item_caps import check_system_part
+from app.core.pipeline.item_caps import check_system_part
 from app.core.world_state.provided import provided_inputs_of
 from app.services.conversation import AGENT_SYSTEM_KEY, SERVER_TOOL_NAMES
 from app.services.cursors import SESSION_CURSOR, decode_cursor, encode_cursor

@@ -35,8 +35,8 @@ from app.core.content import (
 )
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
-from app.core.prepare import prepare
-from app.core.prepared import Budget, PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import Budget, PruningWatermark, SystemPart, ToolDefinition
 from app.providers.tokenizers import count_text
 from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active

@@ -13,10 +13,10 @@ from typing import Any
 
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, compact_json
-from app.core.marks import message_marks
 from app.core.pins import MAX_PINNED_BYTES, Pin, render_pins
-from app.core.prepared import Budget
-from app.core.provenance import Provenance
+from app.core.pipeline.context_map_marks import message_marks
+from app.core.pipeline.prepared_call import Budget
+from app.core.pipeline.provenance import Provenance
 from app.core.world_state import PINNED_CONTEXT, retained_sections
 from app.services.calibration import Calibration
 from app.services.inspection import Inspection, auto_compact_percent

@@ -53,7 +53,7 @@ def mostly(valid: st.SearchStrategy[Any], other: st.SearchStrategy[Any]) -> Any:
 
 
 _DEEP: Any = "deep"
-for _ in range(66):  # past the 64 levels free-form JSON may nest (app.core.json_limits)
+for _ in range(66):  # past the 64 levels free-form JSON may nest (app.core.limits.json_values)
     _DEEP = [_DEEP]
 JSON_VALUES = mostly(
     st.recursive(

@@ -25,7 +25,7 @@ from app.api.schemas.prepare import PrepareBody
 from app.api.schemas.sessions import AppendBody
 from app.api.schemas.tokens import TokenCountBody
 from app.core.errors import ServiceError
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.prepared_call import PruningWatermark
 from app.services.prepare import run_prepare
 from bench.fixtures import agent_conversation, prepare_body, system_context, tool_definitions
 from tests.api.body_strategies import (

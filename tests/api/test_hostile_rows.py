@@ -26,8 +26,8 @@ import pytest
 
 from app.api.schemas.content import MessageIn, blocks_to_core
 from app.core.content import Block
-from app.core.json_limits import json_text_problem
 from app.core.jsontext import MAX_ARGUMENT_DEPTH, dumps, loads
+from app.core.limits.json_values import json_text_problem
 from app.main import create_app
 from app.storage.database import create_engine, create_session_factory, unit_of_work
 from app.storage.migrate import upgrade_to_head

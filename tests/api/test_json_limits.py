@@ -12,8 +12,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core.json_limits import MAX_JSON_CHARS, MAX_JSON_DEPTH, json_text_problem
 from app.core.jsontext import MAX_ARGUMENT_DEPTH, loads_arguments
+from app.core.limits.json_values import MAX_JSON_CHARS, MAX_JSON_DEPTH, json_text_problem
 from tests.api.helpers import (
     append,
     assistant_calls,

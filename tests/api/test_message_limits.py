@@ -1,6 +1,6 @@
 """The limits of one stored message: what a caller sends is refused over them
 (``message_too_large``, nothing stored), what a provider sends is cut and marked (the turn goes
-on). See ``app/core/message_limits.py``."""
+on). See ``app/core/limits/messages.py``."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core.json_limits import MAX_JSON_CHARS
-from app.core.message_limits import MAX_MESSAGE_BYTES
+from app.core.limits.json_values import MAX_JSON_CHARS
+from app.core.limits.messages import MAX_MESSAGE_BYTES
 from tests.api.helpers import append, assistant, new_session, run_turn, scripted_model, user
 from tests.api.test_turns import agent, call, history, ok, post_results
 from tests.api.test_turns_control import provider, provider_model  # noqa: F401 (fixture)

@@ -267,7 +267,7 @@ async def test_a_malformed_previous_digest_is_refused_with_its_code(
 async def test_an_overlong_previous_digest_is_refused_by_the_schema(
     api: httpx.AsyncClient,
 ) -> None:
-    from app.core.prefix import MAX_DIGEST_CHARS
+    from app.core.caching.prefix_record import MAX_DIGEST_CHARS
 
     response = await stateless(
         api, conversation=exchange(1), previous_request_digest="pc1." + "A" * MAX_DIGEST_CHARS

@@ -15,7 +15,7 @@ from app.core.content import (
     ToolResultState,
     text_block,
 )
-from app.core.prepared import SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import SystemPart, ToolDefinition
 
 
 def user(

@@ -9,8 +9,8 @@ import pytest
 
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, CachedMeasure, Item, RealOrigin, text_block
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark, SystemPart
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart
 from tests.core.factories import assistant, call, part, tool, tool_def, user
 from tests.core.measure import json_bytes, text_of_tokens, user_of_tokens
 

@@ -1,4 +1,5 @@
-"""The breakpoint rule (``app.core.caching``): which blocks are marked, and the cache key."""
+"""The breakpoint rule (``app.core.caching.breakpoints``): which blocks are marked, and the cache
+key."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from app.core.caching import (
+from app.core.caching.breakpoints import (
     MAX_BREAKPOINTS,
     MIN_CACHEABLE_TOKENS,
     CachePlan,
@@ -18,8 +19,8 @@ from app.core.caching import (
 )
 from app.core.capabilities import ModelCapabilities
 from app.core.counting import ESTIMATE
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark, SystemPart
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart
 from tests.core.factories import assistant, user
 
 TOOL = {"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}

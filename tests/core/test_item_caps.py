@@ -9,7 +9,7 @@ import pytest
 from app.core.content import Block, text_block
 from app.core.counting import ESTIMATE, TokenCounter
 from app.core.errors import InvalidInput
-from app.core.item_caps import check_agent_message, check_skill_body, check_system_part
+from app.core.pipeline.item_caps import check_agent_message, check_skill_body, check_system_part
 from tests.core.measure import text_of_tokens
 
 Check = Callable[[str, Sequence[Block], TokenCounter], int]

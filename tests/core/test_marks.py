@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, RealOrigin, SyntheticOrigin, text_block
-from app.core.marks import message_marks
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.context_map_marks import message_marks
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark
 from tests.core.factories import assistant, call, data_block, tool, user
 
 

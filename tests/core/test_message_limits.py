@@ -1,4 +1,4 @@
-"""The limits of one stored message (``app.core.message_limits``): equal to a limit passes,
+"""The limits of one stored message (``app.core.limits.messages``): equal to a limit passes,
 one over is refused or cut."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from app.core.errors import InvalidInput
-from app.core.message_limits import (
+from app.core.limits.messages import (
     MAX_ANSWER_TEXT_BYTES,
     MAX_MESSAGE_BYTES,
     answer_text_cap,

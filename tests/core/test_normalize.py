@@ -6,7 +6,7 @@ import pytest
 
 from app.core.content import Item, RealOrigin, compact_json, text_block
 from app.core.errors import InvalidInput
-from app.core.normalize import INTERRUPTED_TEXT, normalize
+from app.core.pipeline.normalize import INTERRUPTED_TEXT, normalize
 from tests.core.factories import assistant, call, data_block, result_block, tool, user
 
 

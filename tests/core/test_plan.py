@@ -5,7 +5,7 @@ from typing import Any
 
 import pytest
 
-from app.core.plan import (
+from app.core.turn_plan import (
     MAX_PLAN_STEPS,
     MAX_STEP_CHARS,
     UPDATE_PLAN_TOOL,

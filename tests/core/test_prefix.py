@@ -1,4 +1,5 @@
-"""The stable prefix of a request against the previous one (``app.core.prefix``): its tokens
+"""The stable prefix of a request against the previous one (``app.core.caching.prefix_record``):
+its tokens
 agree with the budget's own figures, and a break names the first message that differs and why."""
 
 from __future__ import annotations
@@ -8,14 +9,19 @@ from dataclasses import replace
 
 import pytest
 
-from app.core import prefix
+from app.core.caching import prefix_record as prefix
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, SyntheticOrigin, text_block
 from app.core.counting import ESTIMATE
-from app.core.prepare import prepare
-from app.core.prepared import PrefixBreak, PreparedModelCall, PruningWatermark, SystemPart
-from app.core.prepared import ToolDefinition as Tool
-from app.core.provenance import token_shares
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import (
+    PrefixBreak,
+    PreparedModelCall,
+    PruningWatermark,
+    SystemPart,
+)
+from app.core.pipeline.prepared_call import ToolDefinition as Tool
+from app.core.pipeline.provenance import token_shares
 from tests.core.factories import assistant, call, part, tool, tool_def, user
 
 CAPS = ModelCapabilities(200_000, 8_000)

@@ -9,11 +9,11 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core import prefix
+from app.core.caching import prefix_record as prefix
 from app.core.content import Item, RealOrigin, compact_json, text_block
 from app.core.counting import ESTIMATE
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark
 from tests.core.factories import assistant, call, tool, tool_def, user
 from tests.core.test_prefix import BIG, CAPS, SYSTEM, TOOLS, compacted
 

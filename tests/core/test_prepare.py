@@ -11,8 +11,8 @@ import pytest
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, RealOrigin, SyntheticOrigin, compact_json, text_block
 from app.core.errors import InvalidInput
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall, PruningWatermark, SystemPart
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark, SystemPart
 from tests.core.factories import assistant, call, data_block, part, tool, tool_def, user
 from tests.core.measure import remeasure, text_of_tokens
 

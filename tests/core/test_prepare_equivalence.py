@@ -1,7 +1,8 @@
 """``prepare`` gives what its stages give when run one after another (spec §2, §3.1).
 
 ``prepare`` walks the Conversation once, takes usual segments a short way and carries on from an
-earlier call's walk (``app/core/walk.py``, ``resume.py``). The reference below is the stages'
+earlier call's walk (``app/core/pipeline/one_pass/segments.py``, ``resume.py``). The reference
+below is the stages'
 own public functions composed as the pipeline lists them; both must agree on the request bytes,
 the budget, the report, the provenance, which items are the caller's own objects, the errors
 (code, detail, order), the messages the counter is asked to measure, and leave the input as is.
@@ -19,9 +20,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from app.core import resume
-from app.core.assemble import assemble_request, validate_conversation, validate_system_context
-from app.core.budget import measure_budget
 from app.core.capabilities import ModelCapabilities
 from app.core.content import (
     Block,
@@ -37,17 +35,24 @@ from app.core.content import (
 )
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
-from app.core.normalize import normalize
-from app.core.prepare import prepare
-from app.core.prepared import (
+from app.core.pipeline.assemble import (
+    assemble_request,
+    validate_conversation,
+    validate_system_context,
+)
+from app.core.pipeline.budget import measure_budget
+from app.core.pipeline.normalize import normalize
+from app.core.pipeline.one_pass import continuation as resume
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import (
     PreparedModelCall,
     ProjectionReport,
     PruningWatermark,
     SystemPart,
     ToolDefinition,
 )
-from app.core.project import project_tool_results
-from app.core.prune import prune_tool_results
+from app.core.pipeline.project import project_tool_results
+from app.core.pipeline.prune import prune_tool_results
 from tests.core.factories import call, data_block, part, result_block, tool_def
 
 FAST = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -11,13 +11,13 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.core import resume
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, Item
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall, PruningWatermark
+from app.core.pipeline.one_pass import continuation as resume
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from tests.core.factories import assistant, call, part, tool, tool_def, user
 from tests.core.test_prepare_equivalence import (
     CAPABILITIES,

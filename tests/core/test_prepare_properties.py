@@ -11,9 +11,9 @@ from hypothesis import strategies as st
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, Item, ToolCallBlock, compact_json
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
-from app.core.normalize import normalize
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.normalize import normalize
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark
 from tests.core.factories import assistant, call, part, tool, tool_def, user
 from tests.core.measure import remeasure
 

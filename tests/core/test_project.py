@@ -7,7 +7,7 @@ import math
 import pytest
 
 from app.core.content import DataBlock
-from app.core.project import project_tool_results
+from app.core.pipeline.project import project_tool_results
 from tests.core.factories import data_block, result_text, tool, user
 
 BUDGET = 32_000

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from app.core.content import Item, SyntheticOrigin
-from app.core.prepared import PruningWatermark
-from app.core.prune import prune_tool_results, spill_file_name
+from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.prune import prune_tool_results, spill_file_name
 from tests.core.factories import data_block, result_text, tool
 
 WATERMARK = PruningWatermark(through_sequence=10)

@@ -1,4 +1,4 @@
-"""The salient-line rule (spec §9, ``app/core/salient.py``)."""
+"""The salient-line rule (spec §9, ``app/core/pipeline/salient.py``)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.salient import (
+from app.core.pipeline.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
     forget,

@@ -6,17 +6,21 @@ import math
 
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, compact_json
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
-from app.core.project import PROJECTION_BUDGET_BYTES, project_tool_results, truncation_marker
-from app.core.prune import (
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.project import (
+    PROJECTION_BUDGET_BYTES,
+    project_tool_results,
+    truncation_marker,
+)
+from app.core.pipeline.prune import (
     PRUNE_HEAD_CHARS,
     PRUNE_SALIENT_CHARS,
     PRUNE_TAIL_CHARS,
     prune_marker,
     prune_tool_results,
 )
-from app.core.salient import SALIENT_SHARE_PERCENT
+from app.core.pipeline.salient import SALIENT_SHARE_PERCENT
 from tests.core.factories import assistant, call, result_text, tool, user
 
 WATERMARK = PruningWatermark(through_sequence=10)

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.providers.encoding import encode_anthropic_messages, encode_openai_chat
 from app.providers.http_client import ProviderHTTP
 from tests.providers import test_anthropic_messages as anthropic

@@ -15,8 +15,8 @@ from app.container import Container
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, CachedMeasure, Item, RealOrigin, Role, text_block
 from app.core.counting import CounterWrapper, TokenCounter
-from app.core.prepare import prepare
-from app.core.prepared import PruningWatermark
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PruningWatermark
 from app.providers.tokenizers import get_counter
 from app.services.model_types import ProviderSpec
 from app.storage.database import unit_of_work

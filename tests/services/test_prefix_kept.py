@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
 from app.providers.base import ModelClient, ModelResponse, StreamSink
 from app.services.model_types import ModelEntry

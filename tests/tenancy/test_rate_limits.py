@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 import httpx
 import pytest
 
-from app.core.rate_limits import TokenBuckets
+from app.core.limits.rates import TokenBuckets
 from tests.conftest import client_for, make_settings
 from tests.tenancy.conftest import ADMIN, ADMIN_KEY, bearer, fresh, issue_key
 

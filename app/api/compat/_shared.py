@@ -10,7 +10,7 @@ from typing import Any
 
 from app.core.content import ToolResultState
 from app.core.errors import InvalidInput, ServiceError
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 
 __all__ = [
     "EMPTY_SCHEMA",

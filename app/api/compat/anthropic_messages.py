@@ -39,7 +39,7 @@ from app.api.compat._shared import (
 )
 from app.core.content import Block, DataBlock, OutputBlock, ToolCallBlock, compact_json
 from app.core.errors import InvalidInput
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding._common import PDF_MEDIA_TYPE
 from app.providers.encoding.anthropic_messages import opaque_thinking

@@ -25,7 +25,7 @@ from typing import Any, Literal
 from app.api.compat._responses_answer import error_body, response_body, response_events
 from app.api.compat._shared import optional_bool, positive_int, required_string, tool_definition
 from app.core.errors import InvalidInput
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding.openai_responses_items import ConvertedMessage, items_to_messages
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest

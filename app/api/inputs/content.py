@@ -32,7 +32,7 @@ from app.core.chat_rules import check_tool_result_placement
 from app.core.compaction.runtime_state import file_change_path
 from app.core.content import Block, Item, RealOrigin
 from app.core.errors import ServiceError
-from app.core.json_limits import json_text_problem, json_value_problem
+from app.core.limits.json_values import json_text_problem, json_value_problem
 
 __all__ = [
     "BlockWire",

@@ -19,7 +19,7 @@ from app.api.schemas.content import blocks_to_core, message_to_item
 from app.api.schemas.models import InlineModelIn
 from app.api.schemas.prepare import EncodeName, PrepareBody
 from app.core.content import Item
-from app.core.prepared import PruningWatermark, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
 
 __all__ = ["PrepareInput", "PrepareWire"]
 

@@ -15,7 +15,7 @@ from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.responses import NAMED_MODEL, PIPELINE, problems
 from app.api.schemas.tokens import TokenCountOut
-from app.core.item_caps import content_tokens
+from app.core.pipeline.item_caps import content_tokens
 from app.services.tokens import count_prepare, count_text
 
 router = APIRouter(prefix="/v1/tokens", tags=["tokens"], route_class=JsonBodyRoute)

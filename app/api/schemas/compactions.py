@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from app.api.schemas.fields import PositiveSequence, RequestModel, SequenceNumber
 from app.api.schemas.prepare import PrepareResponse
-from app.core.message_limits import MAX_POSTED_SUMMARY_CHARS
+from app.core.limits.messages import MAX_POSTED_SUMMARY_CHARS
 
 __all__ = [
     "CheckpointListOut",

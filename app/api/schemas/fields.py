@@ -6,7 +6,7 @@
   and ``false`` for one another.
 - Every integer has an upper bound both engines can store (``maximum`` in the schema).
 - JSON carried as text, or as a value whose shape the service does not define, is bounded in
-  depth and size (``app.core.json_limits``); the error names the field.
+  depth and size (``app.core.limits.json_values``); the error names the field.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import Annotated, Any
 from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, StrictBool
 from pydantic_core import PydanticCustomError
 
-from app.core.json_limits import (
+from app.core.limits.json_values import (
     MAX_JSON_CHARS,
     MAX_JSON_DEPTH,
     json_text_problem,

@@ -10,8 +10,8 @@ from app.api.schemas.content import BlockIn, ConversationIn
 from app.api.schemas.fields import JsonObject, RequestModel, SequenceNumber
 from app.api.schemas.models import InlineModelIn
 from app.api.schemas.shapes import NOT_BLANK, VISIBLE_BLOCK, ConversationMessageShape, DocumentedAs
-from app.core.prefix import DIGEST_PATTERN, MAX_DIGEST_CHARS
-from app.core.prepared import BreakReason
+from app.core.caching.prefix_record import DIGEST_PATTERN, MAX_DIGEST_CHARS
+from app.core.pipeline.prepared_call import BreakReason
 
 __all__ = [
     "BudgetOut",

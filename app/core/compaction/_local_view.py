@@ -25,8 +25,8 @@ from app.core.compaction.runtime_state import edited_paths
 from app.core.content import Block, Item, RealOrigin, SyntheticOrigin
 from app.core.errors import InvalidInput
 from app.core.facts import most_severe
-from app.core.plan import Plan, parse_update_plan_arguments
-from app.core.salient import salient_lines_of
+from app.core.pipeline.salient import salient_lines_of
+from app.core.turn_plan import Plan, parse_update_plan_arguments
 
 __all__ = [
     "IDENTIFIERS",
@@ -47,7 +47,7 @@ IDENTIFIER_ORIGINS: tuple[IdentifierOrigin, ...] = ("user", "assistant", "tool o
 # Bounded by any non-ASCII-alphanumeric character, not ``\b``: in ``工单PAY-7731`` there is no
 # word boundary between the CJK character and ``P``.
 IDENTIFIERS = re.compile(r"(?<![A-Za-z0-9_])(?:[A-Z][A-Z0-9]+-\d+|INC\d+)(?![A-Za-z0-9_])")
-# Error lines kept per tool result (the salient-line rule of ``app.core.salient``).
+# Error lines kept per tool result (the salient-line rule of ``app.core.pipeline.salient``).
 MAX_ERROR_LINES_PER_RESULT = 3
 # A salient line that is source code (``raise ValueError(...)`` in a file that was read) is not
 # an error that happened.

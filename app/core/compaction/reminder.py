@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from app.core.compaction.runtime_state import RuntimeState, turn_plan_of
-from app.core.plan import PlanStep
+from app.core.turn_plan import PlanStep
 from app.core.world_state.escape import escape_text
 
 __all__ = [

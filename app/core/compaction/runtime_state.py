@@ -19,7 +19,7 @@ from typing import Any
 
 from app.core.content import Item
 from app.core.errors import InvalidInput
-from app.core.plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
+from app.core.turn_plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
 
 __all__ = [
     "ARTIFACT_SKIPPED",

@@ -15,7 +15,7 @@ reinstalls a checkpoint as asked.
 from __future__ import annotations
 
 from app.core.errors import Conflict
-from app.core.prepared import Budget
+from app.core.pipeline.prepared_call import Budget
 
 __all__ = ["CompactionNotSmaller", "not_installed_detail", "refusal_of", "shrink_notice"]
 

@@ -36,7 +36,7 @@ from app.core.content import (
     compact_json,
 )
 from app.core.counting import ESTIMATE, utf8_len
-from app.core.project import cut_around
+from app.core.pipeline.project import cut_around
 
 __all__ = [
     "MIN_ITEM_TOKENS",

@@ -21,7 +21,7 @@ from app.core.compaction.checkpoint import Checkpoint
 from app.core.content import Item, RealOrigin, compact_json, content_without_artifacts
 from app.core.errors import InvalidInput, NotFound
 from app.core.jsontext import loads_arguments
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 
 __all__ = [
     "CONVERSATION_HISTORY_TOOL",

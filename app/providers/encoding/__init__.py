@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Literal, TypeAlias
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.providers.encoding.anthropic_messages import ANTHROPIC_DRIVER, encode_anthropic_messages
 from app.providers.encoding.openai_chat import encode_openai_chat
 from app.providers.encoding.openai_responses import RESPONSES_DRIVER, encode_openai_responses

@@ -26,7 +26,8 @@ call from a failed one, and the same added text in both encodings is what the ex
 count. Attachments other than images and PDFs (and ``file_id`` sources, which name
 provider-specific files) become a text note. Messages left empty after that are omitted.
 
-Cache breakpoints (``caching``, a ``CachePlan`` of ``app.core.caching``): ``cache_control:
+Cache breakpoints (``caching``, a ``CachePlan`` of ``app.core.caching.breakpoints``):
+``cache_control:
 {"type": "ephemeral"}`` is added, as the block's last key, to the last tool definition, the last
 system block and, for each planned request message, the last block that came from that message
 (consecutive messages of a role merge into one turn, so that block may sit mid-turn). Thinking
@@ -39,7 +40,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Block, DataBlock, OutputBlock, ProviderOpaqueBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, state_line
 from app.providers.encoding._common import (

@@ -23,7 +23,8 @@ non-success result's content starts with its state line and an empty one says so
 interrupted, and no tool message is sent empty. The same request always yields the same body
 (dict order is fixed here).
 
-Caching (``caching``, a ``CachePlan`` of ``app.core.caching``): OpenAI caches prompt prefixes by
+Caching (``caching``, a ``CachePlan`` of ``app.core.caching.breakpoints``): OpenAI caches prompt
+prefixes by
 itself; the plan's ``cache_key`` is sent as the top-level ``prompt_cache_key`` (after
 ``max_completion_tokens``) so a session's calls are routed to the same cache. Without a plan
 the body is exactly what it was before caching existed.
@@ -34,7 +35,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Block, DataBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, has_output, state_line
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image

@@ -33,7 +33,8 @@ Completions encoding writes them (``tool_result_body``, spec §9). Attachments: 
 else a text note (``attachment_note``); a tool output takes text only. The same request always
 yields the same body (dict order is fixed here).
 
-Caching (``caching``, a ``CachePlan`` of ``app.core.caching``): the provider caches prefixes by
+Caching (``caching``, a ``CachePlan`` of ``app.core.caching.breakpoints``): the provider caches
+prefixes by
 itself; the plan's ``cache_key`` is sent as ``prompt_cache_key`` (after ``max_output_tokens``),
 as for Chat Completions. Without a plan no key is sent.
 """
@@ -43,7 +44,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Block, DataBlock
 from app.providers.encoding._common import PDF_MEDIA_TYPE, attachment_note, is_image
 from app.providers.encoding.openai_chat import only_tool_result, tool_result_body

@@ -25,7 +25,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.fastjson import spec_bytes
 from app.providers.encoding.anthropic_messages import (
     encode_anthropic_messages,

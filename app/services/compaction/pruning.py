@@ -3,7 +3,8 @@
 The watermark moves to the latest stored assistant message when a tool result in (old
 watermark, new] is over 8192 characters, so the results of the most recent model response
 are never pruned (they are after it). Pruning itself happens on every later request copy
-(``app.core.prune``); the stored messages never change. With a spill directory the full text of
+(``app.core.pipeline.prune``); the stored messages never change. With a spill directory the full
+text of
 each newly pruned result is written first, so the marker's path leads to it.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Role
-from app.core.prune import PRUNE_THRESHOLD_CHARS, spill_file_name
+from app.core.pipeline.prune import PRUNE_THRESHOLD_CHARS, spill_file_name
 from app.services.session_config import spill_directory_of
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.records import StoredMessage

@@ -29,9 +29,9 @@ from app.core.compaction.summary_view import fit_summary_request, summary_item_b
 from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict
-from app.core.plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
-from app.core.prepare import prepare
-from app.core.prepared import Budget, PreparedModelCall
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import Budget, PreparedModelCall
+from app.core.turn_plan import Plan, PlanArgumentsInvalid, parse_update_plan_arguments
 from app.services.conversation import (
     load_active,
     system_context_of,

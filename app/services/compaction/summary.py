@@ -26,8 +26,8 @@ from app.core.compaction import (
     validate_summary,
 )
 from app.core.errors import ServiceError
-from app.core.message_limits import MAX_POSTED_SUMMARY_CHARS
-from app.core.prepared import PreparedModelCall
+from app.core.limits.messages import MAX_POSTED_SUMMARY_CHARS
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, Usage
 
 __all__ = ["GeneratedSummary", "generate_summary"]

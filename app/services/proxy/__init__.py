@@ -1,1 +1,1 @@
-"""Drop-in compatible endpoints: a provider-shaped request continues a stored session (spec §21)."""
+"""Drop-in compatible endpoints: a provider-shaped request continues a stored session."""

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal, Protocol, TypeAlias
 
 from app.core.content import Block
-from app.core.prepared import Budget, ToolDefinition
+from app.core.pipeline.prepared_call import Budget, ToolDefinition
 from app.providers.base import ModelResponse
 
 __all__ = [

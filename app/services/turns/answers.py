@@ -1,5 +1,5 @@
 """A model's answer within the limits of one stored message, before anything of it is stored
-(``app.core.message_limits``).
+(``app.core.limits.messages``).
 
 A provider that sends more than the model's ``max_output_tokens`` can produce (a runaway or
 broken stream) never fails the turn, and never stores what no later request could hold: the
@@ -16,8 +16,8 @@ from collections.abc import Mapping
 
 from app.core.capabilities import ModelCapabilities
 from app.core.content import ProviderOpaqueBlock, ToolCallBlock
-from app.core.json_limits import MAX_JSON_CHARS, json_value_problem
-from app.core.message_limits import answer_text_cap, cut_answer_text
+from app.core.limits.json_values import MAX_JSON_CHARS, json_value_problem
+from app.core.limits.messages import answer_text_cap, cut_answer_text
 from app.providers.base import ModelResponse
 
 __all__ = ["bounded_answer"]

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.errors import Conflict, InvalidInput, NotFound
-from app.core.message_limits import check_message_bytes
+from app.core.limits.messages import check_message_bytes
 from app.fastjson import ESTIMATE
 from app.services.models import resolve_model
 from app.services.turns.calls import (

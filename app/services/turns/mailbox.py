@@ -9,7 +9,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.content import Block, text_block
 from app.core.counting import TokenCounter
-from app.core.item_caps import check_agent_message
+from app.core.pipeline.item_caps import check_agent_message
 from app.services.messages import exact_counts
 from app.services.models import resolve_model
 from app.services.turns.deps import TurnDeps

@@ -6,7 +6,7 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.turns.deps import TurnDeps

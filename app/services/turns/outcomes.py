@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelResponse
 from app.services.turns.calls import CallEntry
 from app.storage.models import AgentSession

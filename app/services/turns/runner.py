@@ -18,7 +18,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.conversation import tool_surface_of
 from app.services.model_types import ModelEntry

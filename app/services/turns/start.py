@@ -15,7 +15,7 @@ import anyio
 from app.core.content import Block, is_blank, text_block
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, InvalidInput
-from app.core.item_caps import check_skill_body
+from app.core.pipeline.item_caps import check_skill_body
 from app.core.world_state.inputs import SkillSnapshot
 from app.core.world_state.provided import provided_inputs_of, provided_skill_snapshot
 from app.core.world_state.skill_file import skill_instruction_item

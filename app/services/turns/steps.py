@@ -15,12 +15,12 @@ from typing import Any
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.caching import plan_for
+from app.core.caching.breakpoints import plan_for
+from app.core.caching.prefix_record import RecordBasis
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, ServiceError
-from app.core.prefix import RecordBasis
-from app.core.prepare import prepare
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse
 from app.services.calibration import record_calibration
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of

@@ -25,10 +25,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from app.core import jsontext
 from app.core.compaction.transcript import CONVERSATION_HISTORY_TOOL
 from app.core.content import text_block
-from app.core.json_limits import json_text_problem
-from app.core.plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
-from app.core.plan import parse_update_plan_arguments as parse_plan
-from app.core.prepared import ToolDefinition
+from app.core.limits.json_values import json_text_problem
+from app.core.pipeline.prepared_call import ToolDefinition
+from app.core.turn_plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgumentsInvalid
+from app.core.turn_plan import parse_update_plan_arguments as parse_plan
 from app.services.events import EventEmitter
 from app.services.lru import BytesLRU
 from app.services.turns.calls import CallEntry, error_result, finished_payload

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Final
 
-from app.core.prepared import Budget
+from app.core.pipeline.prepared_call import Budget
 from app.providers.base import Usage
 from app.services.prepare import budget_to_json
 

@@ -51,7 +51,8 @@ class RegisteredModel(Base):
     # NULL: the default rule (``app.core.capabilities.default_output_reserve``).
     output_reserve_tokens: Mapped[int | None] = mapped_column(Integer)
     token_counter: Mapped[str] = mapped_column(String(64), default="estimate")
-    # ``off`` | ``auto`` (``app.core.caching``); any other stored value is read as ``auto``.
+    # ``off`` | ``auto`` (``app.core.caching.breakpoints``); any other stored value is read as
+    # ``auto``.
     prompt_caching: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
     provider_kind: Mapped[str] = mapped_column(String(32))
     provider_base_url: Mapped[str | None] = mapped_column(Text)

@@ -98,7 +98,8 @@ class SessionEvent(Base):
 
 
 class SessionRequestPrefix(Base):
-    """The prefix record (``app.core.prefix``) of the session's previous prepared request: what
+    """The prefix record (``app.core.caching.prefix_record``) of the session's previous prepared
+    request: what
     the next one's ``stable_prefix_tokens`` is measured against, on every replica. No row: no
     previous request (a row that does not decode counts the same)."""
 

@@ -1,4 +1,5 @@
-"""The prefix record of each session's previous prepared request (``app.core.prefix``)."""
+"""The prefix record of each session's previous prepared request
+(``app.core.caching.prefix_record``)."""
 
 from __future__ import annotations
 

@@ -23,7 +23,7 @@ from app.core.compaction.request import SUMMARY_INSTRUCTION, summary_request_con
 from app.core.compaction.runtime_state import derive_runtime_state
 from app.core.compaction.validation import CONTROL_TAGS, validate_summary
 from app.core.content import Item, RealOrigin
-from app.core.plan import Plan
+from app.core.turn_plan import Plan
 from tests.core.compaction.items import change, tool_with
 from tests.core.compaction.summaries import summary
 from tests.core.factories import assistant, call, user

@@ -25,7 +25,7 @@ from app.core.compaction.request import summary_request_conversation
 from app.core.compaction.runtime_state import derive_runtime_state
 from app.core.compaction.validation import validate_summary
 from app.core.content import Item
-from app.core.plan import Plan, parse_update_plan_arguments
+from app.core.turn_plan import Plan, parse_update_plan_arguments
 from tests.core.compaction.items import change, tool_with
 from tests.core.factories import assistant, call, user
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from app.core.compaction.reminder import MAX_REMINDER_CHARS, render_reminder
 from app.core.compaction.runtime_state import Extension, RuntimeState, derive_runtime_state
-from app.core.plan import Plan, PlanStep
+from app.core.turn_plan import Plan, PlanStep
 from tests.core.compaction.items import change, tool_with
 
 

@@ -17,7 +17,7 @@ from app.core.compaction.runtime_state import (
     runtime_state_to_json,
 )
 from app.core.content import Item, RealOrigin
-from app.core.plan import Plan, PlanStep
+from app.core.turn_plan import Plan, PlanStep
 from tests.core.compaction.items import change, tool_with
 from tests.core.factories import assistant, call, result_block, user
 

@@ -1,4 +1,5 @@
-"""Cache breakpoints on the wire (``app.core.caching`` placed by the encoders): where the markers
+"""Cache breakpoints on the wire (``app.core.caching.breakpoints`` placed by the encoders): where
+the markers
 land in each protocol, that every body stays valid by the official SDKs' types, and that the
 memoized bodies stay byte-exact with a plan."""
 
@@ -11,11 +12,11 @@ from typing import Any
 import pytest
 
 import app.providers.encoding.wire as wire
-from app.core.caching import MIN_CACHEABLE_TOKENS, CachePlan, plan_for
+from app.core.caching.breakpoints import MIN_CACHEABLE_TOKENS, CachePlan, plan_for
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, RealOrigin, text_block
-from app.core.prepare import prepare
-from app.core.prepared import SystemPart
+from app.core.pipeline.prepare import prepare
+from app.core.pipeline.prepared_call import SystemPart
 from app.providers.encoding import (
     encode,
     encode_anthropic_messages,

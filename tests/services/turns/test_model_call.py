@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from app.core.caching import CachePlan
+from app.core.caching.breakpoints import CachePlan
 from app.core.content import Item
 from app.providers.base import ModelResponse, StreamSink
 from app.services.turns.model_call import CallAbandoned, LiveSink, call_model

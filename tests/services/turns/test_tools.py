@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 from app.services.conversation import SERVER_TOOLS
 from app.services.lru import BytesLRU
 from app.services.turns import tools as tools_module

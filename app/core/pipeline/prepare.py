@@ -14,19 +14,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from app.core.assemble import measure_system_context, system_message_in_conversation
-from app.core.budget import budget_of
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item
 from app.core.counting import ESTIMATE, TokenCounter
-from app.core.prepared import (
+from app.core.pipeline.assemble import measure_system_context, system_message_in_conversation
+from app.core.pipeline.budget import budget_of
+from app.core.pipeline.one_pass.conversation import EarlierPass, single_pass
+from app.core.pipeline.prepared_call import (
     PreparedModelCall,
     PruningWatermark,
     RequestMessage,
     SystemPart,
     ToolDefinition,
 )
-from app.core.single_pass import EarlierPass, single_pass
 
 __all__ = ["prepare"]
 
@@ -47,7 +47,8 @@ def prepare(
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
     ``remember=False``: the caller will never pass these very items again (a stateless
-    request's), so the walk is not remembered for a later call (``app/core/resume.py``).
+    request's), so the walk is not remembered for a later call
+    (``app/core/pipeline/one_pass/continuation.py``).
     ``extends``: an earlier call's result (a turn's previous model call): the messages and
     measures of the leading normalized items that are its very objects are taken from it when
     it was measured by this very counter — what building them again would give.

@@ -14,9 +14,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.core.content import Block, Item, RealOrigin, SyntheticOrigin
-from app.core.prepared import PruningWatermark
-from app.core.project import project_tool_results
-from app.core.prune import prune_tool_results
+from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.project import project_tool_results
+from app.core.pipeline.prune import prune_tool_results
 
 __all__ = ["message_marks"]
 

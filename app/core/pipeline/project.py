@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from app.core.capabilities import MAX_TOOL_RESULT_TOKENS
 from app.core.content import DataBlock, Item, OutputBlock, TextBlock, ToolResultBlock
 from app.core.counting import estimate_tokens, utf8_len
-from app.core.prune import with_output
-from app.core.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
+from app.core.pipeline.prune import with_output
+from app.core.pipeline.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
 
 __all__ = [
     "PROJECTION_BUDGET_BYTES",

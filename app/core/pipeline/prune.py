@@ -15,8 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.core.content import Item, OutputBlock, TextBlock, ToolResultBlock
-from app.core.prepared import PruningWatermark
-from app.core.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
+from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
 
 __all__ = [
     "PRUNE_HEAD_CHARS",

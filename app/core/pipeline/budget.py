@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from app.core.capabilities import ModelLimits
 from app.core.content import Item, content_without_artifacts
 from app.core.counting import TokenCounter
-from app.core.prepared import Budget, SystemPart, ToolDefinition
+from app.core.pipeline.prepared_call import Budget, SystemPart, ToolDefinition
 
 __all__ = ["budget_of", "measure_budget", "message_measures"]
 
@@ -86,7 +86,7 @@ def budget_of(
         dynamic_budget_exhausted=dynamic < 0,
         counter=counter.name,
         # Nothing compared yet: a service that knows the previous request sets these
-        # (``app.core.prefix.with_prefix``).
+        # (``app.core.caching.prefix_record.with_prefix``).
         stable_prefix_tokens=0,
         prefix_break=None,
     )

@@ -1,6 +1,6 @@
 """Inputs and outputs of the prepare pipeline (spec §2, §3.1).
 
-``prepare()`` (``app.core.prepare``) turns ``SystemPart``s, conversation ``Item``s,
+``prepare()`` (``app.core.pipeline.prepare``) turns ``SystemPart``s, conversation ``Item``s,
 ``ToolDefinition``s and ``ModelCapabilities`` into a ``PreparedModelCall``.
 Everything here is plain data.
 """
@@ -12,7 +12,7 @@ from typing import Any, Literal, TypedDict
 
 from app.core.content import Block, Item
 from app.core.counting import TokenCounter
-from app.core.provenance import (
+from app.core.pipeline.provenance import (
     PersistedProvenance,
     Provenance,
     ProvidedProvenance,
@@ -70,7 +70,8 @@ BreakReason = Literal[
 
 @dataclass(frozen=True, slots=True)
 class PrefixBreak:
-    """Where this request first differs from the previous one, and why (``app.core.prefix``):
+    """Where this request first differs from the previous one, and why
+    (``app.core.caching.prefix_record``):
     ``index`` into ``request["messages"]`` (system messages included; 0 for the tools)."""
 
     index: int
@@ -92,7 +93,8 @@ class Budget:
     dynamic_budget: int  # may be negative: ``dynamic_budget_exhausted`` says so
     dynamic_budget_exhausted: bool
     counter: str
-    # Against the previous request (``app.core.prefix``); 0 / ``None`` when nothing is compared.
+    # Against the previous request (``app.core.caching.prefix_record``); 0 / ``None`` when nothing
+    # is compared.
     stable_prefix_tokens: int = 0
     prefix_break: PrefixBreak | None = None
 
@@ -120,7 +122,8 @@ class PreparedModelCall:
     # Each item's measure by ``counter`` (Σ = the Conversation region's measure).
     measures: list[int]
     counter: TokenCounter
-    # The request's prefix record (``app.core.prefix``), once a service compared it; and how
+    # The request's prefix record (``app.core.caching.prefix_record``), once a service compared it;
+    # and how
     # many leading request messages lie wholly in the stable prefix (``PrefixComparison``).
     prefix_record: bytes | None = None
     stable_messages: int | None = None

@@ -15,7 +15,7 @@ from typing import Any, Literal, cast, get_args
 
 from app.core.errors import InvalidInput
 from app.core.jsontext import loads_arguments
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 
 __all__ = [
     "MAX_PLAN_STEPS",

@@ -1,7 +1,8 @@
 """Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (spec §2, §3.1).
 
-``walk_resuming`` prunes, projects and normalizes it (``walk.py``; the beginning of a growing
-conversation is not walked again, ``resume.py``); then the request messages, the provenance and
+``walk_resuming`` prunes, projects and normalizes it (``segments.py``; the beginning of a growing
+conversation is not walked again, ``continuation.py``); then the request messages, the provenance
+and
 the split of the budget's measure are built in one go over the normalized messages.
 """
 
@@ -11,9 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.core.content import Item
-from app.core.identity import same_objects
-from app.core.prepared import ProjectionReport, PruningWatermark, RequestMessage
-from app.core.resume import walk_resuming
+from app.core.pipeline.one_pass.continuation import walk_resuming
+from app.core.pipeline.one_pass.shared_objects import same_objects
+from app.core.pipeline.prepared_call import ProjectionReport, PruningWatermark, RequestMessage
 
 __all__ = ["ConversationPass", "EarlierPass", "single_pass"]
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from app.core.content import Item, OutputBlock
-from app.core.prepared import PruningWatermark
-from app.core.project import PROJECTION_BUDGET_BYTES, project_tool_results
-from app.core.prune import PRUNE_THRESHOLD_CHARS, prune_tool_results
+from app.core.pipeline.prepared_call import PruningWatermark
+from app.core.pipeline.project import PROJECTION_BUDGET_BYTES, project_tool_results
+from app.core.pipeline.prune import PRUNE_THRESHOLD_CHARS, prune_tool_results
 
 __all__ = ["UNCHANGED_CHARS", "ToolResultRewriter"]
 

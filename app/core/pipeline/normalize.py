@@ -20,7 +20,7 @@ from app.core.content import (
     ToolResultBlock,
 )
 from app.core.errors import InvalidInput
-from app.core.prune import with_output
+from app.core.pipeline.prune import with_output
 
 __all__ = [
     "INTERRUPTED_ORIGIN",

@@ -10,7 +10,8 @@ encoders (``app.providers.encoding``) place what it decides. The rule, in the pr
 2. the end of the System Context (the last block of the last system message), when there is one;
 3. the end of the stable prefix: the last block of message ``stable_messages - 1``, the last
    message that is byte-identical to the session's previous request (``stable_messages``, from
-   ``app.core.prefix``), when it lies in the conversation before this request's last message.
+   ``app.core.caching.prefix_record``), when it lies in the conversation before this request's last
+   message.
    When the whole previous request is a prefix of this one, that is the previous call's moving
    breakpoint, so the cache it wrote is read even though this call's own breakpoint is new.
    When the prefix broke (a pruning, say), it is the last block before the break: the provider
@@ -51,7 +52,7 @@ from typing import Any, Final
 from app.core.capabilities import PROMPT_CACHING_MODES, PromptCaching
 from app.core.content import compact_json
 from app.core.counting import TokenCounter
-from app.core.prepared import PreparedModelCall
+from app.core.pipeline.prepared_call import PreparedModelCall
 
 __all__ = [
     "MAX_BREAKPOINTS",

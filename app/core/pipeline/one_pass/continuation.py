@@ -3,7 +3,7 @@
 A turn calls ``prepare`` once per model call with the conversation it read before plus a few
 new messages, the very same ``Item`` objects first. A walk's result for the segments before the
 last non-tool message cannot change when messages are appended after them (each segment is
-treated on its own, see ``walk.py``), so it is remembered with the caller's items it covers. A
+treated on its own, see ``segments.py``), so it is remembered with the caller's items it covers. A
 later call whose conversation starts with those very objects (``is``, never ``==``), at a segment
 boundary, under the same pruning watermark and data-block acceptance, walks only the rest.
 
@@ -36,8 +36,8 @@ from dataclasses import dataclass
 from operator import is_
 
 from app.core.content import Item, compact_json
-from app.core.prepared import PruningWatermark
-from app.core.walk import Walked, walk
+from app.core.pipeline.one_pass.segments import Walked, walk
+from app.core.pipeline.prepared_call import PruningWatermark
 
 __all__ = ["MEMO_BYTES", "MEMO_SLOTS", "forget", "held_bytes", "walk_resuming"]
 

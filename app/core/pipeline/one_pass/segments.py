@@ -9,7 +9,7 @@ Almost every segment takes the usual way: an assistant message followed by one s
 call, in call order (or a user message). The stages change none of these messages, so the walk
 only checks that they are usual and keeps them. Every other segment (an oversized result, a data
 block to filter, a missing, orphan, duplicate or renamed result) goes through the stages' own
-code (``rewrite.py``, ``normalize.py``), so each rule lives in one place.
+code (``tool_messages.py``, ``pipeline/normalize.py``), so each rule lives in one place.
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from operator import add
 
-from app.core.assemble import CONVERSATION_ROLES
 from app.core.content import Block, Item, content_without_artifacts
-from app.core.normalize import Normalizer
-from app.core.prepared import ProjectionReport, PruningWatermark
-from app.core.rewrite import UNCHANGED_CHARS, ToolResultRewriter
+from app.core.pipeline.assemble import CONVERSATION_ROLES
+from app.core.pipeline.normalize import Normalizer
+from app.core.pipeline.one_pass.tool_messages import UNCHANGED_CHARS, ToolResultRewriter
+from app.core.pipeline.prepared_call import ProjectionReport, PruningWatermark
 
 __all__ = ["Walked", "walk"]
 

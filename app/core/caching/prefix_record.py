@@ -36,8 +36,8 @@ from operator import eq, itemgetter
 from typing import Any
 
 from app.core.content import Item, RealOrigin, compact_json
-from app.core.identity import leading, same_objects
-from app.core.prepared import BreakReason, PrefixBreak, PreparedModelCall
+from app.core.pipeline.one_pass.shared_objects import leading, same_objects
+from app.core.pipeline.prepared_call import BreakReason, PrefixBreak, PreparedModelCall
 
 __all__ = [
     "DIGEST_BYTES",

@@ -14,8 +14,8 @@ from typing import Any
 from app.core.content import Block, Item, blank_content, content_without_artifacts
 from app.core.counting import TokenCounter
 from app.core.errors import InvalidInput
-from app.core.item_caps import check_system_part_measure
-from app.core.prepared import RequestMessage, SystemPart, ToolDefinition
+from app.core.pipeline.item_caps import check_system_part_measure
+from app.core.pipeline.prepared_call import RequestMessage, SystemPart, ToolDefinition
 
 __all__ = [
     "CONVERSATION_ROLES",

@@ -45,8 +45,19 @@ from app.providers.encoding._common import PDF_MEDIA_TYPE
 from app.providers.encoding.anthropic_messages import opaque_thinking
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
-__all__ = ["CODEC", "AnthropicMessagesCodec"]
+__all__ = ["CODEC", "REFUSALS", "AnthropicMessagesCodec"]
 
+# The codes ``decode`` refuses a request with (422), for the endpoint's API description.
+REFUSALS: tuple[str, ...] = (
+    "invalid_request",
+    "invalid_model",
+    "invalid_messages",
+    "invalid_system",
+    "invalid_tools",
+    "invalid_max_tokens",
+    "unsupported_block",
+    "unsupported_tool",
+)
 # The fields ``decode`` reads; every other one is a ``param``.
 _CONSUMED = frozenset({"model", "system", "messages", "tools", "max_tokens", "stream"})
 

@@ -30,8 +30,20 @@ from app.providers.base import ModelResponse
 from app.providers.encoding.openai_responses_items import ConvertedMessage, items_to_messages
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
-__all__ = ["CODEC", "OpenAIResponsesCodec"]
+__all__ = ["CODEC", "REFUSALS", "OpenAIResponsesCodec"]
 
+# The codes ``decode`` refuses a request with (422), for the endpoint's API description.
+REFUSALS: tuple[str, ...] = (
+    "invalid_request",
+    "invalid_model",
+    "invalid_input",
+    "invalid_system",
+    "invalid_tools",
+    "invalid_max_tokens",
+    "unsupported_item",
+    "unsupported_tool",
+    "previous_response_id_unsupported",
+)
 # The fields ``decode`` reads; every other one is a ``param``.
 _CONSUMED = frozenset(
     {

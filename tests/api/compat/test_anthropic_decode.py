@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.api.compat.anthropic_messages import CODEC
+from app.api.compat.anthropic_messages import CODEC, REFUSALS
 from app.core.errors import InvalidInput
 from app.providers.encoding.anthropic_messages import encode_anthropic_messages
 
@@ -190,50 +190,50 @@ def test_results_split_a_user_turn_in_order_and_a_result_may_hold_images() -> No
     assert second["state"] == "success"
 
 
-@pytest.mark.parametrize(
-    ("payload", "code"),
-    [
-        ([], "invalid_request"),
-        (body(model=""), "invalid_model"),
-        (body(messages=[]), "invalid_messages"),
-        (body(messages=[{"role": "system", "content": "x"}]), "invalid_messages"),
-        (body(messages=[{"role": "user", "content": []}]), "invalid_messages"),
-        (body(max_tokens=0), "invalid_max_tokens"),
-        (body(max_tokens=True), "invalid_max_tokens"),
-        (body(stream="yes"), "invalid_request"),
-        (body(system=[{"type": "image"}]), "invalid_system"),
-        (body(tools=[{"type": "web_search_20250305", "name": "web_search"}]), "unsupported_tool"),
-        (body(tools=[{"name": "", "input_schema": {}}]), "invalid_tools"),
-        (
-            body(
-                messages=[
-                    {"role": "user", "content": "q"},
-                    {
-                        "role": "assistant",
-                        "content": [{"type": "server_tool_use", "id": "s", "name": "web_search"}],
-                    },
-                ]
-            ),
-            "unsupported_block",
+REFUSED: list[tuple[Any, str]] = [
+    ([], "invalid_request"),
+    (body(model=""), "invalid_model"),
+    (body(messages=[]), "invalid_messages"),
+    (body(messages=[{"role": "system", "content": "x"}]), "invalid_messages"),
+    (body(messages=[{"role": "user", "content": []}]), "invalid_messages"),
+    (body(max_tokens=0), "invalid_max_tokens"),
+    (body(max_tokens=True), "invalid_max_tokens"),
+    (body(stream="yes"), "invalid_request"),
+    (body(system=[{"type": "image"}]), "invalid_system"),
+    (body(tools=[{"type": "web_search_20250305", "name": "web_search"}]), "unsupported_tool"),
+    (body(tools=[{"name": "", "input_schema": {}}]), "invalid_tools"),
+    (
+        body(
+            messages=[
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "server_tool_use", "id": "s", "name": "web_search"}],
+                },
+            ]
         ),
-        (
-            body(messages=[{"role": "user", "content": [{"type": "search_result"}]}]),
-            "unsupported_block",
+        "unsupported_block",
+    ),
+    (
+        body(messages=[{"role": "user", "content": [{"type": "search_result"}]}]),
+        "unsupported_block",
+    ),
+    (
+        body(
+            messages=[
+                {"role": "user", "content": "q"},
+                {
+                    "role": "assistant",
+                    "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}],
+                },
+            ]
         ),
-        (
-            body(
-                messages=[
-                    {"role": "user", "content": "q"},
-                    {
-                        "role": "assistant",
-                        "content": [{"type": "tool_use", "id": "t", "name": "f", "input": "{}"}],
-                    },
-                ]
-            ),
-            "invalid_messages",
-        ),
-    ],
-)
+        "invalid_messages",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "code"), REFUSED)
 def test_a_request_the_content_model_cannot_hold_is_refused_by_code(
     payload: Any, code: str
 ) -> None:
@@ -251,3 +251,7 @@ def test_max_tokens_boundary_and_absence() -> None:
     without = body()
     del without["max_tokens"]
     assert CODEC.decode(without).max_output_tokens is None
+
+
+def test_every_code_it_refuses_with_is_listed_for_the_api_description() -> None:
+    assert {code for _, code in REFUSED} == set(REFUSALS)

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from app.api.compat.openai_responses import CODEC
+from app.api.compat.openai_responses import CODEC, REFUSALS
 from app.core.errors import InvalidInput
 from app.providers.encoding.openai_responses import encode_openai_responses
 
@@ -112,28 +112,28 @@ def test_a_name_of_a_call_made_before_a_developer_message_reaches_its_result() -
     assert result["name"] == "lookup"
 
 
-@pytest.mark.parametrize(
-    ("payload", "code"),
-    [
-        ("text", "invalid_request"),
-        (body(model=None), "invalid_model"),
-        (body(previous_response_id="resp_1"), "previous_response_id_unsupported"),
-        (body(conversation="conv_1"), "previous_response_id_unsupported"),
-        (body(input=[]), "invalid_input"),
-        (body(input=42), "invalid_input"),
-        (body(input=["hi"]), "invalid_input"),
-        (body(instructions=["x"]), "invalid_system"),
-        (body(max_output_tokens=0), "invalid_max_tokens"),
-        (body(stream=1), "invalid_request"),
-        (body(tools=[{"type": "web_search"}]), "unsupported_tool"),
-        (body(tools=[{"type": "function", "name": "f", "parameters": "x"}]), "invalid_tools"),
-        (body(input=[{"type": "item_reference", "id": "msg_1"}]), "unsupported_item"),
-        (
-            body(input=[{"role": "developer", "content": [{"type": "input_image"}]}]),
-            "unsupported_item",
-        ),
-    ],
-)
+REFUSED: list[tuple[Any, str]] = [
+    ("text", "invalid_request"),
+    (body(model=None), "invalid_model"),
+    (body(previous_response_id="resp_1"), "previous_response_id_unsupported"),
+    (body(conversation="conv_1"), "previous_response_id_unsupported"),
+    (body(input=[]), "invalid_input"),
+    (body(input=42), "invalid_input"),
+    (body(input=["hi"]), "invalid_input"),
+    (body(instructions=["x"]), "invalid_system"),
+    (body(max_output_tokens=0), "invalid_max_tokens"),
+    (body(stream=1), "invalid_request"),
+    (body(tools=[{"type": "web_search"}]), "unsupported_tool"),
+    (body(tools=[{"type": "function", "name": "f", "parameters": "x"}]), "invalid_tools"),
+    (body(input=[{"type": "item_reference", "id": "msg_1"}]), "unsupported_item"),
+    (
+        body(input=[{"role": "developer", "content": [{"type": "input_image"}]}]),
+        "unsupported_item",
+    ),
+]
+
+
+@pytest.mark.parametrize(("payload", "code"), REFUSED)
 def test_a_request_it_cannot_serve_is_refused_by_code(payload: Any, code: str) -> None:
     assert refusal(payload).code == code
 
@@ -155,3 +155,7 @@ def test_a_refused_item_is_named_by_its_index_in_the_whole_input() -> None:
 def test_max_output_tokens_boundary() -> None:
     assert CODEC.decode(body(max_output_tokens=1)).max_output_tokens == 1
     assert CODEC.decode(body(previous_response_id=None)).messages
+
+
+def test_every_code_it_refuses_with_is_listed_for_the_api_description() -> None:
+    assert {code for _, code in REFUSED} == set(REFUSALS)

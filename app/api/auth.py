@@ -29,6 +29,7 @@ __all__ = [
     "AdminDep",
     "PrincipalDep",
     "authenticate",
+    "compat_principal",
     "refuse_unknown_key",
     "require_admin",
     "require_api_key",
@@ -88,6 +89,25 @@ async def refuse_unknown_key(
     container: Container = request.app.state.container
     if await authenticate(container, credentials.credentials if credentials else None) is None:
         raise _unauthorized()
+
+
+async def compat_principal(request: Request) -> Principal:
+    """Who calls a compatible endpoint (spec §21.4): the service key as the SDK sends its own
+    key, ``Authorization: Bearer`` (OpenAI) or ``x-api-key`` (Anthropic); one rate-limit token."""
+    container: Container = request.app.state.container
+    offered = request.headers.get("x-api-key")
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        offered = credentials.strip()
+    principal = await authenticate(container, offered or None)
+    if principal is None:
+        raise Unauthorized(
+            "unauthorized",
+            "missing or invalid API key: the SDK's api_key must be a key of this service "
+            "(sent as `Authorization: Bearer <key>` or `x-api-key: <key>`)",
+        )
+    _check_rate(container, principal)
+    return principal
 
 
 def _unauthorized() -> Unauthorized:

@@ -1,0 +1,287 @@
+"""The OpenAI Chat Completions drop-in endpoint (spec §21) driven by the real ``openai`` SDK:
+a real ``uvicorn`` process in front of the loopback fake provider, which reports cached tokens
+as OpenAI's automatic prompt cache does (``tests.providers.fake_chat_cache``).
+
+The client keeps its whole history and resends it each call, as the SDK's users do; the service
+finds the session it continues, stores only what is new, and forks an edited history.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import openai
+import pytest
+
+from tests.providers.fake_chat_cache import ScriptedChat
+from tests.providers.fakes import FakeProviderServer
+from tests.servers import ServerProcess, one_server
+
+pytestmark = pytest.mark.slow
+
+KEY_ENV = "CTXSVC_TEST_FAKE_KEY"
+# Over the fake cache's 1024-token minimum (⌈bytes ÷ 4⌉ per message): later calls read it.
+SYSTEM = "You answer questions about the repository. " * 120
+
+
+@pytest.fixture(scope="module")
+def fake() -> Iterator[tuple[FakeProviderServer, ScriptedChat]]:
+    script = ScriptedChat()
+    with FakeProviderServer(responder=script) as server:
+        yield server, script
+
+
+@pytest.fixture(scope="module")
+def server(
+    sqlite_template: Path, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[ServerProcess]:
+    tmp = tmp_path_factory.mktemp("compat")
+    shutil.copyfile(sqlite_template, tmp / "ctxsvc.db")
+    with one_server(
+        f"sqlite+aiosqlite:///{tmp / 'ctxsvc.db'}",
+        tmp,
+        proxy_summary_model="local",
+        **{KEY_ENV.removeprefix("CTXSVC_").lower(): "sk-test"},
+    ) as process:
+        yield process
+
+
+def register(server: ServerProcess, fake: FakeProviderServer, **capabilities: Any) -> str:
+    model_id = f"fake-chat-{uuid.uuid4().hex[:8]}"
+    body: dict[str, Any] = {
+        "context_window_tokens": 100_000,
+        "max_output_tokens": 1000,
+        "provider": {
+            "kind": "openai_chat",
+            "base_url": fake.base_url + "/v1",
+            "model_name": "gpt-fake",
+            "api_key_env": KEY_ENV,
+        },
+        **capabilities,
+    }
+    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
+    assert response.status_code == 201, response.text
+    return model_id
+
+
+def sdk(server: ServerProcess) -> openai.OpenAI:
+    return openai.OpenAI(
+        base_url=f"{server.url}/v1/compat/openai", api_key="unused", max_retries=0, timeout=60
+    )
+
+
+def stored(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
+    response = httpx.get(f"{server.url}/v1/sessions/{session_id}/messages", timeout=30)
+    assert response.status_code == 200, response.text
+    return [m for m in response.json()["messages"] if m["kind"] == "normal"]
+
+
+def session(server: ServerProcess, session_id: str) -> dict[str, Any]:
+    response = httpx.get(f"{server.url}/v1/sessions/{session_id}", timeout=30)
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def test_a_conversation_continues_one_session_streamed_or_not(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    history: list[Any] = [
+        {"role": "system", "content": SYSTEM},
+        {"role": "user", "content": "What does a.py do?"},
+    ]
+    script.answers.append("It prints hello.")
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=history)
+    first = raw.parse()
+    assert first.choices[0].message.content == "It prints hello."
+    assert first.choices[0].finish_reason == "stop"
+    sid = raw.headers["x-ctxsvc-session-id"]
+    assert raw.headers["x-ctxsvc-compacted"] == "false"
+    assert "x-ctxsvc-forked-from" not in raw.headers
+    assert int(raw.headers["x-ctxsvc-input-tokens"]) > 1000
+    assert first.usage is not None
+    assert first.usage.prompt_tokens_details is not None
+    assert first.usage.prompt_tokens_details.cached_tokens == 0  # nothing cached yet
+
+    # The second call streams, resending the whole history plus the new question.
+    history += [
+        {"role": "assistant", "content": "It prints hello."},
+        {"role": "user", "content": "And b.py?"},
+    ]
+    script.answers.append("It prints bye.")
+    with client.chat.completions.with_streaming_response.create(
+        model=model, messages=history, stream=True, stream_options={"include_usage": True}
+    ) as streamed:
+        assert streamed.headers["x-ctxsvc-session-id"] == sid
+        chunks = list(streamed.parse())
+    text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
+    assert text == "It prints bye."
+    assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
+    usage = chunks[-1].usage
+    assert usage is not None
+    assert usage.prompt_tokens_details is not None
+    # The system prompt and the first exchange were sent as before: the provider read them
+    # from its cache.
+    assert usage.prompt_tokens_details.cached_tokens >= 1024
+
+    assert [(m["role"], m["content"][0].get("text")) for m in stored(server, sid)] == [
+        ("user", "What does a.py do?"),
+        ("assistant", "It prints hello."),
+        ("user", "And b.py?"),
+        ("assistant", "It prints bye."),
+    ]
+    assert session(server, sid)["origin"] == "proxy:openai_chat"
+    # The provider got the service's prepared request: the history once, no duplicate.
+    sent = [m["role"] for m in script.bodies[-1]["messages"]]
+    assert sent == ["system", "user", "assistant", "user"]
+
+
+def test_tools_over_rounds_then_an_edited_history_forks(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    tools: list[Any] = [
+        {
+            "type": "function",
+            "function": {
+                "name": "read",
+                "description": "Read a file.",
+                "parameters": {"type": "object", "properties": {"path": {"type": "string"}}},
+            },
+        }
+    ]
+    history: list[Any] = [{"role": "user", "content": "Summarize a.py and b.py"}]
+    script.answers.extend(
+        [
+            [("call_1", "read", '{"path": "a.py"}')],
+            [("call_2", "read", '{"path":"b.py"}')],
+            "a.py prints hello, b.py prints bye.",
+        ]
+    )
+    files = {"a.py": "print('hello')", "b.py": "print('bye')"}
+    sessions = set()
+    # The SDK user's own loop: run each tool call, send its result back.
+    for _ in range(3):
+        raw = client.chat.completions.with_raw_response.create(
+            model=model, messages=history, tools=tools
+        )
+        sessions.add(raw.headers["x-ctxsvc-session-id"])
+        message = raw.parse().choices[0].message
+        history.append(message.model_dump(exclude_none=True))
+        for call in message.tool_calls or []:
+            path = json.loads(call.function.arguments)["path"]
+            history.append({"role": "tool", "tool_call_id": call.id, "content": files[path]})
+    assert history[-1]["content"] == "a.py prints hello, b.py prints bye."
+    (sid,) = sessions
+    rows = stored(server, sid)
+    roles = ["user", "assistant", "tool", "assistant", "tool", "assistant"]
+    assert [m["role"] for m in rows] == roles
+    assert rows[2]["content"][0]["output"] == [{"type": "text", "text": "print('hello')"}]
+    assert rows[3]["content"][0]["input"] == '{"path":"b.py"}'
+
+    # The client edits its first tool result and asks again: a new session, the stored one
+    # untouched.
+    edited = [*history[:2], {**history[2], "content": "print('HELLO')"}, *history[3:5]]
+    script.answers.append("a.py shouts.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=edited, tools=tools
+    )
+    fork = raw.headers["x-ctxsvc-session-id"]
+    assert fork != sid
+    assert raw.headers["x-ctxsvc-forked-from"] == sid
+    assert session(server, fork)["forked_from"] == sid
+    assert len(stored(server, fork)) == 6
+    assert len(stored(server, sid)) == 6  # the original history is as it was
+
+    # A retry of an earlier request forks as well (its answer is already stored).
+    script.answers.append("Retried.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=history[:3], tools=tools
+    )
+    assert raw.headers["x-ctxsvc-forked-from"] == sid
+
+
+def test_same_history_under_another_model_or_system_is_another_session(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    first, second = register(server, provider), register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    ids = []
+    for model, system in ((first, "A"), (second, "A"), (first, "B"), (first, "A")):
+        script.answers.append("ok")
+        raw = client.chat.completions.with_raw_response.create(
+            model=model,
+            messages=[{"role": "system", "content": system}, {"role": "user", "content": "hi"}],
+        )
+        ids.append(raw.headers["x-ctxsvc-session-id"])
+    assert len(set(ids[:3])) == 3
+    # The same first request again is a retry of the first session's: a fork of it.
+    assert ids[3] not in ids[:3]
+
+
+def test_a_request_that_cannot_fit_fails_before_the_provider_is_called(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, _ = fake
+    model = register(server, provider, context_window_tokens=2000, max_output_tokens=500)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    before = len(provider.requests)
+    with pytest.raises(openai.BadRequestError) as refused:
+        client.chat.completions.create(
+            model=model, messages=[{"role": "user", "content": "word " * 4000}]
+        )
+    assert refused.value.status_code == 400
+    assert isinstance(refused.value.body, dict)
+    assert refused.value.body["code"] == "message_too_large"
+    assert len(provider.requests) == before
+
+
+def test_errors_are_the_sdks_own_exceptions(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    with pytest.raises(openai.NotFoundError) as missing:
+        client.chat.completions.create(
+            model="no-such-model", messages=[{"role": "user", "content": "hi"}]
+        )
+    assert "no-such-model" in missing.value.message
+    provider, _ = fake
+    model = register(server, provider)
+    with pytest.raises(openai.NotFoundError) as unknown:
+        client.chat.completions.create(
+            model=model,
+            messages=[{"role": "user", "content": "hi"}],
+            extra_headers={"X-Ctxsvc-Session-Id": "ses-none"},
+        )
+    assert isinstance(unknown.value.body, dict)
+    assert unknown.value.body["code"] == "session_not_found"
+    with pytest.raises(openai.BadRequestError) as empty:
+        client.chat.completions.create(model=model, messages=[])
+    assert isinstance(empty.value.body, dict)
+    assert empty.value.body["code"] == "invalid_compat_request"

@@ -18,7 +18,7 @@ from typing import Any
 
 from app.core.content import Block, ToolCallBlock, ToolResultBlock
 from app.core.errors import InvalidInput
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.services.proxy.contract import (
     AnswerEvent,

@@ -20,7 +20,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from app.core.content import Block
-from app.core.prepared import ToolDefinition
+from app.core.pipeline.prepared_call import ToolDefinition
 
 __all__ = ["chain_digests", "family_digest", "message_key"]
 

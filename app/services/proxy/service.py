@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from app.core.caching import plan_for
+from app.core.caching.breakpoints import plan_for
 from app.core.errors import Conflict, TooLarge
 from app.providers.base import ModelClient, ModelResponse
 from app.services.messages import MessageService

@@ -367,3 +367,38 @@ def test_the_responses_and_anthropic_sdks_reach_the_same_kind_of_session(
         claude.messages.create(
             model="no-such-model", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
+
+
+def test_langchain_chat_openai_runs_a_tool_loop_on_one_session(
+    server: ServerProcess, fake: tuple[FakeProviderServer, ScriptedChat]
+) -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        return {"a.py": "print('hello')"}[path]
+
+    provider, script = fake
+    model = register(server, provider)
+    chat = ChatOpenAI(
+        model=model,
+        base_url=f"{server.url}/v1/compat/openai",
+        api_key=SERVICE_KEY,  # type: ignore[arg-type]
+        max_retries=0,
+        include_response_headers=True,
+    ).bind_tools([read])
+    script.answers.extend([[("call_a", "read", '{"path": "a.py"}')], "It prints hello."])
+    messages: list[Any] = [HumanMessage("What does a.py print?")]
+    sessions = set()
+    for _ in range(2):
+        answer = chat.invoke(messages)
+        sessions.add(answer.response_metadata["headers"]["x-ctxsvc-session-id"])
+        messages.append(answer)
+        for call in answer.tool_calls:  # LangChain re-serializes the arguments it parsed
+            messages.append(ToolMessage(read.invoke(call["args"]), tool_call_id=call["id"]))
+    assert answer.content == "It prints hello."
+    (sid,) = sessions
+    assert [m["role"] for m in stored(server, sid)] == ["user", "assistant", "tool", "assistant"]

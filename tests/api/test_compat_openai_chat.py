@@ -52,6 +52,8 @@ def server(
         tmp,
         proxy_summary_model="local",
         api_keys=json.dumps([SERVICE_KEY]),
+        proxy_caller_keys="true",
+        log_level="DEBUG",
         **{KEY_ENV.removeprefix("CTXSVC_").lower(): "sk-test"},
     ) as process:
         yield process
@@ -403,3 +405,71 @@ def test_langchain_chat_openai_runs_a_tool_loop_on_one_session(
     assert answer.content == "It prints hello."
     (sid,) = sessions
     assert [m["role"] for m in stored(server, sid)] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_provider_errors_pass_through_in_the_protocols_shape(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    # The fake's script is empty: it drops the connection (retried, then passed on as a 502).
+    with pytest.raises(openai.InternalServerError) as failed:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    assert failed.value.status_code == 502
+    assert isinstance(failed.value.body, dict)
+    assert failed.value.body["code"] == "server_error"
+    # Streamed, the failure is the stream's error event: the SDK raises it while iterating.
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    with pytest.raises(openai.APIError, match="the connection to the provider") as broken:
+        list(stream)
+    assert isinstance(broken.value.body, dict)
+    assert broken.value.body["code"] == "server_error"
+    # The question stayed stored: the retry continues the same session, storing nothing twice.
+    script.answers.append("Back.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert raw.parse().choices[0].message.content == "Back."
+    assert "x-ctxsvc-forked-from" not in raw.headers
+    rows = stored(server, raw.headers["x-ctxsvc-session-id"])
+    assert [m["role"] for m in rows] == ["user", "assistant"]
+
+
+def test_a_named_session_and_the_callers_own_provider_key(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    script.answers.append("One.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": "first"}]
+    )
+    sid = raw.headers["x-ctxsvc-session-id"]
+    # Naming the session, the client sends only its new message; with its own provider key.
+    script.answers.append("Two.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model,
+        messages=[{"role": "user", "content": "second"}],
+        extra_headers={"X-Ctxsvc-Session-Id": sid, "X-Ctxsvc-Provider-Key": "sk-callers-own"},
+    )
+    assert raw.headers["x-ctxsvc-session-id"] == sid
+    assert provider.requests[-1].headers["authorization"] == "Bearer sk-callers-own"
+    sent = [m["content"] for m in script.bodies[-1]["messages"] if m["role"] != "system"]
+    assert sent == ["first", "One.", "second"]
+    assert [m["content"][0]["text"] for m in stored(server, sid)] == [
+        "first",
+        "One.",
+        "second",
+        "Two.",
+    ]
+    assert "sk-callers-own" not in server.log()

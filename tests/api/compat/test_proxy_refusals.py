@@ -13,6 +13,7 @@ BODY = {"model": "local", "messages": [{"role": "user", "content": "hi"}]}
 
 
 async def test_a_callers_own_provider_key_is_refused_unless_allowed(api: httpx.AsyncClient) -> None:
+    before = (await api.get("/v1/sessions")).json()["sessions"]
     response = await api.post(
         "/v1/compat/openai/chat/completions",
         json=BODY,
@@ -23,8 +24,8 @@ async def test_a_callers_own_provider_key_is_refused_unless_allowed(api: httpx.A
     assert error["code"] == "caller_keys_disabled"
     assert "CTXSVC_PROXY_CALLER_KEYS" in error["message"]
     assert "sk-own" not in response.text
-    sessions = (await api.get("/v1/sessions")).json()["sessions"]
-    assert sessions == []  # nothing stored
+    after = (await api.get("/v1/sessions")).json()["sessions"]
+    assert after == before  # nothing stored
 
 
 async def test_the_local_model_answers_through_the_chat_endpoint(api: httpx.AsyncClient) -> None:
@@ -34,3 +35,22 @@ async def test_the_local_model_answers_through_the_chat_endpoint(api: httpx.Asyn
     sid = response.headers["x-ctxsvc-session-id"]
     session = (await api.get(f"/v1/sessions/{sid}")).json()
     assert (session["origin"], session["forked_from"]) == ("proxy:openai_chat", None)
+
+
+async def test_the_context_map_shows_a_proxied_session_its_origin_and_fork(
+    api: httpx.AsyncClient,
+) -> None:
+    first = await api.post("/v1/compat/openai/chat/completions", json=BODY)
+    sid = first.headers["x-ctxsvc-session-id"]
+    # The same first request again: a retry of it, so a fork of the session it made.
+    again = await api.post("/v1/compat/openai/chat/completions", json=BODY)
+    fork = again.headers["x-ctxsvc-session-id"]
+    assert again.headers["x-ctxsvc-forked-from"] == sid
+    page = await api.get(f"/ui/sessions/{fork}")
+    assert page.status_code == 200
+    assert "proxy:openai_chat" in page.text
+    assert f'href="/ui/sessions/{sid}"' in page.text
+    listing = (await api.get("/ui")).text
+    row = listing.split(f'data-session="{fork}"', 1)[1].split("</tr>", 1)[0]
+    assert "proxy:openai_chat" in row
+    assert f'forked from <a class="mono" href="/ui/sessions/{sid}"' in row

@@ -366,6 +366,25 @@ def test_the_responses_and_anthropic_sdks_reach_the_same_kind_of_session(
     assert [b.text for b in message.content if b.type == "text"] == ["From Messages."]
     sid = answer.headers["x-ctxsvc-session-id"]
     assert session(server, sid)["origin"] == "proxy:anthropic_messages"
+    # Streamed through both SDKs' stream helpers, on the sessions just made.
+    script.answers.append("Streamed Messages.")
+    with claude.messages.stream(
+        model=model,
+        max_tokens=100,
+        messages=[
+            {"role": "user", "content": "Hello?"},
+            {"role": "assistant", "content": "From Messages."},
+            {"role": "user", "content": "Again?"},
+        ],
+    ) as stream:
+        assert "".join(stream.text_stream) == "Streamed Messages."
+        final = stream.get_final_message()
+    assert final.stop_reason == "end_turn"
+    assert [m["role"] for m in stored(server, sid)] == ["user", "assistant"] * 2
+    script.answers.append("Streamed Responses.")
+    with client.responses.stream(model=model, input="Hello, streamed?") as events:
+        done = events.get_final_response()
+    assert done.output_text == "Streamed Responses."
     with pytest.raises(anthropic.NotFoundError):
         claude.messages.create(
             model="no-such-model", max_tokens=10, messages=[{"role": "user", "content": "x"}]

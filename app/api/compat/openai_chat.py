@@ -43,7 +43,6 @@ _KNOWN = {
     "messages",
     "tools",
     "stream",
-    "stream_options",
     "max_tokens",
     "max_completion_tokens",
 }
@@ -160,10 +159,7 @@ class OpenAIChatCodec:
             tools=self._tools(body.get("tools")),
             stream=bool(body.get("stream")),
             max_output_tokens=limit,
-            params={
-                **{k: v for k, v in body.items() if k not in _KNOWN},
-                "include_usage": bool((body.get("stream_options") or {}).get("include_usage")),
-            },
+            params={k: v for k, v in body.items() if k not in _KNOWN},
         )
 
     def _assistant(self, m: dict[str, Any], field: str, names: dict[str, str]) -> list[Block]:
@@ -232,6 +228,11 @@ class OpenAIChatCodec:
         self, events: AsyncIterator[AnswerEvent], *, model: str, response_id: str
     ) -> AsyncIterator[bytes]:
         return self.render_stream_with(events, model=model, response_id=response_id)
+
+    def includes_usage(self, request: ProxyRequest) -> bool:
+        """Whether the stream ends with a usage chunk (``stream_options.include_usage``)."""
+        options = request.params.get("stream_options")
+        return isinstance(options, dict) and options.get("include_usage") is True
 
     async def render_stream_with(
         self,

@@ -99,7 +99,7 @@ async def _serve(request: Request, codec: Codec) -> Response:
                     call.events(),
                     model=proxied.model,
                     response_id=response_id,
-                    include_usage=bool(proxied.params.get("include_usage")),
+                    include_usage=codec.includes_usage(proxied),
                 )
             else:
                 stream = codec.render_stream(

@@ -184,8 +184,9 @@ class ProxyService:
         if request.max_output_tokens is not None:
             # The caller may ask for less than the model's reserve, never more.
             body["max_output_tokens"] = min(body["max_output_tokens"], request.max_output_tokens)
+        # ``proxy``: the calls of the compatible endpoints are told apart in the metrics.
         client = self._clients.for_model(
-            prepared.model, session_id=stored.session_id, api_key=caller_key
+            prepared.model, session_id=stored.session_id, purpose="proxy", api_key=caller_key
         )
         return ProxyCall(self, stored, prepared, client, body)
 

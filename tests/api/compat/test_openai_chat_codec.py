@@ -71,7 +71,8 @@ def test_a_request_is_read_into_the_content_model() -> None:
         {"name": "read", "description": "Read.", "input_schema": {"type": "object"}}
     ]
     assert (request.stream, request.max_output_tokens) == (True, 64)
-    assert request.params == {"temperature": 0.2, "include_usage": True}
+    assert request.params == {"temperature": 0.2, "stream_options": {"include_usage": True}}
+    assert CODEC.includes_usage(request)
 
 
 @pytest.mark.parametrize(

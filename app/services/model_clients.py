@@ -73,8 +73,9 @@ class ModelClients:
     ) -> ModelClient:
         """The client of ``entry``'s provider for the calls of one session; ``purpose``
         (``turn``, ``summary`` or ``proxy``) labels its calls. A scripted model replays its
-        script per session. ``api_key``: a caller's own provider key (spec §21.4), used instead of the
-        variable the model names; it lives in this client only, never logged or stored."""
+        script per session. ``api_key``: a caller's own provider key (spec §21.4), used
+        instead of the variable the model names; it lives in this client only, never logged
+        or stored."""
         provider = entry.provider
         target = CallTarget(entry.id, provider.kind, provider.model_name or entry.id, purpose)
         return self._observability.model_client(self._client(entry, session_id, api_key), target)

@@ -41,7 +41,15 @@ NOT_ANSWERS = {
     "headers_too_large",
     # The compatible endpoints' own refusals (spec §21): answered in the provider protocol's
     # error shape (what its SDK reads), never as problem+json, and not in the API description.
-    "invalid_compat_request",
+    "invalid_model",
+    "invalid_messages",
+    "invalid_input",
+    "invalid_system",
+    "invalid_tools",
+    "invalid_max_tokens",
+    "unsupported_block",
+    "unsupported_tool",
+    "previous_response_id_unsupported",
     "caller_keys_disabled",
     "context_budget_exceeded",
     *anthropic_messages.REFUSALS,

@@ -15,6 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anthropic
 import httpx
 import openai
 import pytest
@@ -26,6 +27,9 @@ from tests.servers import ServerProcess, one_server
 pytestmark = pytest.mark.slow
 
 KEY_ENV = "CTXSVC_TEST_FAKE_KEY"
+# The service's own key: the SDK's api_key (Bearer for openai, x-api-key for anthropic).
+SERVICE_KEY = "sk-ctxsvc-test"
+AUTH = {"Authorization": f"Bearer {SERVICE_KEY}"}
 # Over the fake cache's 1024-token minimum (⌈bytes ÷ 4⌉ per message): later calls read it.
 SYSTEM = "You answer questions about the repository. " * 120
 
@@ -47,6 +51,7 @@ def server(
         f"sqlite+aiosqlite:///{tmp / 'ctxsvc.db'}",
         tmp,
         proxy_summary_model="local",
+        api_keys=json.dumps([SERVICE_KEY]),
         **{KEY_ENV.removeprefix("CTXSVC_").lower(): "sk-test"},
     ) as process:
         yield process
@@ -65,25 +70,27 @@ def register(server: ServerProcess, fake: FakeProviderServer, **capabilities: An
         },
         **capabilities,
     }
-    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
+    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, headers=AUTH, timeout=30)
     assert response.status_code == 201, response.text
     return model_id
 
 
 def sdk(server: ServerProcess) -> openai.OpenAI:
     return openai.OpenAI(
-        base_url=f"{server.url}/v1/compat/openai", api_key="unused", max_retries=0, timeout=60
+        base_url=f"{server.url}/v1/compat/openai", api_key=SERVICE_KEY, max_retries=0, timeout=60
     )
 
 
 def stored(server: ServerProcess, session_id: str) -> list[dict[str, Any]]:
-    response = httpx.get(f"{server.url}/v1/sessions/{session_id}/messages", timeout=30)
+    response = httpx.get(
+        f"{server.url}/v1/sessions/{session_id}/messages", headers=AUTH, timeout=30
+    )
     assert response.status_code == 200, response.text
     return [m for m in response.json()["messages"] if m["kind"] == "normal"]
 
 
 def session(server: ServerProcess, session_id: str) -> dict[str, Any]:
-    response = httpx.get(f"{server.url}/v1/sessions/{session_id}", timeout=30)
+    response = httpx.get(f"{server.url}/v1/sessions/{session_id}", headers=AUTH, timeout=30)
     assert response.status_code == 200, response.text
     return dict(response.json())
 
@@ -284,4 +291,79 @@ def test_errors_are_the_sdks_own_exceptions(
     with pytest.raises(openai.BadRequestError) as empty:
         client.chat.completions.create(model=model, messages=[])
     assert isinstance(empty.value.body, dict)
-    assert empty.value.body["code"] == "invalid_compat_request"
+    assert empty.value.body["code"] == "invalid_messages"
+    stranger = openai.OpenAI(
+        base_url=f"{server.url}/v1/compat/openai", api_key="sk-wrong", max_retries=0
+    )
+    request.addfinalizer(stranger.close)
+    with pytest.raises(openai.AuthenticationError):
+        stranger.chat.completions.create(model=model, messages=[{"role": "user", "content": "x"}])
+
+
+def test_a_long_conversation_is_compacted_while_the_client_resends_everything(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider, context_window_tokens=6000, max_output_tokens=500)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    history: list[Any] = [{"role": "system", "content": "You review logs."}]
+    compacted_at = None
+    sessions = set()
+    for round_ in range(12):
+        history.append({"role": "user", "content": f"Log part {round_}: " + "line ok " * 250})
+        script.answers.append(f"Part {round_} looks fine.")
+        raw = client.chat.completions.with_raw_response.create(model=model, messages=history)
+        sessions.add(raw.headers["x-ctxsvc-session-id"])
+        assert "x-ctxsvc-forked-from" not in raw.headers
+        history.append({"role": "assistant", "content": raw.parse().choices[0].message.content})
+        if raw.headers["x-ctxsvc-compacted"] == "true" and compacted_at is None:
+            compacted_at = round_
+            sent = script.bodies[-1]["messages"]
+            # The provider got the checkpoint instead of the history the client still holds.
+            assert len(sent) < len(history)
+            assert history[1] not in sent
+            assert "Primary Request and Intent" in json.dumps(sent)
+            assert f"Log part {round_}:" in json.dumps(sent)
+        assert int(raw.headers["x-ctxsvc-input-tokens"]) <= int(
+            raw.headers["x-ctxsvc-effective-input-tokens"]
+        )
+    assert compacted_at is not None
+    assert 0 < compacted_at < 11  # mid-conversation; later rounds went on after it
+    (sid,) = sessions  # one session throughout: the compaction did not break the matching
+    assert len(stored(server, sid)) == 24  # every message stays stored
+
+
+def test_the_responses_and_anthropic_sdks_reach_the_same_kind_of_session(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)  # an OpenAI Chat model, whatever protocol the caller speaks
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    script.answers.append("From Responses.")
+    raw = client.responses.with_raw_response.create(model=model, input="Hello?")
+    assert raw.parse().output_text == "From Responses."
+    sid = raw.headers["x-ctxsvc-session-id"]
+    assert session(server, sid)["origin"] == "proxy:openai_responses"
+
+    claude = anthropic.Anthropic(
+        base_url=f"{server.url}/v1/compat/anthropic", api_key=SERVICE_KEY, max_retries=0
+    )
+    request.addfinalizer(claude.close)
+    script.answers.append("From Messages.")
+    answer = claude.messages.with_raw_response.create(
+        model=model, max_tokens=100, messages=[{"role": "user", "content": "Hello?"}]
+    )
+    message = answer.parse()
+    assert [b.text for b in message.content if b.type == "text"] == ["From Messages."]
+    sid = answer.headers["x-ctxsvc-session-id"]
+    assert session(server, sid)["origin"] == "proxy:anthropic_messages"
+    with pytest.raises(anthropic.NotFoundError):
+        claude.messages.create(
+            model="no-such-model", max_tokens=10, messages=[{"role": "user", "content": "x"}]
+        )

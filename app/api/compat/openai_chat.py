@@ -49,8 +49,18 @@ _KNOWN = {
 }
 
 
+# The refusal codes the other codecs use (``app.api.compat._shared``), by the field refused.
+_CODES = (
+    ("model", "invalid_model"),
+    ("messages", "invalid_messages"),
+    ("tools", "invalid_tools"),
+    ("max_completion_tokens", "invalid_max_tokens"),
+)
+
+
 def _refused(field: str, what: str) -> InvalidInput:
-    return InvalidInput("invalid_compat_request", f"{field} {what}", field=field)
+    code = next(c for prefix, c in _CODES if field.startswith(prefix))
+    return InvalidInput(code, f"{field} {what}", field=field)
 
 
 def _text_of(content: Any, field: str) -> str:

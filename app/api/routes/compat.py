@@ -82,7 +82,7 @@ async def _serve(request: Request, codec: Codec) -> Response:
         except ValueError as bad:
             raise InvalidInput("malformed_json", f"the body is not JSON: {bad}") from None
         if not isinstance(body, dict):
-            raise InvalidInput("invalid_compat_request", "the body must be a JSON object")
+            raise InvalidInput("malformed_json", "the body must be a JSON object")
         proxied = codec.decode(body)
         call = await container.proxy.begin(
             proxied,

@@ -15,8 +15,6 @@ import json
 import re
 from pathlib import Path
 
-from app.api.compat import anthropic_messages, openai_responses
-
 ROOT = Path(__file__).resolve().parents[1]
 SPEC = ROOT / "openapi" / "openapi.json"
 APP = ROOT / "app"
@@ -52,8 +50,6 @@ NOT_ANSWERS = {
     "previous_response_id_unsupported",
     "caller_keys_disabled",
     "context_budget_exceeded",
-    *anthropic_messages.REFUSALS,
-    *openai_responses.REFUSALS,
     # A bug (the one path to a 500), never documented as an outcome.
     "internal_error",
 }

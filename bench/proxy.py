@@ -16,8 +16,9 @@ call) or straight to the fake (the direct call), over one keep-alive ``httpx`` c
    calls, tool outputs of ``bench.caching_session``) driven by a client that resends its whole
    history, through the proxy and, beside it, straight to the provider: once with the breakpoint
    the provider's documentation suggests (the system prompt and the last block of the request)
-   and once with none. Printed: the share of all input tokens read from the cache, and the
-   input cost relative to no caching (reads at 10 %, writes at 125 %). The proxy also prunes
+   and once with none. Printed: the share of all input tokens read from the cache, the input
+   cost relative to no caching (reads at 10 %, writes at 125 %), and that cost against the
+   direct session with the breakpoint (the floor, 1.0). The proxy also prunes
    old tool results and compacts at the model's line, which changes the prefix.
 
 Run: ``.venv/bin/python bench/proxy.py`` (``--rounds 30 --calls 200``; ``--json PATH`` also
@@ -316,10 +317,14 @@ def main() -> None:
         results["overhead"] = [asdict(r) for r in rows]
         print(f"caching ({args.calls} calls, tasks of {args.calls_per_task})")
         figures = caching(tmp, args.calls, args.calls_per_task, args.window)
+        floor = figures[1]  # the direct session with the documented breakpoint
         for share in figures:
+            cost = share.relative_cost * share.input_tokens
             print(
                 f"  {share.route:<38}: {share.cache_read_share:6.1%} of {share.input_tokens} "
-                f"input tokens read from the cache, cost {share.relative_cost:5.1%} of uncached"
+                f"input tokens read from the cache, cost {share.relative_cost:5.1%} of uncached "
+                f"= {cost:,.0f} token-equivalents, "
+                f"{cost / (floor.relative_cost * floor.input_tokens):4.2f}x the direct session's"
             )
         results["caching"] = [asdict(r) for r in figures]
     if args.json is not None:

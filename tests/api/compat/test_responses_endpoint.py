@@ -158,9 +158,11 @@ def test_previous_response_id_is_refused_before_anything_is_stored(
     assert len(provider.requests) == before
 
 
+@pytest.mark.parametrize("streamed", [False, True])
 def test_an_agents_sdk_runner_uses_the_endpoint_as_its_model(
     server: ServerProcess,
     fake: tuple[FakeProviderServer, ScriptedChat],
+    streamed: bool,
 ) -> None:
     provider, script = fake
     model = register(server, provider)
@@ -182,13 +184,23 @@ def test_an_agents_sdk_runner_uses_the_endpoint_as_its_model(
             model=OpenAIResponsesModel(model=model, openai_client=client),
         )
         try:
-            return await Runner.run(agent, "What does a.py do?")
+            if not streamed:
+                return await Runner.run(agent, "What does a.py do?")
+            # The SDK reads the endpoint's Responses events itself, text deltas included.
+            streaming = Runner.run_streamed(agent, "What does a.py do?")
+            async for event in streaming.stream_events():
+                if event.type == "raw_response_event" and event.data.type.endswith("text.delta"):
+                    deltas.append(event.data.delta)
+            return streaming
         finally:
             await client.close()
 
+    deltas: list[str] = []
     before = len(script.bodies)
     result = anyio.run(run)
     assert result.final_output == "a.py prints hello."
+    if streamed:
+        assert "".join(deltas) == "a.py prints hello."
     calls = script.bodies[before:]
     assert len(calls) == 2
     # The second call's provider request holds the tool's output, after its call, once.

@@ -52,6 +52,8 @@ def server(
         tmp,
         proxy_summary_model="local",
         api_keys=json.dumps([SERVICE_KEY]),
+        proxy_caller_keys="true",
+        log_level="DEBUG",
         **{KEY_ENV.removeprefix("CTXSVC_").lower(): "sk-test"},
     ) as process:
         yield process
@@ -140,7 +142,7 @@ def test_a_conversation_continues_one_session_streamed_or_not(
     assert usage.prompt_tokens_details is not None
     # The system prompt and the first exchange were sent as before: the provider read them
     # from its cache.
-    assert usage.prompt_tokens_details.cached_tokens >= 1024
+    assert (usage.prompt_tokens_details.cached_tokens or 0) >= 1024
 
     assert [(m["role"], m["content"][0].get("text")) for m in stored(server, sid)] == [
         ("user", "What does a.py do?"),
@@ -192,6 +194,7 @@ def test_tools_over_rounds_then_an_edited_history_forks(
         message = raw.parse().choices[0].message
         history.append(message.model_dump(exclude_none=True))
         for call in message.tool_calls or []:
+            assert call.type == "function"
             path = json.loads(call.function.arguments)["path"]
             history.append({"role": "tool", "tool_call_id": call.id, "content": files[path]})
     assert history[-1]["content"] == "a.py prints hello, b.py prints bye."
@@ -367,3 +370,106 @@ def test_the_responses_and_anthropic_sdks_reach_the_same_kind_of_session(
         claude.messages.create(
             model="no-such-model", max_tokens=10, messages=[{"role": "user", "content": "x"}]
         )
+
+
+def test_langchain_chat_openai_runs_a_tool_loop_on_one_session(
+    server: ServerProcess, fake: tuple[FakeProviderServer, ScriptedChat]
+) -> None:
+    from langchain_core.messages import HumanMessage, ToolMessage
+    from langchain_core.tools import tool
+    from langchain_openai import ChatOpenAI
+
+    @tool
+    def read(path: str) -> str:
+        """Read a file."""
+        return {"a.py": "print('hello')"}[path]
+
+    provider, script = fake
+    model = register(server, provider)
+    chat = ChatOpenAI(
+        model=model,
+        base_url=f"{server.url}/v1/compat/openai",
+        api_key=SERVICE_KEY,
+        max_retries=0,
+        include_response_headers=True,
+    ).bind_tools([read])
+    script.answers.extend([[("call_a", "read", '{"path": "a.py"}')], "It prints hello."])
+    messages: list[Any] = [HumanMessage("What does a.py print?")]
+    sessions = set()
+    for _ in range(2):
+        answer = chat.invoke(messages)
+        sessions.add(answer.response_metadata["headers"]["x-ctxsvc-session-id"])
+        messages.append(answer)
+        for call in answer.tool_calls:  # LangChain re-serializes the arguments it parsed
+            messages.append(ToolMessage(read.invoke(call["args"]), tool_call_id=call["id"]))
+    assert answer.content == "It prints hello."
+    (sid,) = sessions
+    assert [m["role"] for m in stored(server, sid)] == ["user", "assistant", "tool", "assistant"]
+
+
+def test_provider_errors_pass_through_in_the_protocols_shape(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    # The fake's script is empty: it drops the connection (retried, then passed on as a 502).
+    with pytest.raises(openai.InternalServerError) as failed:
+        client.chat.completions.create(model=model, messages=[{"role": "user", "content": "hi"}])
+    assert failed.value.status_code == 502
+    assert isinstance(failed.value.body, dict)
+    assert failed.value.body["code"] == "server_error"
+    # Streamed, the failure is the stream's error event: the SDK raises it while iterating.
+    stream = client.chat.completions.create(
+        model=model, messages=[{"role": "user", "content": "hi"}], stream=True
+    )
+    with pytest.raises(openai.APIError, match="the connection to the provider") as broken:
+        list(stream)
+    assert isinstance(broken.value.body, dict)
+    assert broken.value.body["code"] == "server_error"
+    # The question stayed stored: the retry continues the same session, storing nothing twice.
+    script.answers.append("Back.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": "hi"}]
+    )
+    assert raw.parse().choices[0].message.content == "Back."
+    assert "x-ctxsvc-forked-from" not in raw.headers
+    rows = stored(server, raw.headers["x-ctxsvc-session-id"])
+    assert [m["role"] for m in rows] == ["user", "assistant"]
+
+
+def test_a_named_session_and_the_callers_own_provider_key(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    script.answers.append("One.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model, messages=[{"role": "user", "content": "first"}]
+    )
+    sid = raw.headers["x-ctxsvc-session-id"]
+    # Naming the session, the client sends only its new message; with its own provider key.
+    script.answers.append("Two.")
+    raw = client.chat.completions.with_raw_response.create(
+        model=model,
+        messages=[{"role": "user", "content": "second"}],
+        extra_headers={"X-Ctxsvc-Session-Id": sid, "X-Ctxsvc-Provider-Key": "sk-callers-own"},
+    )
+    assert raw.headers["x-ctxsvc-session-id"] == sid
+    assert provider.requests[-1].headers["authorization"] == "Bearer sk-callers-own"
+    sent = [m["content"] for m in script.bodies[-1]["messages"] if m["role"] != "system"]
+    assert sent == ["first", "One.", "second"]
+    assert [m["content"][0]["text"] for m in stored(server, sid)] == [
+        "first",
+        "One.",
+        "second",
+        "Two.",
+    ]
+    assert "sk-callers-own" not in server.log()

@@ -9,11 +9,12 @@ import json
 from typing import Any
 
 import anthropic
+import httpx
 import pytest
 
-from tests.api.compat.e2e import register, session, stored
+from tests.api.compat.e2e import KEY_ENV, register, session, stored
 from tests.providers.fake_chat_cache import ScriptedChat
-from tests.providers.fakes import FakeProviderServer
+from tests.providers.fakes import FakeProviderServer, FakeToolUse, StreamReply, anthropic_stream
 from tests.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -176,3 +177,75 @@ def test_a_request_it_cannot_hold_is_the_sdks_bad_request_and_nothing_is_called(
         )
     assert isinstance(missing.value.body, dict)
     assert missing.value.body["error"]["type"] == "not_found_error"
+
+
+def test_signed_thinking_reaches_an_anthropic_provider_again_on_the_next_round(
+    server: ServerProcess, request: pytest.FixtureRequest
+) -> None:
+    """Behind the endpoint an Anthropic model with extended thinking: the SDK gets the signed
+    thinking block, sends it back unchanged with the tool result, and the provider's next
+    request holds it as the API requires; the cache figures pass through as Anthropic's."""
+    with FakeProviderServer() as provider:
+        body = {
+            "context_window_tokens": 100_000,
+            "max_output_tokens": 1000,
+            "provider": {
+                "kind": "anthropic_messages",
+                "base_url": provider.base_url,
+                "model_name": "claude-fake",
+                "api_key_env": KEY_ENV,
+            },
+        }
+        model = "fake-claude-thinking"
+        response = httpx.put(f"{server.url}/v1/models/{model}", json=body, timeout=30)
+        assert response.status_code in (200, 201), response.text
+        provider.enqueue(
+            StreamReply(
+                anthropic_stream(
+                    thinking=["Need ", "the file."],
+                    signature="sig-xyz",
+                    text=["Reading."],
+                    tool_uses=[FakeToolUse("toolu_1", "read", ['{"path":', '"a.py"}'])],
+                    stop_reason="tool_use",
+                    input_tokens=200,
+                    cache_creation=1500,
+                )
+            ),
+            StreamReply(
+                anthropic_stream(text=["It prints ", "hello."], input_tokens=300, cache_read=1500)
+            ),
+        )
+        client = sdk(server, request)
+        history: list[Any] = [{"role": "user", "content": "What does a.py do?"}]
+        ask: dict[str, Any] = {"model": model, "max_tokens": 500, "tools": TOOLS}
+        with client.messages.stream(**ask, messages=history) as stream:
+            first = stream.get_final_message()
+        thinking, text, call = first.content
+        assert thinking.type == "thinking"
+        assert (thinking.thinking, thinking.signature) == ("Need the file.", "sig-xyz")
+        assert text.type == "text"
+        assert call.type == "tool_use"
+        assert call.input == {"path": "a.py"}
+        assert first.usage.cache_creation_input_tokens == 1500
+        assert first.usage.input_tokens == 200
+
+        history += [
+            {"role": "assistant", "content": first.content},
+            {
+                "role": "user",
+                "content": [{"type": "tool_result", "tool_use_id": call.id, "content": "hi"}],
+            },
+        ]
+        second = client.messages.create(**ask, messages=history)
+        assert second.content[0].type == "text"
+        assert second.content[0].text == "It prints hello."
+        assert second.usage.cache_read_input_tokens == 1500
+        assert second.usage.input_tokens == 300
+        sent = provider.requests[-1].json()["messages"]
+        assert [m["role"] for m in sent] == ["user", "assistant", "user"]
+        assert sent[1]["content"][0] == {
+            "type": "thinking",
+            "thinking": "Need the file.",
+            "signature": "sig-xyz",
+        }
+        assert sent[1]["content"][2]["input"] == {"path": "a.py"}

@@ -16,9 +16,15 @@ from agents import Agent, OpenAIResponsesModel, Runner, function_tool, set_traci
 
 from ctxsvc_client import AsyncClient
 from ctxsvc_client.agents import CtxsvcSession
-from tests.api.compat.e2e import register, session, stored
+from tests.api.compat.e2e import KEY_ENV, register, session, stored
 from tests.providers.fake_chat_cache import ScriptedChat
-from tests.providers.fakes import FakeProviderServer
+from tests.providers.fake_responses import (
+    FakeFunctionCall,
+    FakeReasoning,
+    responses_stream,
+    responses_usage,
+)
+from tests.providers.fakes import FakeProviderServer, StreamReply
 from tests.servers import ServerProcess
 
 pytestmark = pytest.mark.slow
@@ -265,3 +271,53 @@ def test_a_runner_with_a_ctxsvc_session_runs_its_model_through_the_endpoint(
     assert len(proxied) == 1
     assert proxied[0]["forked_from"] is None
     assert [m["role"] for m in stored(server, proxied[0]["id"])] == roles
+
+
+def test_reasoning_items_reach_a_responses_provider_again_on_the_next_round(
+    server: ServerProcess, request: pytest.FixtureRequest
+) -> None:
+    """Behind the endpoint a Responses model that reasons: the SDK gets its reasoning item, sends
+    it back with the function call's output, and the provider's next input holds it verbatim
+    (encrypted content included), before the call it led to."""
+    with FakeProviderServer() as provider:
+        body = {
+            "context_window_tokens": 100_000,
+            "max_output_tokens": 1000,
+            "provider": {
+                "kind": "openai_responses",
+                "base_url": provider.base_url + "/v1",
+                "model_name": "gpt-fake",
+                "api_key_env": KEY_ENV,
+            },
+        }
+        model = "fake-responses-reasoning"
+        response = httpx.put(f"{server.url}/v1/models/{model}", json=body, timeout=30)
+        assert response.status_code in (200, 201), response.text
+        reasoning = FakeReasoning("rs_1", ["Read it first."], "gAAA-encrypted")
+        provider.enqueue(
+            StreamReply(
+                responses_stream(
+                    reasoning=[reasoning],
+                    function_calls=[FakeFunctionCall("call_r", "read", ['{"path":"a.py"}'])],
+                    usage=responses_usage(1500, 30, cached=1024, reasoning=12),
+                )
+            ),
+            StreamReply(responses_stream(text=["It prints ", "hello."])),
+        )
+        client = sdk(server, request)
+        ask: dict[str, Any] = {"model": model, "tools": TOOLS, "store": False}
+        history: list[Any] = [{"role": "user", "content": "What does a.py do?"}]
+        first = client.responses.create(**ask, input=history)
+        assert [item.type for item in first.output] == ["reasoning", "function_call"]
+        assert first.usage is not None
+        assert first.usage.input_tokens_details.cached_tokens == 1024
+        assert first.usage.output_tokens_details.reasoning_tokens == 12
+        history += [item.model_dump(exclude_none=True) for item in first.output]
+        history.append({"type": "function_call_output", "call_id": "call_r", "output": "hi"})
+        with client.responses.stream(**ask, input=history) as stream:
+            assert stream.get_final_response().output_text == "It prints hello."
+        sent = provider.requests[-1].json()["input"]
+        kinds = [item.get("type", "message") for item in sent]
+        assert kinds[-3:] == ["reasoning", "function_call", "function_call_output"]
+        assert sent[-3]["id"] == "rs_1"
+        assert sent[-3]["encrypted_content"] == "gAAA-encrypted"

@@ -32,7 +32,8 @@ from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
 __all__ = ["CODEC", "REFUSALS", "OpenAIResponsesCodec"]
 
-# The codes ``decode`` refuses a request with (422), for the endpoint's API description.
+# The codes ``decode`` refuses a request with: answered in the protocol's error shape, never
+# as problem+json, so they are not in the API description (tests/test_openapi_codes.py).
 REFUSALS: tuple[str, ...] = (
     "invalid_request",
     "invalid_model",

@@ -196,12 +196,12 @@ class ProxyService:
         keys = [message_key(m.role, m.content) for m in request.messages]
         async with unit_of_work(self._db) as db:
             if session_id is not None:
+                # A named session's own model is called (spec §21.1), under its lock.
                 session = await SessionRepository(db).require(session_id, for_update=True)
-                model_id, system, tools = session.model_id, request.system, request.tools
+                model_id = session.model_id
             else:
-                model = await resolve_model(db, request.model, tenant_id)
-                model_id, system, tools = model.id, request.system, request.tools
-            family = family_digest(tenant_id, model_id, system, tools)
+                model_id = (await resolve_model(db, request.model, tenant_id)).id
+            family = family_digest(tenant_id, model_id, request.system, request.tools)
             chain = chain_digests(family, keys)
             match = await find_match(db, chain, tenant_id, family, session_id)
             ends = ProxyEndRepository(db)

@@ -146,6 +146,8 @@ class OpenAIChatCodec:
                 raise _refused(
                     f"{field}.role", "must be system, developer, user, assistant or tool"
                 )
+        if not messages:
+            raise _refused("messages", "must hold a user message, not only system messages")
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         if limit is not None and (
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 1

@@ -80,6 +80,7 @@ def test_a_request_is_read_into_the_content_model() -> None:
     [
         ({"messages": [{"role": "user", "content": "x"}]}, "invalid_model"),
         ({"model": "m", "messages": []}, "invalid_messages"),
+        ({"model": "m", "messages": [{"role": "system", "content": "x"}]}, "invalid_messages"),
         ({"model": "m", "messages": [{"role": "robot", "content": "x"}]}, "invalid_messages"),
         ({"model": "m", "messages": [{"role": "tool", "content": "x"}]}, "invalid_messages"),
         (

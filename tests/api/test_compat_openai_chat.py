@@ -8,6 +8,7 @@ finds the session it continues, stores only what is new, and forks an edited his
 
 from __future__ import annotations
 
+import asyncio
 import json
 import shutil
 import uuid
@@ -21,7 +22,7 @@ import openai
 import pytest
 
 from tests.providers.fake_chat_cache import ScriptedChat
-from tests.providers.fakes import FakeProviderServer
+from tests.providers.fakes import FakeProviderServer, StreamReply, openai_stream
 from tests.servers import ServerProcess, one_server
 
 pytestmark = pytest.mark.slow
@@ -531,3 +532,33 @@ def test_another_tenant_neither_names_nor_continues_a_session(
     with pytest.raises(openai.NotFoundError):
         other.chat.completions.create(model=model, messages=history)
     assert len(stored(server, sid)) == 2  # nothing stored by the other tenant's calls
+
+
+def test_a_client_that_leaves_mid_stream_closes_the_provider_call_and_stores_no_answer(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    history = [{"role": "user", "content": "Tell me a long story."}]
+    abandoned = provider.abandoned
+    # The provider sends its first words, then one more piece a second apart.
+    pieces = ["Once ", *["upon a time " for _ in range(30)]]
+    script.answers.append(StreamReply(openai_stream(text=pieces), event_delay=1.0))
+    with client.chat.completions.with_streaming_response.create(
+        model=model, messages=history, stream=True
+    ) as streamed:
+        sid = streamed.headers["x-ctxsvc-session-id"]
+        for chunk in streamed.parse():
+            if chunk.choices and chunk.choices[0].delta.content:
+                break  # the client has seen the first words and goes away
+    asyncio.run(provider.abandoned_by_client(abandoned + 1, within=60))
+    assert [m["role"] for m in stored(server, sid)] == ["user"]
+    # Asked again, the same history continues the session: nothing forked, nothing twice.
+    script.answers.append("Short story.")
+    raw = client.chat.completions.with_raw_response.create(model=model, messages=history)
+    assert raw.headers["x-ctxsvc-session-id"] == sid
+    assert [m["role"] for m in stored(server, sid)] == ["user", "assistant"]

@@ -47,11 +47,11 @@ class ChatPrefixCache:
 
 
 class ScriptedChat:
-    """Answers in order: a text, or tool calls ``[(id, name, arguments)]``."""
+    """Answers in order: a text, tool calls ``[(id, name, arguments)]``, or a reply as it is."""
 
     def __init__(self) -> None:
         self.cache = ChatPrefixCache()
-        self.answers: deque[str | Sequence[tuple[str, str, str]]] = deque()
+        self.answers: deque[str | Sequence[tuple[str, str, str]] | StreamReply] = deque()
         self.bodies: list[dict[str, Any]] = []
 
     def __call__(self, request: RecordedRequest) -> Reply:
@@ -60,6 +60,8 @@ class ScriptedChat:
         prompt, cached = self.cache.observe(body)
         usage = openai_usage(prompt, 7, cached=cached)
         answer = self.answers.popleft()
+        if isinstance(answer, StreamReply):
+            return answer
         if isinstance(answer, str):
             return StreamReply(openai_stream(text=[answer[:3], answer[3:]], usage=usage))
         calls = [FakeToolCall(i, n, [a]) for i, n, a in answer]

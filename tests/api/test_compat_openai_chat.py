@@ -492,3 +492,42 @@ def test_a_named_session_and_the_callers_own_provider_key(
         "Two.",
     ]
     assert "sk-callers-own" not in server.log()
+
+
+def test_another_tenant_neither_names_nor_continues_a_session(
+    server: ServerProcess,
+    fake: tuple[FakeProviderServer, ScriptedChat],
+    request: pytest.FixtureRequest,
+) -> None:
+    provider, script = fake
+    model = register(server, provider)
+    client = sdk(server)
+    request.addfinalizer(client.close)
+    history = [{"role": "user", "content": "A question both tenants ask."}]
+    script.answers.append("Answer.")
+    mine = client.chat.completions.with_raw_response.create(model=model, messages=history)
+    sid = mine.headers["x-ctxsvc-session-id"]
+    issued = httpx.post(
+        f"{server.url}/v1/admin/keys",
+        json={"tenant_id": f"t-{uuid.uuid4().hex[:8]}", "scope": "tenant"},
+        headers=AUTH,
+        timeout=30,
+    )
+    assert issued.status_code == 201, issued.text
+    other = openai.OpenAI(
+        base_url=f"{server.url}/v1/compat/openai",
+        api_key=issued.json()["key"],
+        max_retries=0,
+        timeout=60,
+    )
+    request.addfinalizer(other.close)
+    with pytest.raises(openai.NotFoundError) as hidden:
+        other.chat.completions.create(
+            model=model, messages=history, extra_headers={"X-Ctxsvc-Session-Id": sid}
+        )
+    assert isinstance(hidden.value.body, dict)
+    assert hidden.value.body["code"] == "session_not_found"
+    # The registered model is the default tenant's own: the other tenant does not see it.
+    with pytest.raises(openai.NotFoundError):
+        other.chat.completions.create(model=model, messages=history)
+    assert len(stored(server, sid)) == 2  # nothing stored by the other tenant's calls

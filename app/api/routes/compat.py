@@ -8,7 +8,6 @@ service did is told in ``X-Ctxsvc-*`` response headers.
 
 from __future__ import annotations
 
-import importlib
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -17,8 +16,10 @@ from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
 from app.api.auth import compat_principal
+from app.api.compat.anthropic_messages import CODEC as ANTHROPIC_MESSAGES
 from app.api.compat.openai_chat import CODEC as OPENAI_CHAT
 from app.api.compat.openai_chat import OpenAIChatCodec
+from app.api.compat.openai_responses import CODEC as OPENAI_RESPONSES
 from app.api.problems import status_of
 from app.core.errors import InvalidInput, ServiceError
 from app.fastjson import loads
@@ -119,30 +120,13 @@ async def openai_chat_completions(request: Request) -> Response:
     return await _serve(request, OPENAI_CHAT)
 
 
-def _codec(module: str) -> Codec | None:
-    """A codec another module provides, when this version has it."""
-    try:
-        return importlib.import_module(module).CODEC  # type: ignore[no-any-return]
-    except ImportError:
-        return None
+@router.post("/openai/responses", include_in_schema=False)
+async def openai_responses(request: Request) -> Response:
+    """OpenAI Responses, continuing a managed session."""
+    return await _serve(request, OPENAI_RESPONSES)
 
 
-_RESPONSES = _codec("app.api.compat.openai_responses")
-_ANTHROPIC = _codec("app.api.compat.anthropic_messages")
-
-if _RESPONSES is not None:
-    responses_codec: Codec = _RESPONSES
-
-    @router.post("/openai/responses", include_in_schema=False)
-    async def openai_responses(request: Request) -> Response:
-        """OpenAI Responses, continuing a managed session."""
-        return await _serve(request, responses_codec)
-
-
-if _ANTHROPIC is not None:
-    anthropic_codec: Codec = _ANTHROPIC
-
-    @router.post("/anthropic/v1/messages", include_in_schema=False)
-    async def anthropic_messages(request: Request) -> Response:
-        """Anthropic Messages, continuing a managed session."""
-        return await _serve(request, anthropic_codec)
+@router.post("/anthropic/v1/messages", include_in_schema=False)
+async def anthropic_messages(request: Request) -> Response:
+    """Anthropic Messages, continuing a managed session."""
+    return await _serve(request, ANTHROPIC_MESSAGES)

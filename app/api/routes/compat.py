@@ -12,10 +12,10 @@ import uuid
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse, Response, StreamingResponse
 
-from app.api.auth import compat_principal
+from app.api.auth import compat_key_declared, compat_principal
 from app.api.compat.anthropic_messages import CODEC as ANTHROPIC_MESSAGES
 from app.api.compat.openai_chat import CODEC as OPENAI_CHAT
 from app.api.compat.openai_chat import OpenAIChatCodec
@@ -26,9 +26,14 @@ from app.fastjson import loads
 from app.providers.base import ProviderError
 from app.services.proxy.contract import Codec, ProxyOutcome
 
-__all__ = ["router"]
+__all__ = ["refusal_response", "router"]
 
-router = APIRouter(prefix="/v1/compat", tags=["compatible endpoints"])
+# ``compat_key_declared``: the key is checked before the body is read (``app.api.key_first``).
+router = APIRouter(
+    prefix="/v1/compat",
+    tags=["compatible endpoints"],
+    dependencies=[Depends(compat_key_declared)],
+)
 
 # A provider failure's code → the status the protocol's SDK reads (its exception type).
 _PROVIDER_STATUS = {
@@ -58,6 +63,13 @@ def _error(codec: Codec, exc: ServiceError) -> JSONResponse:
     status = _status(exc)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(codec.render_error(status, exc.code, exc.detail), status, headers)
+
+
+def refusal_response(path: str, exc: ServiceError) -> JSONResponse:
+    """A refusal before any route ran (the key before the body), in the shape of the protocol
+    ``path`` names."""
+    codec: Codec = ANTHROPIC_MESSAGES if path.startswith("/v1/compat/anthropic") else OPENAI_CHAT
+    return _error(codec, exc)
 
 
 def _headers(outcome: ProxyOutcome) -> dict[str, str]:

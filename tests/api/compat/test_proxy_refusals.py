@@ -4,8 +4,12 @@ the service does not know. Each refusal is in the protocol's error shape."""
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import httpx
 import pytest
+
+from tests.conftest import client_for, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -54,3 +58,49 @@ async def test_the_context_map_shows_a_proxied_session_its_origin_and_fork(
     row = listing.split(f'data-session="{fork}"', 1)[1].split("</tr>", 1)[0]
     assert "proxy:openai_chat" in row
     assert f'forked from <a class="mono" href="/ui/sessions/{sid}"' in row
+
+
+KEY = "key-of-the-compat-refusals-7a1e"
+
+
+@pytest.fixture
+async def keyed(database_url: str) -> AsyncIterator[httpx.AsyncClient]:
+    async for client in client_for(make_settings(database_url, api_keys=[KEY])):
+        yield client
+
+
+@pytest.mark.parametrize(
+    ("path", "headers"),
+    [
+        ("/v1/compat/openai/chat/completions", {}),
+        ("/v1/compat/openai/responses", {"authorization": "Bearer not-the-key"}),
+        ("/v1/compat/anthropic/v1/messages", {"x-api-key": "not-the-key"}),
+    ],
+)
+async def test_without_the_key_no_body_is_looked_at_and_the_refusal_is_the_protocols(
+    keyed: httpx.AsyncClient, path: str, headers: dict[str, str]
+) -> None:
+    # Over the tests' body limit: read, it would be a 413.
+    response = await keyed.post(path, content=b"x" * 2_000_001, headers=headers)
+    assert response.status_code == 401, response.text
+    error = response.json()["error"]
+    assert error["code"] == "unauthorized"
+    if "anthropic" in path:
+        assert response.json()["type"] == "error"
+        assert error["type"] == "authentication_error"
+    else:
+        assert error["type"] == "authentication_error"
+
+
+@pytest.mark.parametrize("header", ["authorization", "x-api-key"])
+async def test_the_service_key_is_taken_as_bearer_or_x_api_key(
+    keyed: httpx.AsyncClient, header: str
+) -> None:
+    value = f"Bearer {KEY}" if header == "authorization" else KEY
+    response = await keyed.post(
+        "/v1/compat/anthropic/v1/messages",
+        json={"model": "local", "max_tokens": 50, "messages": [{"role": "user", "content": "hi"}]},
+        headers={header: value},
+    )
+    assert response.status_code == 200, response.text
+    assert response.json()["type"] == "message"

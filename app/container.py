@@ -24,6 +24,7 @@ from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.models import ModelService
 from app.services.pins import PinService
+from app.services.proxy.service import ProxyService
 from app.services.session_items import SessionItemService
 from app.services.session_prepare import SessionPrepareService
 from app.services.sessions import SessionService
@@ -111,6 +112,15 @@ class Container:
             self.events,
             self.settings,
             self.observability.compactions,
+        )
+        self.proxy = ProxyService(
+            self.db,
+            self.settings,
+            self.sessions,
+            self.messages,
+            self.session_prepare,
+            self.model_clients,
+            self.tenancy,
         )
         self.turns = TurnService(self)
         self.agent_messages = AgentMessageService(self)

@@ -21,6 +21,7 @@ from app.api.routes import (
     admin,
     agent_messages,
     compactions,
+    compat,
     events,
     models,
     pins,
@@ -129,6 +130,9 @@ def create_app(
         admin.router,
     ):
         app.include_router(router, dependencies=secured)
+    # Authenticated by the route itself: the SDKs send the key as Bearer or x-api-key, and
+    # every answer, a refusal included, is in the protocol's shape (spec §21).
+    app.include_router(compat.router)
     install_web(app)  # the context map: pages open, their data parts under the same key check
     container.observability.instrument_app(app)
     return app

@@ -127,6 +127,12 @@ class Settings(BaseSettings):
     allow_private_model_hosts: bool = Field(default=False, description=_SWITCH)
     # Apply the measured provider/estimate ratio to estimate-based models (spec §3.4).
     apply_calibration: bool = Field(default=False, description=_SWITCH)
+    # Compatible endpoints (spec §21): the model that summarizes a proxied session when it
+    # reaches its compaction line (empty: the session's own model), and whether a caller may
+    # send its own provider key (``X-Ctxsvc-Provider-Key``) for its requests instead of the
+    # registry's (off: the header is refused).
+    proxy_summary_model: str = Field(default="", description="a registered model id, or empty")
+    proxy_caller_keys: bool = Field(default=False, description=_SWITCH)
 
     @field_validator("db_pool_recycle_seconds")
     @classmethod

@@ -37,6 +37,19 @@ NOT_ANSWERS = {
     # once for every request (the API description, docs/api-notes.md).
     "malformed_request",
     "headers_too_large",
+    # The compatible endpoints' own refusals (spec §21): answered in the provider protocol's
+    # error shape (what its SDK reads), never as problem+json, and not in the API description.
+    "invalid_model",
+    "invalid_messages",
+    "invalid_input",
+    "invalid_system",
+    "invalid_tools",
+    "invalid_max_tokens",
+    "unsupported_block",
+    "unsupported_tool",
+    "previous_response_id_unsupported",
+    "caller_keys_disabled",
+    "context_budget_exceeded",
     # A bug (the one path to a 500), never documented as an outcome.
     "internal_error",
 }

@@ -29,6 +29,9 @@ __all__ = [
     "AdminDep",
     "PrincipalDep",
     "authenticate",
+    "compat_key_declared",
+    "compat_principal",
+    "refuse_unknown_compat_key",
     "refuse_unknown_key",
     "require_admin",
     "require_api_key",
@@ -88,6 +91,47 @@ async def refuse_unknown_key(
     container: Container = request.app.state.container
     if await authenticate(container, credentials.credentials if credentials else None) is None:
         raise _unauthorized()
+
+
+def _compat_key(request: Request) -> str | None:
+    """The key a compatible endpoint's caller sent: ``Authorization: Bearer`` (the OpenAI SDK)
+    or ``x-api-key`` (the Anthropic SDK)."""
+    scheme, _, credentials = request.headers.get("authorization", "").partition(" ")
+    if scheme.lower() == "bearer" and credentials.strip():
+        return credentials.strip()
+    return request.headers.get("x-api-key") or None
+
+
+def _compat_unauthorized() -> Unauthorized:
+    return Unauthorized(
+        "unauthorized",
+        "missing or invalid API key: the SDK's api_key must be a key of this service "
+        "(sent as `Authorization: Bearer <key>` or `x-api-key: <key>`)",
+    )
+
+
+async def compat_principal(request: Request) -> Principal:
+    """Who calls a compatible endpoint (spec §21.4): the service key as the SDK sends its own
+    key; one rate-limit token."""
+    container: Container = request.app.state.container
+    principal = await authenticate(container, _compat_key(request))
+    if principal is None:
+        raise _compat_unauthorized()
+    _check_rate(container, principal)
+    return principal
+
+
+async def compat_key_declared() -> None:
+    """The compatible endpoints' routes declare this dependency (it does nothing when they run:
+    each route authenticates itself, ``compat_principal``) so that ``app.api.key_first`` checks
+    their key before their body is read (``refuse_unknown_compat_key``)."""
+
+
+async def refuse_unknown_compat_key(request: Request, _: object = None) -> None:
+    """The key half of ``compat_principal``, for ``app.api.key_first``."""
+    container: Container = request.app.state.container
+    if await authenticate(container, _compat_key(request)) is None:
+        raise _compat_unauthorized()
 
 
 def _unauthorized() -> Unauthorized:

@@ -23,8 +23,15 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from app.api.auth import refuse_unknown_key, require_api_key, require_metrics_key
+from app.api.auth import (
+    compat_key_declared,
+    refuse_unknown_compat_key,
+    refuse_unknown_key,
+    require_api_key,
+    require_metrics_key,
+)
 from app.api.problems import service_error_response
+from app.api.routes.compat import refusal_response
 from app.core.errors import ServiceError
 
 __all__ = ["KeyBeforeBody"]
@@ -35,6 +42,9 @@ KeyCheck = Callable[..., Awaitable[Any]]
 _KEY_CHECKS: dict[KeyCheck, KeyCheck] = {
     require_api_key: refuse_unknown_key,
     require_metrics_key: require_metrics_key,
+    # The compatible endpoints (spec §21): the key as their SDKs send it, refused in the
+    # protocol's own error shape.
+    compat_key_declared: refuse_unknown_compat_key,
 }
 _bearer = HTTPBearer(auto_error=False)
 
@@ -101,6 +111,10 @@ class KeyBeforeBody:
                 try:
                     await check(request, await _bearer(request))
                 except ServiceError as refused:
-                    await service_error_response(refused)(scope, receive, send)
+                    if check is refuse_unknown_compat_key:
+                        answer = refusal_response(scope.get("path", ""), refused)
+                    else:
+                        answer = service_error_response(refused)
+                    await answer(scope, receive, send)
                     return
         await self.app(scope, receive, send)

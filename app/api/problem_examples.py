@@ -76,6 +76,20 @@ _DETAILS: dict[str, str] = {
     "replaces: identifiers INC-42; send accept_dropped_user_facts: true to install it anyway",
     "tokenizer_data_missing": "no data for o200k_base: "
     "app/providers/tokenizers/data/o200k_base.tiktoken holds it no longer (reinstall ctxsvc)",
+    # The drop-in endpoints' refusals (``app.api.compat``), in the wording of their codecs.
+    "invalid_model": "model must be a non-empty string",
+    "invalid_messages": "messages[2].content[0]: a tool_use needs an id and a name",
+    "invalid_input": "input must be a string or a non-empty list of items",
+    "invalid_system": "system[1] is not a text block",
+    "invalid_tools": "tool 0 (lookup): its schema must be an object",
+    "invalid_max_tokens": "max_tokens must be a whole number of tokens ≥ 1; got 0",
+    "unsupported_block": "messages[1].content[0] is a 'server_tool_use' block, which this "
+    "endpoint cannot hold; it takes text, thinking and tool_use",
+    "unsupported_tool": "tool 0 is of type 'web_search', a tool that runs at the provider; this "
+    "endpoint takes function tools",
+    "previous_response_id_unsupported": "previous_response_id asks the provider for a "
+    "conversation it stored; this endpoint keeps the conversation itself from what each request "
+    "sends: send the whole history in input (store: false) and leave previous_response_id out",
 }
 
 

@@ -89,7 +89,8 @@ class Metrics:
         call_labels = ["model", "provider_kind", "purpose"]
         self.model_call_duration = Histogram(
             "ctxsvc_model_call_duration_seconds",
-            "Model calls (retries included), by model, provider kind and purpose (turn/summary).",
+            "Model calls (retries included), by model, provider kind and purpose "
+            "(turn/summary/proxy).",
             call_labels,
             buckets=_MODEL_CALL_BUCKETS,
             registry=r,

@@ -36,7 +36,7 @@ from app.providers._streaming import (
     protocol_error,
 )
 from app.providers.base import FinishReason, ModelResponse, ProviderError, Usage
-from app.providers.encoding import ANTHROPIC_DRIVER
+from app.providers.encoding.anthropic_messages import opaque_thinking
 from app.providers.encoding.wire import anthropic_messages_body
 from app.providers.sse import ServerSentEvent
 
@@ -331,34 +331,11 @@ def _tool_call(block: _Block) -> ToolCallBlock:
 
 
 def _opaque_blocks(blocks: list[_Block]) -> list[ProviderOpaqueBlock]:
-    """Signed thinking and redacted thinking, in response order, for echoing back.
-
-    With a single thinking block its text already is the message's thinking block, so only the
-    signature is kept; with several, each keeps its own text so each signature stays paired.
-    """
-    thinking = [b for b in blocks if b.type == "thinking"]
-    single = len(thinking) == 1
-    out: list[ProviderOpaqueBlock] = []
-    for block in blocks:
-        if block.type == "thinking" and block.signature:
-            payload: dict[str, str] = {"signature": block.signature}
-            if not single:
-                payload = {"thinking": "".join(block.text), "signature": block.signature}
-            out.append(
-                {
-                    "type": "provider_opaque",
-                    "driver": ANTHROPIC_DRIVER,
-                    "kind": "thinking",
-                    "payload": payload,
-                }
-            )
-        elif block.type == "redacted_thinking" and block.data:
-            out.append(
-                {
-                    "type": "provider_opaque",
-                    "driver": ANTHROPIC_DRIVER,
-                    "kind": "redacted_thinking",
-                    "payload": {"data": block.data},
-                }
-            )
-    return out
+    """Signed thinking and redacted thinking, in response order, for echoing back."""
+    return opaque_thinking(
+        [
+            {"type": b.type, "thinking": "".join(b.text), "signature": b.signature, "data": b.data}
+            for b in blocks
+            if b.type in ("thinking", "redacted_thinking")
+        ]
+    )

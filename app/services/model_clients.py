@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections import ChainMap
 from collections.abc import Mapping
 
 from app.core.errors import InvalidInput
@@ -23,6 +24,9 @@ from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.registry import ModelRepository
 
 __all__ = ["ModelClients"]
+
+# The name a caller's own key is read under (never a variable of the process).
+_CALLER_KEY = "CTXSVC_CALLER_PROVIDER_KEY"
 
 
 class ModelClients:
@@ -60,30 +64,46 @@ class ModelClients:
         await self._http.aclose()
 
     def for_model(
-        self, entry: ModelEntry, *, session_id: str, purpose: str = "turn"
+        self,
+        entry: ModelEntry,
+        *,
+        session_id: str,
+        purpose: str = "turn",
+        api_key: str | None = None,
     ) -> ModelClient:
         """The client of ``entry``'s provider for the calls of one session; ``purpose``
-        (``turn`` or ``summary``) labels its calls. A scripted model replays its script per
-        session."""
+        (``turn``, ``summary`` or ``proxy``) labels its calls. A scripted model replays its
+        script per session. ``api_key``: a caller's own provider key (spec §21.4), used
+        instead of the variable the model names; it lives in this client only, never logged
+        or stored."""
         provider = entry.provider
         target = CallTarget(entry.id, provider.kind, provider.model_name or entry.id, purpose)
-        return self._observability.model_client(self._client(entry, session_id), target)
+        return self._observability.model_client(self._client(entry, session_id, api_key), target)
 
-    def _client(self, entry: ModelEntry, session_id: str) -> ModelClient:
+    def _client(
+        self, entry: ModelEntry, session_id: str, api_key: str | None = None
+    ) -> ModelClient:
         provider = entry.provider
         if provider.kind == "local":
             return LocalClient()
         if provider.kind == "scripted":
             owner = entry.owner or ""
             return ScriptedClient(entry.id, lambda: self._take(owner, entry.id, session_id))
+        env: Mapping[str, str] = self._env
+        key_env = provider.api_key_env
+        if api_key is not None:
+            # The adapters read a key from a variable at call time: the caller's key is one
+            # such variable, seen by this client alone.
+            key_env = _CALLER_KEY
+            env = ChainMap({_CALLER_KEY: api_key}, dict(self._env))
         config = ProviderConfig(
             kind=provider.kind,
             base_url=provider.base_url or "",
             model_name=provider.model_name or entry.id,
-            api_key_env=provider.api_key_env,
+            api_key_env=key_env,
         )
         return http_model_client(
-            self.http, config, env=self._env, retry=self._retry, timeouts=self._timeouts
+            self.http, config, env=env, retry=self._retry, timeouts=self._timeouts
         )
 
     def readiness(self, entry: ModelEntry) -> ModelReadiness:

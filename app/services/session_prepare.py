@@ -37,7 +37,19 @@ from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["SessionPrepareService"]
+__all__ = ["PreparedSessionCall", "SessionPrepareService"]
+
+
+@dataclass(frozen=True, slots=True)
+class PreparedSessionCall:
+    """A session's next request as ``SessionPrepareService.prepare_call`` left it."""
+
+    prepared: PreparedModelCall
+    model: ModelEntry
+    # World State messages this prepare stored (in order).
+    world_state_message_ids: list[str]
+    # A compaction was installed on the way (the trigger line was reached).
+    compacted: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,7 +84,23 @@ class SessionPrepareService:
 
     async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
         """Sample World State (stored), prepare, and compact when the trigger line is reached."""
+        call = await self.prepare_call(session_id)
+        result = prepared_to_json(
+            call.prepared,
+            encode_as=encode_as,
+            model_name=call.model.provider.model_name,
+            prompt_caching=call.model.capabilities.prompt_caching,
+            cache_seed=session_id,
+        )
+        result["auto_compact_percent"] = auto_compact_percent(call.prepared.budget)
+        result["world_state_message_ids"] = call.world_state_message_ids
+        return result
+
+    async def prepare_call(self, session_id: str) -> PreparedSessionCall:
+        """``prepare`` before its JSON: the prepared call itself, for a caller in this process
+        that sends it (the compatible endpoints, ``app.services.proxy``)."""
         request_id = f"prepare-{uuid.uuid4().hex}"
+        compacted = False
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
             model = await resolve_model(db, session.model_id, session.tenant_id)
@@ -96,6 +124,7 @@ class SessionPrepareService:
                 return sampled.prepared
 
             async def compact(prepared: PreparedModelCall) -> CompactionNotSmaller | None:
+                nonlocal compacted
                 budget = prepared.budget
                 try:
                     await installed.compact_for_prepare(
@@ -105,6 +134,7 @@ class SessionPrepareService:
                     )
                 except CompactionNotSmaller as refused:
                     return refused
+                compacted = True
                 return None
 
             fitted = await fit(
@@ -124,16 +154,7 @@ class SessionPrepareService:
                 ) from refused
         # ---------------------------------------------------------------------------------------
 
-        result = prepared_to_json(
-            sampled.prepared,
-            encode_as=encode_as,
-            model_name=model.provider.model_name,
-            prompt_caching=model.capabilities.prompt_caching,
-            cache_seed=session_id,
-        )
-        result["auto_compact_percent"] = auto_compact_percent(sampled.prepared.budget)
-        result["world_state_message_ids"] = written
-        return result
+        return PreparedSessionCall(sampled.prepared, model, written, compacted)
 
     async def _sample_and_prepare(
         self,

@@ -61,6 +61,10 @@ class SessionView:
     # ``Last-Event-ID`` (or ``?after=``) on ``GET .../events``.
     last_event_sequence: int
     reload_required: bool
+    # Who made it: ``None`` (the sessions API) or ``proxy:<protocol>`` (spec §21), and the
+    # proxied session its history was forked from.
+    origin: str | None
+    forked_from: str | None
     # The estimate of the active history as stored (before pruning and projection): which
     # sessions are heavy, without preparing each one.
     active_history_tokens: int
@@ -86,6 +90,8 @@ class SessionView:
             message_count=row.last_message_sequence,
             last_event_sequence=row.last_event_sequence,
             reload_required=row.reload_required,
+            origin=row.origin,
+            forked_from=row.forked_from,
             active_history_tokens=estimate_tokens(active_bytes),
             usage=usage,
             created_at=row.created_at,
@@ -226,35 +232,50 @@ class SessionService:
 
     async def create(self, spec: SessionCreate, tenant_id: str) -> SessionView:
         """A new session of ``tenant_id`` (the tenant of the calling key)."""
+        async with unit_of_work(self._db) as db:
+            return SessionView.of(await self.create_in(db, spec, tenant_id))
+
+    async def create_in(
+        self,
+        db: AsyncSession,
+        spec: SessionCreate,
+        tenant_id: str,
+        *,
+        origin: str | None = None,
+        forked_from: str | None = None,
+    ) -> AgentSession:
+        """``create`` in the caller's transaction; ``origin`` and ``forked_from``: a compatible
+        endpoint's session (spec §21)."""
         self._check_agent(spec.agent)
         agent = _with_profile(spec.agent)
         workspace = self._check_workspace(spec.workspace)
         summary_model_id = spec.summary_model_id or spec.model_id
         now = utc_now()
-        async with unit_of_work(self._db) as db:
-            model, _ = await self._check_models(
-                db, tenant_id, model_id=spec.model_id, summary_model_id=summary_model_id
-            )
-            self._check_system_prompt(spec.agent.system_prompt, model)
-            row = AgentSession(
-                id=f"ses-{uuid.uuid4().hex}",
-                tenant_id=tenant_id,
-                title=spec.title,
-                model_id=spec.model_id,
-                summary_model_id=summary_model_id,
-                agent=agent,
-                workspace=workspace,
-                sandbox=spec.sandbox.model_dump(),
-                disabled_skills=sorted(set(spec.disabled_skills)),
-                tool_result_pruned_through_sequence=None,
-                last_message_sequence=0,
-                last_event_sequence=0,
-                reload_required=False,
-                created_at=now,
-                updated_at=now,
-            )
-            await SessionRepository(db).add(row)
-            return SessionView.of(row)
+        model, _ = await self._check_models(
+            db, tenant_id, model_id=spec.model_id, summary_model_id=summary_model_id
+        )
+        self._check_system_prompt(spec.agent.system_prompt, model)
+        row = AgentSession(
+            id=f"ses-{uuid.uuid4().hex}",
+            tenant_id=tenant_id,
+            title=spec.title,
+            model_id=spec.model_id,
+            summary_model_id=summary_model_id,
+            agent=agent,
+            workspace=workspace,
+            sandbox=spec.sandbox.model_dump(),
+            disabled_skills=sorted(set(spec.disabled_skills)),
+            tool_result_pruned_through_sequence=None,
+            last_message_sequence=0,
+            last_event_sequence=0,
+            reload_required=False,
+            origin=origin,
+            forked_from=forked_from,
+            created_at=now,
+            updated_at=now,
+        )
+        await SessionRepository(db).add(row)
+        return row
 
     async def get(self, session_id: str) -> SessionView:
         async with unit_of_work(self._db, read_only=True) as db:

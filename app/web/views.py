@@ -153,6 +153,10 @@ class ContextMap:
     reload_required: bool
     last_event_sequence: int
     running: TurnView | None
+    # Who made the session (``proxy:<protocol>`` for a compatible endpoint, spec §21) and the
+    # session a proxied history was forked from; None for the sessions API.
+    origin: str | None
+    forked_from: str | None
     bar: WindowBar
     rows: list[RowView]
     conversation_tokens: int
@@ -177,6 +181,8 @@ class SessionRow:
     created_at: str
     updated_at: str
     reload_required: bool
+    origin: str | None = None
+    forked_from: str | None = None
 
 
 def _share(tokens: int, whole: int) -> float:
@@ -370,6 +376,8 @@ def context_map(
         reload_required=session.reload_required,
         last_event_sequence=session.last_event_sequence,
         running=next((t for t in turn_views if t.status == "running"), None),
+        origin=session.origin,
+        forked_from=session.forked_from,
         bar=window_bar(prepared.budget, inspection.model.capabilities),
         rows=rows_of(inspection),
         conversation_tokens=prepared.budget.conversation_tokens,
@@ -397,6 +405,8 @@ def session_rows(sessions: Sequence[SessionView]) -> list[SessionRow]:
             created_at=timestamp(s.created_at),
             updated_at=timestamp(s.updated_at),
             reload_required=s.reload_required,
+            origin=s.origin,
+            forked_from=s.forked_from,
         )
         for s in sessions
     ]

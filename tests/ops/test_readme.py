@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 import re
 import subprocess
+import sys
 from collections.abc import Iterator
 from typing import Any
 
@@ -143,3 +144,21 @@ def test_a_pin_reaches_the_request_as_the_readme_says(server: ServerProcess) -> 
     last = prepared["request"]["messages"][-1]["content"][0]["text"]
     assert last.startswith('<pinned_context format_version="1">')
     assert "## Constraints\n- Never modify anything in the production database.\n" in last
+
+
+def test_the_drop_in_example_runs_as_the_readme_says(server: ServerProcess) -> None:
+    tour = README.read_text(encoding="utf-8").split("### Drop-in: the provider SDKs", 1)[1]
+    (block,) = re.findall(r"```python\n(.*?)```", tour.split("\n### ", 1)[0], flags=re.S)
+    script = block.replace(README_ADDRESS, server.url)
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        capture_output=True,
+        text=True,
+        timeout=BLOCK_TIMEOUT_SECONDS,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    answer, session_id = done.stdout.strip().splitlines()[-2:]
+    assert answer.startswith("Local model")
+    session = httpx.get(f"{server.url}/v1/sessions/{session_id}", timeout=30).json()
+    assert session["origin"] == "proxy:openai_chat"

@@ -277,6 +277,17 @@ class SessionOut(BaseModel):
         description="Id of the session's last update: `Last-Event-ID` for only what follows."
     )
     reload_required: bool
+    origin: str | None = Field(
+        default=None,
+        description="Who made the session: null (this API) or `proxy:<protocol>` (a compatible "
+        "endpoint, spec §21: `proxy:openai_chat`, `proxy:openai_responses`, "
+        "`proxy:anthropic_messages`).",
+    )
+    forked_from: str | None = Field(
+        default=None,
+        description="The proxied session this one was forked from: the caller's history "
+        "differed from it (an edit, or a retry of an earlier request).",
+    )
     active_history_tokens: int = Field(
         description="Estimate (bytes / 4) of the stored messages after the latest checkpoint's "
         "install boundary, before pruning and projection: which sessions are heavy. The exact "

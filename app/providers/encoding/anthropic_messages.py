@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from app.core.caching.breakpoints import CachePlan
-from app.core.content import Block, DataBlock, OutputBlock, ToolResultBlock
+from app.core.content import Block, DataBlock, OutputBlock, ProviderOpaqueBlock, ToolResultBlock
 from app.core.tool_state import NO_OUTPUT_TEXT, state_line
 from app.providers.encoding._common import (
     PDF_MEDIA_TYPE,
@@ -56,6 +56,7 @@ __all__ = [
     "encode_anthropic_messages",
     "marked_blocks",
     "message_blocks",
+    "opaque_thinking",
 ]
 
 # The ``driver`` of the provider_opaque blocks this encoding echoes back.
@@ -139,6 +140,33 @@ def message_blocks(message: Mapping[str, Any]) -> tuple[str, list[dict[str, Any]
     if role == "user":
         return "user", _plain_blocks(content)
     raise ValueError(f"unknown message role {role!r}")
+
+
+def opaque_thinking(blocks: Sequence[Mapping[str, Any]]) -> list[ProviderOpaqueBlock]:
+    """The ``provider_opaque`` blocks that keep the signed ``thinking`` and ``redacted_thinking``
+    blocks of one answer (wire-shaped, in answer order; other blocks are skipped) for echoing back:
+    the way back of ``_assistant_blocks``.
+
+    With a single thinking block its text already is the message's thinking block, so only the
+    signature is kept; with several, each keeps its own text so each signature stays paired.
+    """
+    single = sum(1 for b in blocks if b.get("type") == "thinking") == 1
+    out: list[ProviderOpaqueBlock] = []
+    for block in blocks:
+        kind = block.get("type")
+        signature, data = block.get("signature"), block.get("data")
+        if kind == "thinking" and isinstance(signature, str) and signature:
+            payload: dict[str, Any] = {"signature": signature}
+            if not single:
+                payload = {"thinking": block.get("thinking", ""), "signature": signature}
+            out.append(_opaque("thinking", payload))
+        elif kind == "redacted_thinking" and isinstance(data, str) and data:
+            out.append(_opaque("redacted_thinking", {"data": data}))
+    return out
+
+
+def _opaque(kind: str, payload: dict[str, Any]) -> ProviderOpaqueBlock:
+    return {"type": "provider_opaque", "driver": ANTHROPIC_DRIVER, "kind": kind, "payload": payload}
 
 
 def _plain_blocks(content: Sequence[Block]) -> list[dict[str, Any]]:

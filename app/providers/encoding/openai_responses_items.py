@@ -59,11 +59,12 @@ class _Answer:
 
 
 def items_to_messages(
-    items: Sequence[Mapping[str, Any]], call_names: Mapping[str, str]
+    items: Sequence[Mapping[str, Any]], call_names: Mapping[str, str], *, first_index: int = 0
 ) -> list[ConvertedMessage]:
     """The messages ``items`` stand for, in order. ``call_names`` names the calls that earlier
     messages opened (a result takes its call's name); ``InvalidInput`` for an item the content
-    model cannot hold."""
+    model cannot hold, naming its index counted from ``first_index`` (``items`` may be a run of
+    a longer list)."""
     names = dict(call_names)
     out: list[ConvertedMessage] = []
     answer: _Answer | None = None
@@ -74,7 +75,7 @@ def items_to_messages(
             out.append(ConvertedMessage("assistant", answer.blocks()))
             answer = None
 
-    for index, item in enumerate(items):
+    for index, item in enumerate(items, start=first_index):
         kind = item.get("type", "message")
         role = item.get("role")
         if kind == "message" and role == "assistant":

@@ -91,7 +91,11 @@ class ProxyOutcome:
 class Codec(Protocol):
     """One provider protocol's request and answer shapes."""
 
-    protocol: CompatProtocol
+    @property
+    def protocol(self) -> CompatProtocol:
+        """Which protocol: read-only, so a codec may declare its own literal (a plain attribute
+        of type ``Literal["openai_chat"]``, say) and still be a ``Codec``."""
+        ...
 
     def decode(self, body: Mapping[str, Any]) -> ProxyRequest:
         """The request, or ``InvalidInput`` (``app.core.errors``) with a stable code naming the

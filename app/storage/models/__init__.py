@@ -3,6 +3,7 @@
 from app.storage.base import Base
 from app.storage.models.conversation import COMPACTION_KINDS, Compaction, Message, ToolCall
 from app.storage.models.pins import PinProposal, SessionPin
+from app.storage.models.proxy import ProxyEnd
 from app.storage.models.registry import CalibrationSample, RegisteredModel
 from app.storage.models.session import AgentSession
 from app.storage.models.state import (
@@ -26,6 +27,7 @@ __all__ = [
     "Compaction",
     "Message",
     "PinProposal",
+    "ProxyEnd",
     "RegisteredModel",
     "ScriptPosition",
     "SessionEvent",

@@ -90,5 +90,10 @@ class AgentSession(Base):
     summary_request_compaction_id: Mapped[str | None] = mapped_column(Text)
     # Messages taken back and the latest epoch (``app.core.conversation_view``); NULL: none.
     conversation_view: Mapped[dict[str, Any] | None] = mapped_column(JSONValue)
+    # Who made the session: NULL for the sessions API, ``proxy:<protocol>`` for a compatible
+    # endpoint (spec §21); and the session a proxied history was forked from (no foreign key:
+    # the origin may be deleted, the fork stays).
+    origin: Mapped[str | None] = mapped_column(Text)
+    forked_from: Mapped[str | None] = mapped_column(Text)
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

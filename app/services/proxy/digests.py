@@ -1,0 +1,76 @@
+"""The digests a proxied history is matched by (spec §21.1): no stored message is read.
+
+A request's *family* digest covers what must be equal for two histories to be one session's:
+the tenant, the registered model id, the system prompt and the tools. Each caller message then
+extends a *chain*: ``chain[i] = sha256(chain[i-1] ‖ message key)``, ``chain[0]`` the family, so
+``chain[i]`` names the family and the first ``i`` messages at once.
+
+A message's key is what a client echoes back of it, in a canonical form: the role, its text,
+its tool calls (id, name, arguments as parsed JSON re-serialized with sorted keys, so that an SDK
+that re-serializes arguments, as LangChain does, still matches), its tool results (id, state,
+text) and its data blocks (their source). Thinking and provider-opaque blocks are left out:
+some protocols never send them back (Chat Completions has no field for either).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from app.core.content import Block
+from app.core.pipeline.prepared_call import ToolDefinition
+
+__all__ = ["chain_digests", "family_digest", "message_key"]
+
+
+def _canonical(value: Any) -> bytes:
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _arguments(text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError:
+        return text  # not JSON: compared as the text itself
+
+
+def message_key(role: str, content: Sequence[Block]) -> bytes:
+    """The canonical bytes of one message as a client echoes it back (module docstring)."""
+    text: list[str] = []
+    parts: list[Any] = []
+    for block in content:
+        b: dict[str, Any] = dict(block)
+        kind = b["type"]
+        if kind == "text":
+            text.append(str(b["text"]))
+        elif kind == "tool_call":
+            parts.append(["call", b["id"], b["name"], _arguments(str(b["input"]))])
+        elif kind == "tool_result":
+            output = [str(o.get("text", "")) for o in b["output"] if o.get("type") == "text"]
+            parts.append(["result", b["id"], b["state"], "".join(output)])
+        elif kind == "data":
+            parts.append(["data", b["source"]])
+    return _canonical([role, "".join(text), parts])
+
+
+def family_digest(
+    tenant_id: str, model_id: str, system: str | None, tools: Sequence[ToolDefinition]
+) -> str:
+    tool_keys = [[t["name"], t.get("description", ""), t["input_schema"]] for t in tools]
+    return hashlib.sha256(
+        _canonical(["ctxsvc-proxy-1", tenant_id, model_id, system, tool_keys])
+    ).hexdigest()
+
+
+def chain_digests(family: str, keys: Sequence[bytes]) -> list[str]:
+    """``chain[1..n]`` of the messages whose keys are ``keys`` (index 0 of the list is
+    ``chain[1]``)."""
+    chain: list[str] = []
+    previous = bytes.fromhex(family)
+    for key in keys:
+        step = hashlib.sha256(previous + hashlib.sha256(key).digest()).digest()
+        chain.append(step.hex())
+        previous = step
+    return chain

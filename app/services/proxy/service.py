@@ -1,0 +1,307 @@
+"""The proxy use case (spec §21): a provider-shaped request continues a stored session.
+
+For each call: find the session the caller's history continues (``matching``), append only
+what is new, prepare the session's next request as a session prepare does (prune, project,
+pairing, budget, World State, compaction at the model's line, cache breakpoints:
+``SessionPrepareService.prepare_call``), refuse it when it still does not fit, send it to the
+model the request names, and store the answer with the new end of the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.api.schemas.sessions import SessionCreate
+from app.core.caching.breakpoints import plan_for
+from app.core.errors import Conflict, InvalidInput, TooLarge
+from app.providers.base import ModelClient, ModelResponse
+from app.services.messages import MessageService
+from app.services.model_clients import ModelClients
+from app.services.models import resolve_model
+from app.services.proxy.contract import (
+    AnswerEvent,
+    Completed,
+    ProxyOutcome,
+    ProxyRequest,
+    ReasoningDelta,
+    TextDelta,
+)
+from app.services.proxy.digests import chain_digests, family_digest, message_key
+from app.services.proxy.matching import find_match
+from app.services.session_prepare import PreparedSessionCall, SessionPrepareService
+from app.services.sessions import SessionService
+from app.services.tenancy import KeyService
+from app.services.turns.answers import bounded_answer
+from app.settings import Settings
+from app.storage.database import SessionFactory, unit_of_work
+from app.storage.repositories.proxy_ends import ProxyEndRepository
+from app.storage.repositories.sessions import SessionRepository
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "ProxyCall", "ProxyService"]
+
+# A session's System Context is never empty (spec §0, §15.1): a request without a system prompt
+# gets this one, the line the SDKs' own examples use (spec §21.3 lists it as a change).
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
+
+
+@dataclass(frozen=True, slots=True)
+class _Stored:
+    session_id: str
+    family: str
+    tenant_id: str
+    # The caller's messages the stored history now covers, and the digest of that end.
+    length: int
+    chain_end: str
+    forked_from: str | None
+
+
+class ProxyCall:
+    """One forwarded request: its outcome (known before the model is called, for the response
+    headers) and the answer, whole (``complete``) or as events (``events``)."""
+
+    def __init__(
+        self,
+        service: ProxyService,
+        stored: _Stored,
+        prepared: PreparedSessionCall,
+        client: ModelClient,
+        request: dict[str, Any],
+    ) -> None:
+        self._service = service
+        self._stored = stored
+        self._prepared = prepared
+        self._client = client
+        self._request = request
+        self.outcome = ProxyOutcome(
+            stored.session_id, prepared.prepared.budget, prepared.compacted, stored.forked_from
+        )
+
+    async def complete(self) -> ModelResponse:
+        response = await self._send(None)
+        return await self._service.store_answer(self._stored, self._prepared, response)
+
+    async def events(self) -> AsyncIterator[AnswerEvent]:
+        """Deltas as they arrive, then ``Completed`` once the answer is stored; a failure of
+        the call is raised from here (after the deltas already sent)."""
+        queue: asyncio.Queue[AnswerEvent | None] = asyncio.Queue()
+
+        class _Sink:
+            async def on_text_delta(self, text: str) -> None:
+                queue.put_nowait(TextDelta(text))
+
+            async def on_reasoning_delta(self, text: str) -> None:
+                queue.put_nowait(ReasoningDelta(text))
+
+            async def on_draft_cleared(self) -> None:
+                # A retried attempt starts over; what the caller has seen cannot be taken
+                # back in these protocols, so nothing is sent (docs: spec §21.3).
+                return None
+
+        async def run() -> ModelResponse:
+            try:
+                return await self._send(_Sink())
+            finally:
+                queue.put_nowait(None)
+
+        task = asyncio.ensure_future(run())
+        try:
+            while (event := await queue.get()) is not None:
+                yield event
+            response = await task
+        finally:
+            if not task.done():  # the caller went away: the provider request is closed
+                task.cancel()
+        stored = await self._service.store_answer(self._stored, self._prepared, response)
+        yield Completed(stored)
+
+    async def _send(self, sink: Any) -> ModelResponse:
+        prepared = self._prepared.prepared
+        caching = plan_for(
+            prepared,
+            prompt_caching=self._prepared.model.capabilities.prompt_caching,
+            seed=self._stored.session_id,
+            stable_messages=prepared.stable_messages,
+        )
+        return await self._client.complete(
+            self._request, sink=sink, caching=caching, conversation=prepared.items
+        )
+
+
+class ProxyService:
+    def __init__(
+        self,
+        db: SessionFactory,
+        settings: Settings,
+        sessions: SessionService,
+        messages: MessageService,
+        session_prepare: SessionPrepareService,
+        model_clients: ModelClients,
+        tenancy: KeyService,
+    ) -> None:
+        self._db = db
+        self._settings = settings
+        self._sessions = sessions
+        self._messages = messages
+        self._prepare = session_prepare
+        self._clients = model_clients
+        self._tenancy = tenancy
+
+    async def begin(
+        self,
+        request: ProxyRequest,
+        *,
+        tenant_id: str,
+        session_id: str | None = None,
+        caller_key: str | None = None,
+    ) -> ProxyCall:
+        """Store what is new and prepare the call; nothing is sent yet. Raises a
+        ``ServiceError`` before the provider is called (unknown model or session, a history
+        the store refuses, a request that does not fit)."""
+        if caller_key is not None and not self._settings.proxy_caller_keys:
+            raise Conflict(
+                "caller_keys_disabled",
+                "this service sends the registry's provider keys; it does not take a caller's "
+                "own key (X-Ctxsvc-Provider-Key) unless CTXSVC_PROXY_CALLER_KEYS is true",
+            )
+        if session_id is not None:
+            await self._tenancy.check_owner(tenant_id, session_id)
+        stored = await self._store_request(request, tenant_id, session_id)
+        prepared = await self._prepare.prepare_call(stored.session_id)
+        budget = prepared.prepared.budget
+        if budget.estimated_input_tokens > budget.effective_input_tokens:
+            raise TooLarge(
+                "context_budget_exceeded",
+                f"the request needs {budget.estimated_input_tokens} input tokens but model "
+                f"{prepared.model.id!r} accepts {budget.effective_input_tokens}, even after "
+                "pruning and compaction; it was not sent. Shorten the history or use a model "
+                "with a larger window",
+                session_id=stored.session_id,
+            )
+        body = dict(prepared.prepared.request)
+        if request.max_output_tokens is not None:
+            # The caller may ask for less than the model's reserve, never more.
+            body["max_output_tokens"] = min(body["max_output_tokens"], request.max_output_tokens)
+        # ``proxy``: the calls of the compatible endpoints are told apart in the metrics.
+        client = self._clients.for_model(
+            prepared.model, session_id=stored.session_id, purpose="proxy", api_key=caller_key
+        )
+        return ProxyCall(self, stored, prepared, client, body)
+
+    async def _store_request(
+        self, request: ProxyRequest, tenant_id: str, session_id: str | None
+    ) -> _Stored:
+        keys = [message_key(m.role, m.content) for m in request.messages]
+        async with unit_of_work(self._db) as db:
+            if session_id is not None:
+                # A named session's own model is called (spec §21.1), under its lock.
+                session = await SessionRepository(db).require(session_id, for_update=True)
+                model_id = session.model_id
+            else:
+                model_id = (await resolve_model(db, request.model, tenant_id)).id
+            family = family_digest(tenant_id, model_id, request.system, request.tools)
+            chain = chain_digests(family, keys)
+            match = await find_match(db, chain, tenant_id, family, session_id)
+            ends = ProxyEndRepository(db)
+            forked_from = None
+            if match.continues:
+                target = match.session_id
+                assert target is not None
+                new = request.messages[match.length :]
+                if session_id is not None and match.length == 0:
+                    # The caller sends only what is new to the session it names: the stored
+                    # history's chain starts again from this request's messages.
+                    await ends.reset(target)
+            else:
+                forked_from = match.session_id
+                target = await self._new_session(db, request, tenant_id, model_id, forked_from)
+                new = request.messages
+            batch = [(m.role, "normal", list(m.content)) for m in new]
+            if batch:
+                await self._messages.append_in(db, target, batch)
+            if chain:
+                await ends.add(
+                    target, tenant_id=tenant_id, family=family, ends=[(len(chain), chain[-1])]
+                )
+            end = chain[-1] if chain else family
+            return _Stored(target, family, tenant_id, len(chain), end, forked_from)
+
+    async def _new_session(
+        self,
+        db: Any,
+        request: ProxyRequest,
+        tenant_id: str,
+        model_id: str,
+        forked_from: str | None,
+    ) -> str:
+        spec: dict[str, Any] = {
+            "title": None,
+            "model_id": model_id,
+            "summary_model_id": self._settings.proxy_summary_model or None,
+            "agent": {
+                "system_prompt": request.system or DEFAULT_SYSTEM_PROMPT,
+                "tools": [
+                    {
+                        "name": t["name"],
+                        "description": t.get("description", ""),
+                        "input_schema": t["input_schema"],
+                    }
+                    for t in request.tools
+                ],
+                "max_model_calls": 20,
+                "doom_loop_threshold": 3,
+                # The caller runs its own tools and knows none of ours, and there is no
+                # workspace: no control tools, no World State sections of a workspace.
+                "preset": "general",
+                "context_sections": {},
+                "control_tools": [],
+            },
+            "workspace": None,
+            "sandbox": {"mode": "auto", "available": False},
+            "disabled_skills": [],
+        }
+        try:
+            checked = SessionCreate.model_validate(spec)
+        except ValidationError as refused:
+            # The caller's tools or system prompt break a rule of sessions (spec §15.1).
+            problem = refused.errors()[0]
+            where = ".".join(str(p) for p in problem["loc"])
+            raise InvalidInput("invalid_request", f"{where}: {problem['msg']}") from None
+        row = await self._sessions.create_in(
+            db,
+            checked,
+            tenant_id,
+            origin=f"proxy:{request.protocol}",
+            forked_from=forked_from,
+        )
+        return row.id
+
+    async def store_answer(
+        self, stored: _Stored, prepared: PreparedSessionCall, response: ModelResponse
+    ) -> ModelResponse:
+        """Store the model's answer (within the limits of one stored message) and the end of
+        the history it closes; returns the answer as stored."""
+        bounded, _ = bounded_answer(
+            response, prepared.model.capabilities, turn_id=f"proxy-{uuid.uuid4().hex[:8]}"
+        )
+        content = bounded.assistant_content()
+        if not content:
+            return bounded
+        key = message_key("assistant", content)
+        (end,) = chain_digests(stored.chain_end, [key])
+        async with unit_of_work(self._db) as db:
+            await self._messages.append_in(
+                db, stored.session_id, [("assistant", "normal", content)]
+            )
+            await ProxyEndRepository(db).add(
+                stored.session_id,
+                tenant_id=stored.tenant_id,
+                family=stored.family,
+                ends=[(stored.length + 1, end)],
+            )
+        return bounded

@@ -1,0 +1,108 @@
+"""Where proxied histories end (``proxy_ends``, spec §21.1): found by digest, in bounded batches."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from sqlalchemy import delete, func, select
+
+from app.storage.models import AgentSession, ProxyEnd
+from app.storage.repositories.base import Repository
+
+__all__ = ["LOOKUP_BATCH", "EndHit", "ProxyEndRepository"]
+
+# Chain digests asked for per query: a request of n messages costs at most ⌈n / 64⌉ indexed
+# queries, and one when it continues a session (its longest stored end is among the last 64).
+LOOKUP_BATCH = 64
+
+
+@dataclass(frozen=True, slots=True)
+class EndHit:
+    session_id: str
+    # The caller's messages the end covers.
+    length: int
+    # The session's last stored end: equal to ``length`` when the request continues it.
+    head: int
+
+
+class ProxyEndRepository(Repository):
+    async def longest(
+        self,
+        chain: Sequence[str],
+        *,
+        tenant_id: str,
+        family: str | None,
+        session_id: str | None = None,
+    ) -> list[EndHit]:
+        """The stored ends with the longest prefix of ``chain`` (``chain[i]`` covers ``i + 1``
+        messages), newest session first; within a family of one tenant, or of one session.
+        Asked from the end backwards ``LOOKUP_BATCH`` digests at a time; [] when none is."""
+        stop = len(chain)
+        while stop > 0:
+            start = max(0, stop - LOOKUP_BATCH)
+            wanted = {chain[i]: i + 1 for i in range(start, stop)}
+            query = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest).where(
+                ProxyEnd.chain_digest.in_(list(wanted)), ProxyEnd.tenant_id == tenant_id
+            )
+            if family is not None:
+                query = query.where(ProxyEnd.family_digest == family)
+            if session_id is not None:
+                query = query.where(ProxyEnd.session_id == session_id)
+            rows = [
+                (s, n) for s, n, d in (await self.session.execute(query)).all() if wanted[d] == n
+            ]
+            if rows:
+                best = max(n for _, n in rows)
+                sessions = [s for s, n in rows if n == best]
+                heads = await self.heads(sessions)
+                created = await self._created(sessions)
+                sessions.sort(key=lambda s: created.get(s, ""), reverse=True)
+                return [EndHit(s, best, heads.get(s, best)) for s in sessions]
+            stop = start
+        return []
+
+    async def heads(self, session_ids: Sequence[str]) -> dict[str, int]:
+        """Each session's last stored end (sessions without one are absent)."""
+        if not session_ids:
+            return {}
+        rows = await self.session.execute(
+            select(ProxyEnd.session_id, func.max(ProxyEnd.length))
+            .where(ProxyEnd.session_id.in_(list(session_ids)))
+            .group_by(ProxyEnd.session_id)
+        )
+        return {s: int(n) for s, n in rows.all()}
+
+    async def _created(self, session_ids: Sequence[str]) -> dict[str, str]:
+        rows = await self.session.execute(
+            select(AgentSession.id, AgentSession.created_at).where(
+                AgentSession.id.in_(list(session_ids))
+            )
+        )
+        return {s: c.isoformat() for s, c in rows.all()}
+
+    async def add(
+        self, session_id: str, *, tenant_id: str, family: str, ends: Sequence[tuple[int, str]]
+    ) -> None:
+        """Record the ends ``(length, chain digest)``; one already stored is left as it is."""
+        if not ends:
+            return
+        stmt = self._insert(ProxyEnd).values(
+            [
+                {
+                    "session_id": session_id,
+                    "length": length,
+                    "tenant_id": tenant_id,
+                    "family_digest": family,
+                    "chain_digest": digest,
+                }
+                for length, digest in ends
+            ]
+        )
+        await self.session.execute(
+            stmt.on_conflict_do_nothing(index_elements=["session_id", "length"])
+        )
+
+    async def reset(self, session_id: str) -> None:
+        """Forget a session's ends: its caller history starts again (spec §21.1)."""
+        await self.session.execute(delete(ProxyEnd).where(ProxyEnd.session_id == session_id))

@@ -30,6 +30,8 @@ def session_json(view: SessionView) -> dict[str, Any]:
         "message_count": view.message_count,
         "last_event_sequence": view.last_event_sequence,
         "reload_required": view.reload_required,
+        "origin": view.origin,
+        "forked_from": view.forked_from,
         "active_history_tokens": view.active_history_tokens,
         "usage": {
             "turns": usage.turns,

@@ -71,13 +71,18 @@ class ProxyCall:
         stored: _Stored,
         prepared: PreparedSessionCall,
         client: ModelClient,
-        request: dict[str, Any],
+        max_output_tokens: int | None,
     ) -> None:
         self._service = service
         self._stored = stored
         self._prepared = prepared
         self._client = client
-        self._request = request
+        self._request = dict(prepared.prepared.request)
+        if max_output_tokens is not None:
+            # The caller may ask for less than the model's reserve, never more.
+            self._request["max_output_tokens"] = min(
+                self._request["max_output_tokens"], max_output_tokens
+            )
         self.outcome = ProxyOutcome(
             stored.session_id, prepared.prepared.budget, prepared.compacted, stored.forked_from
         )
@@ -183,15 +188,11 @@ class ProxyService:
                 "with a larger window",
                 session_id=stored.session_id,
             )
-        body = dict(prepared.prepared.request)
-        if request.max_output_tokens is not None:
-            # The caller may ask for less than the model's reserve, never more.
-            body["max_output_tokens"] = min(body["max_output_tokens"], request.max_output_tokens)
         # ``proxy``: the calls of the compatible endpoints are told apart in the metrics.
         client = self._clients.for_model(
             prepared.model, session_id=stored.session_id, purpose="proxy", api_key=caller_key
         )
-        return ProxyCall(self, stored, prepared, client, body)
+        return ProxyCall(self, stored, prepared, client, request.max_output_tokens)
 
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None

@@ -94,6 +94,8 @@ def prepare(
         measures,
         counter,
         pruned_through_sequence=pruning.through_sequence,
+        shared_with=extends.items if sent.shared and extends is not None else None,
+        shares=sent.shared,
     )
 
 

@@ -7,7 +7,7 @@ Everything here is plain data.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypedDict
 
 from app.core.content import Block, Item
@@ -129,6 +129,12 @@ class PreparedModelCall:
     stable_messages: int | None = None
     # The pruning watermark the request was prepared with (the cache plan anchors on it).
     pruned_through_sequence: int | None = None
+    # ``prepare(extends=...)``: the earlier call's ``items`` (that very list) whose first
+    # ``shares`` items this request's first ones are, with their very request messages. Not
+    # part of the request (equality ignores them): what the prefix record builds on
+    # (``record_extending``) without comparing the items again.
+    shared_with: list[Item] | None = field(default=None, compare=False, repr=False)
+    shares: int = field(default=0, compare=False, repr=False)
 
     @property
     def provenance(self) -> list[Provenance]:

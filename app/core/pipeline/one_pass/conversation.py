@@ -29,6 +29,7 @@ class ConversationPass:
     unmeasured: list[int]  # indexes of the other items, in order: the budget measures them
     system_message_at: int | None  # index in the caller's conversation: ``Walked``
     report: ProjectionReport
+    shared: int = 0  # leading items taken from ``extends`` (its very objects and messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -93,4 +94,5 @@ def single_pass(
         unmeasured,
         walked.system_message_at,
         walked.report(),
+        shared,
     )

@@ -126,7 +126,12 @@ class TurnWrites:
         )
 
     async def draft_stored(self, db: AsyncSession, events: EventBatch) -> None:
-        # Announced first in the step that stores the response (the batch keeps the order).
+        """The draft on screen is now the stored response: announced first in the step that
+        stores it (the batch keeps the order). A call that streamed no text (tool calls only)
+        left no draft to clear: no update, one ``session_events`` row less per such step
+        (``docs/decisions.md``, "draft_cleared only for a draft on screen")."""
+        if not self.sink.dirty:
+            return
         await events.emit(
             db,
             self.session_id,

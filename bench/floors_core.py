@@ -2,10 +2,10 @@
 ``trim_messages`` of the same conversation: target ≤ 0.5×.
 
 The cold case is the stateless endpoint's real case: every round decodes the conversation anew
-from JSON (new string objects, as a request body gives), empties the walk memo
-(``app/core/pipeline/one_pass/continuation.py``) and the salient-line memo
+from JSON (new string objects, as a request body gives), empties the salient-line memo
 (``app/core/pipeline/salient.py``), and prepares with
-nothing remembered and no stored figures, with the service's estimate counter
+nothing to carry on from (no earlier call: ``app/core/pipeline/one_pass/continuation.py``)
+and no stored figures, with the service's estimate counter
 (``app.fastjson.ESTIMATE``). Beside it, the same with the salient-line memo warm (what
 the cold run of the round left in it). LangChain's trim is ``bench/prepare.py``'s (its
 approximate counter, strategy ``last``), in the same rounds, alternating. Timed in CPU time of
@@ -32,11 +32,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 
 from app import fastjson
 from app.core.content import Item
-from app.core.pipeline.one_pass.continuation import forget
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PruningWatermark, SystemPart, ToolDefinition
-from app.core.pipeline.salient import forget as forget_salient_lines
 from app.main import GC_THRESHOLDS
+from app.services.salient_memo import SALIENT_LINES
 from bench.fixtures import BENCH_CAPABILITIES, agent_conversation, system_context, tool_definitions
 from bench.prepare import dumps, langchain_trim
 
@@ -65,6 +64,7 @@ def prepare_once(
         watermark,
         fastjson.ESTIMATE,
         remember=False,
+        salient=SALIENT_LINES,  # the service's memo, as the endpoint passes it
     )
 
 
@@ -83,13 +83,12 @@ def main() -> None:
         rounds = 21 if n <= 1_000 else 7
         for i in range(rounds + 1):
             for case in ("cold", "warm"):
-                # New string objects, as a request body decodes them; the walk memo empty.
+                # New string objects, as a request body decodes them (nothing to carry on from).
                 conversation = [
                     replace(m, content=json.loads(e)) for m, e in zip(items, encoded, strict=True)
                 ]
-                forget()
                 if case == "cold":
-                    forget_salient_lines()  # "warm" keeps what the cold run just put in
+                    SALIENT_LINES.clear()  # "warm" keeps what the cold run just put in
                 figures = timed(partial(prepare_once, system, tools, conversation, watermark))
                 if i:  # the first round warms up the code paths
                     samples[case].append(figures)

@@ -4,11 +4,10 @@ Prints, for conversations of 100, 1 000 and 10 000 messages, measured in one run
   (a) core ``prepare`` time (median of several runs) from scratch (nothing remembered, no
       cached measures: as the stateless endpoint runs it) with the service's estimate counter
       (orjson, ``app.fastjson.ESTIMATE``) and with the core's stdlib one; of the same objects
-      again (their walk remembered, measures not cached), with cached
-      per-message measures, and a first call with cached measures (nothing remembered:
-      ``app/core/pipeline/one_pass/continuation.py``), also with the salient-line memo empty
-      (``app/core/pipeline/salient.py``:
-      a process's first prepare);
+      again on the first call's result (its walk carried on, measures not cached), with cached
+      per-message measures on an earlier call, and a first call with cached measures (nothing
+      to carry on from: ``app/core/pipeline/one_pass/continuation.py``), also with the
+      salient-line memo empty (``app/core/pipeline/salient.py``: a process's first prepare);
   (b) its ratio to one compact ``json.dumps`` of the prepared request, and to LangChain's
       ``trim_messages`` (approximate counter, strategy ``last``, to the model's input budget) on
       the same conversation in this process — target ≤ 0.5× LangChain at 1 000 messages
@@ -45,10 +44,9 @@ import httpx
 from app import fastjson
 from app.core.content import Item
 from app.core.counting import ESTIMATE as STDLIB_ESTIMATE
-from app.core.pipeline.one_pass.continuation import forget
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PruningWatermark, SystemPart
-from app.core.pipeline.salient import forget as forget_salient_lines
+from app.services.salient_memo import SALIENT_LINES
 from bench.fixtures import (
     BENCH_CAPABILITIES,
     agent_conversation,
@@ -161,6 +159,7 @@ def core_figures() -> dict[int, dict[str, float]]:
             watermark: PruningWatermark = watermark,
             counter: Any = fastjson.ESTIMATE,
             remember: bool = True,
+            extends: Any = None,
         ) -> Any:
             return prepare(
                 system,
@@ -170,6 +169,8 @@ def core_figures() -> dict[int, dict[str, float]]:
                 watermark,
                 counter,
                 remember=remember,
+                extends=extends,
+                salient=SALIENT_LINES,  # the service's memo, as every service prepare
             )
 
         prepared = run()
@@ -177,11 +178,13 @@ def core_figures() -> dict[int, dict[str, float]]:
         # From scratch, as the stateless endpoint runs it: nothing remembered, nothing cached.
         # Alternating with LangChain's trim, the two medians of one series of rounds.
         t_core, t_lc = alternating_medians([lambda: run(remember=False), trim], runs)
-        t_again = median_seconds(run, runs)  # the same objects again: the walk is remembered
+        # The same objects again, on the first call's result (its walk carried on).
+        t_again = median_seconds(lambda p=prepared: run(extends=p), runs)
         t_stdlib = median_seconds(lambda: run(counter=STDLIB_ESTIMATE, remember=False), runs)
-        t_cached = median_seconds(lambda c=cached: run(c), runs)
-        t_first = median_seconds(lambda c=cached: (forget(), run(c)), runs)
-        t_cold = median_seconds(lambda c=cached: (forget(), forget_salient_lines(), run(c)), runs)
+        on_cached = run(cached)
+        t_cached = median_seconds(lambda c=cached, p=on_cached: run(c, extends=p), runs)
+        t_first = median_seconds(lambda c=cached: run(c), runs)
+        t_cold = median_seconds(lambda c=cached: (SALIENT_LINES.clear(), run(c)), runs)
         t_json = median_seconds(lambda p=prepared: dumps(p.request), runs)
         figures[n] = {"core": t_core, "stdlib": t_stdlib, "json": t_json, "langchain": t_lc}
         p = prepared.projection
@@ -312,10 +315,17 @@ def turn_loop(start: int = 150, calls: int = 20, runs: int = 50) -> None:
     items = with_cached_measures(agent_conversation(start + 2 * calls))
 
     def loop() -> None:
+        earlier = None  # each call extends the previous one, as a session's context does
         for k in range(calls):
-            prepare(system, items[: start + 2 * k], tools, BENCH_CAPABILITIES)
+            earlier = prepare(
+                system,
+                items[: start + 2 * k],
+                tools,
+                BENCH_CAPABILITIES,
+                extends=earlier,
+                salient=SALIENT_LINES,
+            )
 
-    forget()
     per_call = median_seconds(loop, runs) / calls
     span = f"{start} → {start + 2 * calls}"
     print(f"(e) turn loop {span} msgs: prepare {per_call * 1e6:8.1f} µs per call")
@@ -334,11 +344,10 @@ def salient_cost(n: int = 10_000, runs: int = 7) -> None:
 
     def timed(cold: bool) -> float:
         items = fresh()
-        forget()
         if cold:
-            forget_salient_lines()
+            SALIENT_LINES.clear()
         start = time.perf_counter()
-        prepare(system, items, tools, BENCH_CAPABILITIES, watermark)
+        prepare(system, items, tools, BENCH_CAPABILITIES, watermark, salient=SALIENT_LINES)
         return time.perf_counter() - start
 
     def none(*_: Any, **__: Any) -> tuple[()]:

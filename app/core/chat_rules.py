@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Final
 
 from app.core.content import Block, blank_content
 from app.core.errors import Conflict, InvalidInput
@@ -27,7 +28,7 @@ __all__ = [
 MAX_SEQUENCE = 2**63 - 1
 
 # Assistant blocks are ordered thinking, text, provider_opaque, tool_call (spec §1).
-_ASSISTANT_RANK = {"thinking": 0, "text": 1, "provider_opaque": 2, "tool_call": 3}
+_ASSISTANT_RANK: Final = {"thinking": 0, "text": 1, "provider_opaque": 2, "tool_call": 3}
 
 
 @dataclass(frozen=True, slots=True)

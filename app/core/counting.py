@@ -10,7 +10,7 @@ runtime measured; an exact counter's ``tokens`` is the identity.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Protocol
+from typing import Any, Final, Protocol
 
 from app.core.content import Block, compact_json, content_without_artifacts
 
@@ -93,7 +93,7 @@ class EstimateCounter:
         return estimate_tokens(total_measure)
 
 
-ESTIMATE = EstimateCounter()
+ESTIMATE: Final = EstimateCounter()
 
 
 class CounterWrapper:

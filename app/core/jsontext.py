@@ -27,7 +27,7 @@ from json.decoder import (  # type: ignore[attr-defined]  # both exist, typeshed
 )
 from json.encoder import encode_basestring
 from json.scanner import NUMBER_RE
-from typing import Any
+from typing import Any, Final
 
 __all__ = ["MAX_ARGUMENT_DEPTH", "dumps", "loads", "loads_arguments"]
 
@@ -36,8 +36,8 @@ MAX_ARGUMENT_DEPTH = 128
 a few levels; a model that writes more is answered as for arguments that are not JSON."""
 
 # Built once (``json.dumps`` builds an encoder per call with these options).
-_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
-_COMPACT_SORTED = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+_COMPACT: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+_COMPACT_SORTED: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), sort_keys=True)
 
 
 def dumps(value: Any, *, sort_keys: bool = False) -> str:
@@ -81,8 +81,8 @@ def _finite(text: str) -> float:
 
 # -- decoding without recursion ---------------------------------------------------------------
 
-_CONSTANTS: dict[str, Any] = {"null": None, "true": True, "false": False}
-_NON_FINITE = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
+_CONSTANTS: Final[dict[str, Any]] = {"null": None, "true": True, "false": False}
+_NON_FINITE: Final = {"NaN": math.nan, "Infinity": math.inf, "-Infinity": -math.inf}
 _skip = WHITESPACE.match
 _number = NUMBER_RE.match
 
@@ -189,7 +189,7 @@ class _Decoder:
 
 # -- encoding without recursion ---------------------------------------------------------------
 
-_END = object()
+_END: Final = object()
 
 
 def _encode(value: Any, *, sort_keys: bool) -> str:

@@ -17,12 +17,13 @@ what is added (a test checks it), so it never falls short of the sent text eithe
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Final
 
 from app.core.content import OutputBlock, ToolResultBlock
 
 __all__ = ["NO_OUTPUT_TEXT", "STATE_LINES", "added_text", "has_output", "state_line"]
 
-STATE_LINES: dict[str, str] = {
+STATE_LINES: Final[dict[str, str]] = {
     "error": "[tool state: error]",
     "denied": "[tool state: denied]",
     "interrupted": "[tool state: interrupted]",

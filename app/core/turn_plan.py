@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, cast, get_args
+from typing import Any, Final, Literal, cast, get_args
 
 from app.core.errors import InvalidInput
 from app.core.jsontext import loads_arguments
@@ -143,7 +143,7 @@ def _step(index: int, raw: object) -> PlanStep:
     return PlanStep(step=text, status=cast(StepStatus, status))
 
 
-UPDATE_PLAN_TOOL: ToolDefinition = {
+UPDATE_PLAN_TOOL: Final[ToolDefinition] = {
     "name": "update_plan",
     "description": (
         "Record or update the checklist for the current task. Send the complete plan every "

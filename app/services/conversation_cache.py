@@ -1,34 +1,32 @@
-"""The active Conversation this process last read, per session: the stored path's memory.
+"""The session contexts this process holds (``app.services.session_context``), per session:
+the stored path's memory.
 
 Every prepare of a stored session (a turn's model calls, context inspection, session prepare)
-reads its Conversation. Stored messages never change, so extending an earlier committed read
-with the messages stored since (``load_counted``'s ``previous``; everything is read again when
-another checkpoint is in force) equals a full read, whichever replica stored them: a prepare
-then decodes only what is new, and hands ``prepare()`` the very same items as last time, so the
-walk of its unchanged beginning is reused too (``app/core/pipeline/one_pass/continuation.py``).
-Only a recreated
-session with the same id could fool that, so an entry also names the row's ``created_at``.
+goes through the session's context: it reads the Conversation on the last committed read and
+prepares on the last prepared call, so a prepare decodes only what is new and walks, measures
+and digests only what is new. One context per session is kept (the last counter used); a
+calibrated counter's context is never kept (its figures follow a ratio that moves): ``shared``.
 
-Bounded by bytes: the stored JSON of the messages held (their ``content_bytes``, the estimate's
-measure), at most ``max_bytes`` in all (``CTXSVC_CONVERSATION_CACHE_BYTES``); the decoded
-objects take about two to three times that in memory. The least recently used sessions go
-first; a Conversation larger than the whole bound is not kept. Calibrated counters are not
-cached (their figures follow a ratio that moves): ``shared``.
+Bounded by bytes: the stored JSON of the messages the context's read holds (their
+``content_bytes``, the estimate's measure), at most ``max_bytes`` in all
+(``CTXSVC_CONVERSATION_CACHE_BYTES``); the decoded objects take about two to three times that
+in memory, and the context's last prepared call shares them (its request dicts and prefix
+record come on top: ``docs/performance.md``, "Memory"). The least recently used sessions go
+first; a context whose read is larger than the whole bound is not kept.
 """
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
 
 from app.core.counting import TokenCounter
 from app.services.calibration import base_counter
 from app.services.lru import BytesLRU
+from app.services.session_context import SessionContext
 from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
 
 __all__ = ["ConversationCache", "shared"]
-
-_Key = tuple[str, datetime, str]  # session id, its created_at, counter name
 
 
 def shared(counter: TokenCounter) -> bool:
@@ -60,27 +58,54 @@ def _size(
     return total
 
 
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    context: SessionContext
+    sized: CountedConversation  # the read its size was taken of
+    size: int
+
+
 class ConversationCache:
     def __init__(self, max_bytes: int) -> None:
-        self._entries: BytesLRU[str, tuple[_Key, CountedConversation, int]] = BytesLRU(max_bytes)
+        self._entries: BytesLRU[str, _Entry] = BytesLRU(max_bytes)
 
     @property
     def held_bytes(self) -> int:
         return self._entries.held_bytes
 
-    def get(self, session: AgentSession, counter: str) -> CountedConversation | None:
+    def context_for(self, session: AgentSession, counter: TokenCounter) -> SessionContext:
+        """The session's context for ``counter``: the one kept, or a new one (kept once it
+        remembers a read; never for a calibrated counter)."""
+        if not shared(counter):
+            return SessionContext(session, counter)
         entry = self._entries.get(session.id)
-        if entry is None or entry[0] != (session.id, session.created_at, counter):
-            return None
-        return entry[1]
+        if entry is not None and entry.context.key == (
+            session.id,
+            session.created_at,
+            counter.name,
+        ):
+            context = entry.context
+            context.counter = counter  # the same name measures the same: the caller's object
+            return context
+        return SessionContext(session, counter, self._keep)
 
-    def put(self, session: AgentSession, counter: str, conversation: CountedConversation) -> None:
-        """Keep ``conversation``, read in a transaction that committed (or read nothing)."""
-        key = (session.id, session.created_at, counter)
+    def get(self, session: AgentSession, counter: str) -> CountedConversation | None:
+        """The last committed read kept for the session and counter."""
         entry = self._entries.get(session.id)
-        earlier = (entry[1], entry[2]) if entry is not None and entry[0] == key else None
-        size = _size(conversation, earlier)
-        self._entries.put(session.id, (key, conversation, size), size)
+        if entry is None or entry.context.key != (session.id, session.created_at, counter):
+            return None
+        return entry.context.conversation
+
+    def _keep(self, context: SessionContext) -> None:
+        counted = context.conversation
+        assert counted is not None
+        session_id = context.key[0]
+        entry = self._entries.get(session_id)
+        earlier = None
+        if entry is not None and entry.context is context:
+            earlier = (entry.sized, entry.size)
+        size = _size(counted, earlier)
+        self._entries.put(session_id, _Entry(context, counted, size), size)
 
     def discard(self, session_id: str) -> None:
         self._entries.discard(session_id)

@@ -13,20 +13,15 @@ from typing import Any
 
 from app.core.content import Item
 from app.core.counting import TokenCounter
-from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from app.services.calibration import Calibration, calibrated_counter
-from app.services.conversation import (
-    system_context_of,
-    tool_surface_of,
-    watermark_of,
-)
-from app.services.conversation_cache import ConversationCache, shared
+from app.services.conversation import watermark_of
+from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.prepare import prepared_to_json
-from app.services.request_prefix import prefixed, rewind_of, stored_previous
-from app.services.tokens import load_counted, persist_counts
+from app.services.request_prefix import stored_previous
+from app.services.tokens import persist_counts
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
 
@@ -99,30 +94,16 @@ class InspectionService:
                 self._counters(model.capabilities.token_counter),
                 apply=self._apply_calibration,
             )
-            keep = shared(counter)
-            previous = self._conversations.get(session, counter.name) if keep else None
-            counted = await load_counted(db, session, counter, previous)
+            context = self._conversations.context_for(session, counter)
+            counted = await context.load(db, session, store=False)
             # Read, never written: an inspection is not a request anyone sends.
             previous_request = await stored_previous(db, session_id)
         # Figures of messages written without them (World State, turns): stored once, after the
         # read-only block, so the next prepare reuses them.
         await persist_counts(self._db, session_id, counted)
-        if keep:  # a committed read: the next inspection decodes only what is new
-            self._conversations.put(session, counter.name, counted)
+        context.remember(counted)  # a committed read: the next prepare decodes only what is new
+        prepared = context.prepare(
+            session, counted.items, model.capabilities, counted, previous_request
+        )
         watermark = watermark_of(session)
-        prepared = prepare(
-            system_context_of(session),
-            counted.items,
-            tool_surface_of(session),
-            model.capabilities,
-            watermark,
-            counter,
-        )
-        prepared = prefixed(
-            prepared,
-            counted.items,
-            previous_request,
-            identify_stored=True,
-            rewind_compaction_id=rewind_of(counted.active),
-        )
         return Inspection(session_id, model, prepared, counted.items, watermark, calibration)

@@ -20,6 +20,7 @@ from app.core.pipeline.prepared_call import (
 from app.core.pipeline.prune import spills
 from app.providers.encoding import encode
 from app.services.request_prefix import decode_digest, prefixed, request_digest
+from app.services.salient_memo import SALIENT_LINES
 
 __all__ = ["budget_to_json", "prepared_to_json", "run_prepare"]
 
@@ -97,7 +98,14 @@ def run_prepare(
     previous = None if previous_request_digest is None else decode_digest(previous_request_digest)
     # The items were built from this request's body: no later call passes them again.
     prepared = prepare(
-        system_context, conversation, tools, capabilities, pruning, counter, remember=False
+        system_context,
+        conversation,
+        tools,
+        capabilities,
+        pruning,
+        counter,
+        remember=False,
+        salient=SALIENT_LINES,
     )
     # The caller's ids are not stored rows here: every message is digested from its JSON.
     prepared = prefixed(prepared, conversation, previous, identify_stored=False)

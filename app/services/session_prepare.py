@@ -21,24 +21,18 @@ from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detai
 from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
-from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
-from app.services.conversation import (
-    system_context_of,
-    tool_surface_of,
-    watermark_of,
-)
-from app.services.conversation_cache import ConversationCache, shared
+from app.services.conversation_cache import ConversationCache
 from app.services.events import EventEmitter, messages_appended
 from app.services.inspection import auto_compact_percent
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
 from app.services.prepare import prepared_to_json
-from app.services.request_prefix import prefixed, remember, rewind_of, stored_previous
-from app.services.tokens import load_counted, store_counts
+from app.services.request_prefix import remember, stored_previous
+from app.services.session_context import fit
 from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.sessions import SessionRepository
@@ -91,14 +85,20 @@ class SessionPrepareService:
         # re-prepare. Without a compaction service the budget reports the line honestly.
         compactor = self._compactor()
         if sampled.prepared.budget.reaches_auto_compact_limit and compactor is not None:
-            if await compactor.prune(session_id):
+            installed = compactor
+
+            async def again(sample_index: int | None) -> PreparedModelCall:
+                nonlocal sampled
                 sampled = await self._sample_and_prepare(
-                    session_id, model, request_id, None, sampled
+                    session_id, model, request_id, sample_index, sampled
                 )
-            if sampled.prepared.budget.reaches_auto_compact_limit:
-                budget = sampled.prepared.budget
+                written.extend(sampled.message_ids)
+                return sampled.prepared
+
+            async def compact(prepared: PreparedModelCall) -> CompactionNotSmaller | None:
+                budget = prepared.budget
                 try:
-                    await compactor.compact_for_prepare(
+                    await installed.compact_for_prepare(
                         session_id,
                         prepare_id=request_id,
                         evidence={
@@ -108,18 +108,24 @@ class SessionPrepareService:
                         },
                     )
                 except CompactionNotSmaller as refused:
-                    # Not installed (spec §9): the request as it was, if the model takes it.
-                    if budget.estimated_input_tokens > budget.effective_input_tokens:
-                        raise TooLarge(
-                            "compaction_error",
-                            not_installed_detail(refused, budget),
-                            **refused.extra,
-                        ) from refused
-                else:
-                    sampled = await self._sample_and_prepare(
-                        session_id, model, request_id, 2, sampled
-                    )
-                    written.extend(sampled.message_ids)
+                    return refused
+                return None
+
+            fitted = await fit(
+                sampled.prepared,
+                prune=lambda: installed.prune(session_id),
+                compact=compact,
+                again=again,
+            )
+            budget = fitted.prepared.budget
+            # Not installed (spec §9): the request as it was, if the model takes it.
+            if fitted.refused is not None and (
+                budget.estimated_input_tokens > budget.effective_input_tokens
+            ):
+                refused = fitted.refused
+                raise TooLarge(
+                    "compaction_error", not_installed_detail(refused, budget), **refused.extra
+                ) from refused
         # ---------------------------------------------------------------------------------------
 
         result = prepared_to_json(
@@ -167,10 +173,8 @@ class SessionPrepareService:
             # A running turn samples and compacts this session itself; interleaving a caller's
             # own model calls with it would mix two request streams in one Conversation.
             await require_idle(db, session_id, "prepared for a caller's own model")
-            keep = shared(counter)
-            previous = self._conversations.get(session, counter.name) if keep else None
-            counted = await load_counted(db, session, counter, previous)
-            await store_counts(db, session_id, counted)
+            context = self._conversations.context_for(session, counter)
+            counted = await context.load(db, session)
             written: list[Item] = []
             if inputs is not None and sample_index is not None:
                 written = await self._world_state.write(
@@ -188,28 +192,15 @@ class SessionPrepareService:
                     await self._events.emit(
                         db, session_id, "messages_appended", messages_appended(sequences)
                     )
-            conversation = [*counted.items, *written]
-            prepared = prepare(
-                system_context_of(session),
-                conversation,
-                tool_surface_of(session),
-                model.capabilities,
-                watermark_of(session),
-                counter,
-            )
             if earlier is None:
                 previous_request = await stored_previous(db, session_id)
             else:
                 previous_request = earlier.previous
-            prepared = prefixed(
-                prepared,
-                conversation,
-                previous_request,
-                identify_stored=True,
-                rewind_compaction_id=rewind_of(counted.active),
+            prepared = context.prepare(
+                session, [*counted.items, *written], model.capabilities, counted, previous_request
             )
             await remember(db, session_id, prepared.prefix_record)
-        if keep:  # committed: the next prepare decodes only what was stored since
-            self._conversations.put(session, counter.name, counted)
+        # Committed: the next prepare decodes only what was stored since.
+        context.remember(counted)
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
         return _Sampled(prepared, [i for i in ids if i is not None], previous_request)

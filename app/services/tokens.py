@@ -40,6 +40,7 @@ from app.core.pipeline.prepared_call import Budget, PruningWatermark, SystemPart
 from app.providers.tokenizers import count_text
 from app.services.calibration import CalibratedCounter, base_counter
 from app.services.conversation import ActiveConversation, load_active
+from app.services.salient_memo import SALIENT_LINES
 from app.services.session_config import conversation_view_of
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
@@ -241,7 +242,14 @@ def count_prepare(
     """``{counter, tokens, regions}`` of the request ``prepare()`` builds from these inputs."""
     # A request's own items: never passed again, so nothing is remembered of them.
     prepared = prepare(
-        system_context, conversation, tools, capabilities, pruning, counter, remember=False
+        system_context,
+        conversation,
+        tools,
+        capabilities,
+        pruning,
+        counter,
+        remember=False,
+        salient=SALIENT_LINES,
     )
     budget = prepared.budget
     return {

@@ -86,6 +86,11 @@ class _Compiled:
         return {k: processors[k](v) if k in processors else v for k, v in params.items()}
 
 
+# The compiled form of each deferred statement, per dialect and set of bound keys. The statements
+# are module-level constants (a few dozen), so this stays small; the bound makes that explicit
+# should a caller ever pass statements built per call: past it, everything is compiled afresh
+# (compiling one costs about what a write's round trip does).
+COMPILED_STATEMENTS = 256
 _compiled: dict[tuple[int, str, frozenset[str]], tuple[Executable, _Compiled]] = {}
 
 
@@ -102,6 +107,8 @@ def _compile(stmt: Executable, dialect: Dialect, keys: frozenset[str]) -> _Compi
     order = tuple(compiled.positiontup) if compiled.positional else None
     made = _Compiled(compiled.string, compiled, order, dict(compiled._bind_processors))
     # Keyed by id with the statement kept alive: the statements are module-level constants.
+    if len(_compiled) >= COMPILED_STATEMENTS:
+        _compiled.clear()
     _compiled[key] = (stmt, made)
     return made
 

@@ -11,12 +11,12 @@ the budget, the report, the provenance, which items are the caller's own objects
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, replace
 from typing import Any, cast
 
-import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -42,7 +42,6 @@ from app.core.pipeline.assemble import (
 )
 from app.core.pipeline.budget import measure_budget
 from app.core.pipeline.normalize import normalize
-from app.core.pipeline.one_pass import continuation as resume
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import (
     PreparedModelCall,
@@ -126,6 +125,18 @@ class Recording(CounterWrapper):
 
 
 Prepare = Callable[..., PreparedModelCall]
+
+
+class Extending:
+    """``prepare`` on its own previous result, as a session's context calls it (a call that
+    raised leaves the previous one in place)."""
+
+    def __init__(self) -> None:
+        self.last: PreparedModelCall | None = None
+
+    def __call__(self, *args: Any) -> PreparedModelCall:
+        self.last = prepare(*args, extends=self.last)
+        return self.last
 
 
 def outcome(
@@ -295,17 +306,16 @@ COUNTERS = st.sampled_from([ESTIMATE, FramingCounter()])
 def test_prepare_equals_the_stages_run_one_after_another(
     items: list[Item], caps: ModelCapabilities, pruning: PruningWatermark, counter: TokenCounter
 ) -> None:
-    resume.forget()
+    session = Extending()
     # A growing conversation, as a turn prepares it (later calls carry on from earlier ones) ...
     for length in range(len(items) + 1):
         prefix = items[:length]
-        assert outcome(prepare, prefix, caps, pruning, counter) == outcome(
+        assert outcome(session, prefix, caps, pruning, counter) == outcome(
             reference_prepare, prefix, caps, pruning, counter
         )
-    # ... the same once more, and from nothing remembered.
+    # ... the same once more, and from nothing earlier.
     expected = outcome(reference_prepare, items, caps, pruning, counter)
-    assert outcome(prepare, items, caps, pruning, counter) == expected
-    resume.forget()
+    assert outcome(session, items, caps, pruning, counter) == expected
     assert outcome(prepare, items, caps, pruning, counter) == expected
 
 
@@ -336,9 +346,9 @@ def test_a_remembered_walk_serves_only_the_very_same_objects(
         ([*items[:last], answer, *items[last:]], caps, pruning),
     ]
     for conversation, c, p in cases:
-        resume.forget()
-        outcome(prepare, items, caps, pruning, ESTIMATE)  # remembered
-        assert outcome(prepare, conversation, c, p, ESTIMATE) == outcome(
+        session = Extending()
+        outcome(session, items, caps, pruning, ESTIMATE)  # its walk carried on next
+        assert outcome(session, conversation, c, p, ESTIMATE) == outcome(
             reference_prepare, conversation, c, p, ESTIMATE
         )
 
@@ -365,73 +375,27 @@ def test_a_result_stored_after_the_remembered_walk_joins_its_segment() -> None:
     user_2 = Item("user", "normal", [text_block("and?")], RealOrigin("m3", 3))
     answer = Item("tool", "normal", [result_block("c1", "done")], RealOrigin("m4", 4))
     caps = ModelCapabilities(10_000, 400)
-    resume.forget()
-    first = prepare([], [user_1, asked, user_2], [], caps)  # remembers [user_1, asked]
+    first = prepare([], [user_1, asked, user_2], [], caps)  # its walk covers [user_1, asked]
     assert first.projection.synthesized_tool_results == 1
     later = [user_1, asked, answer, user_2]  # e.g. a history edited by hand
-    assert outcome(prepare, later, caps, PruningWatermark(), ESTIMATE) == outcome(
+    on_first = functools.partial(prepare, extends=first)
+    assert outcome(on_first, later, caps, PruningWatermark(), ESTIMATE) == outcome(
         reference_prepare, later, caps, PruningWatermark(), ESTIMATE
     )
-    assert prepare([], later, [], caps).projection.synthesized_tool_results == 0
+    assert prepare([], later, [], caps, extends=first).projection.synthesized_tool_results == 0
 
 
-def test_the_memo_keeps_at_most_its_slots() -> None:
-    resume.forget()
+def test_a_walk_is_carried_only_by_a_result_that_remembers_it() -> None:
     caps = ModelCapabilities(10_000, 400)
-    for n in range(resume.MEMO_SLOTS + 5):
-        conversation = [
-            Item("user", "normal", [text_block(f"u{n}")], RealOrigin(f"a{n}", 1)),
-            Item("user", "normal", [text_block("again")], RealOrigin(f"b{n}", 2)),
-        ]
-        prepare([], conversation, [], caps)
-    assert 0 < len(resume._memo) <= resume.MEMO_SLOTS
-    resume.forget()
-    assert len(resume._memo) == 0
-    assert resume.held_bytes() == 0
-
-
-def _growing(n: int, text: str) -> list[Item]:
-    return [
-        Item("user", "normal", [text_block(f"{text}{k}")], RealOrigin(f"{text}{k}", k + 1))
-        for k in range(n)
+    items = [
+        Item("user", "normal", [text_block(f"u{k}")], RealOrigin(f"m{k}", k + 1)) for k in range(3)
     ]
-
-
-def test_the_memo_holds_at_most_its_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
-    resume.forget()
-    caps = ModelCapabilities(10_000, 400)
-    one = _growing(3, "a" * 100)  # the first two items are remembered (the last is walked)
-    prepare([], one, [], caps)
-    size = resume.held_bytes()
-    assert size == sum(len(compact_json(i.content)) for i in one[:2])
-    monkeypatch.setattr(resume, "MEMO_BYTES", size)  # exactly one conversation fits
-    prepare([], one, [], caps)
-    assert len(resume._memo) == 1
-    prepare([], _growing(3, "b" * 100), [], caps)  # the same size again: the older goes
-    assert len(resume._memo) == 1
-    assert resume.held_bytes() == size
-    larger = _growing(3, "c" * 101)  # one byte over the bound: not kept
-    prepare([], larger, [], caps)
-    assert id(larger[0]) not in resume._memo
-    assert resume.held_bytes() == size
-
-
-def test_cached_figures_size_an_entry_and_nothing_is_left_by_a_stateless_call() -> None:
-    resume.forget()
-    caps = ModelCapabilities(10_000, 400)
-    items = [replace(i, cached=CachedMeasure("estimate", 1000)) for i in _growing(3, "x")]
-    prepare([], items, [], caps)
-    assert resume.held_bytes() == 2000  # the estimate's figure is the item's bytes
-    resume.forget()
-    exact = [replace(i, cached=CachedMeasure("tiktoken:o200k_base", 10)) for i in items]
-    prepare([], exact, [], caps)
-    assert resume.held_bytes() == 2 * 4 * 10  # tokens count four bytes each
-    resume.forget()
-    assert prepare([], items, [], caps, remember=False) == prepare([], items, [], caps)
-    resume.forget()
-    prepare([], items, [], caps, remember=False)
-    assert resume.held_bytes() == 0
-    assert not resume._memo
+    remembered = prepare([], items, [], caps)
+    assert remembered.walk is not None
+    assert remembered.walk.source == tuple(items[:2])  # the segments before the last
+    stateless = prepare([], items, [], caps, remember=False)
+    assert stateless.walk is None
+    assert stateless == remembered  # the walk is not part of the call's value
 
 
 JSON = st.recursive(

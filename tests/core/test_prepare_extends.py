@@ -15,7 +15,6 @@ from app.core.capabilities import ModelCapabilities
 from app.core.content import Block, Item
 from app.core.counting import ESTIMATE, CounterWrapper, TokenCounter
 from app.core.errors import InvalidInput
-from app.core.pipeline.one_pass import continuation as resume
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
 from tests.core.factories import assistant, call, part, tool, tool_def, user
@@ -66,7 +65,6 @@ def test_a_call_on_an_earlier_one_is_the_call_from_scratch(
     for length, caps, pruning in calls:  # a conversation that grows, shrinks, is pruned ...
         conversation = items[: min(length, len(items))]
         kept = copy.deepcopy(state(earlier))
-        resume.forget()
         fresh = prepared(conversation, caps, pruning, counter)
         extended = prepared(conversation, caps, pruning, counter, earlier)
         assert extended == fresh

@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from app.core.pipeline.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
-    forget,
+    SalientLineMemo,
     salient_lines,
     salient_lines_of,
     salient_section,
@@ -179,8 +179,8 @@ def test_lines_are_in_order_inside_the_range_and_the_same_every_time(
 
 def test_remembered_lines_are_the_lines_found_afresh() -> None:
     text = "\n".join(["ok"] * 50 + ["error: once", "ERROR: twice", "ERROR: twice"] + ["ok"] * 50)
-    first = salient_lines(text, 10, len(text) - 10)
-    again = salient_lines("".join(list(text)), 10, len(text) - 10)  # an equal, new string
-    forget()
-    assert salient_lines(text, 10, len(text) - 10) == first == again
+    memo = SalientLineMemo()
+    first = salient_lines(text, 10, len(text) - 10, memo=memo)
+    again = salient_lines("".join(list(text)), 10, len(text) - 10, memo=memo)  # equal, new
+    assert salient_lines(text, 10, len(text) - 10) == first == again  # no memo: found afresh
     assert salient_lines_of(text) == first  # the whole text, never remembered

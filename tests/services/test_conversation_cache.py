@@ -1,5 +1,5 @@
-"""The per-process cache of sessions' last Conversation reads (``ConversationCache``), bounded by
-the stored JSON bytes it holds."""
+"""The per-process cache of session contexts (``ConversationCache``), bounded by the stored JSON
+bytes of the reads they remember."""
 
 from __future__ import annotations
 
@@ -7,6 +7,8 @@ from datetime import UTC, datetime, timedelta
 from types import SimpleNamespace
 from typing import Any, cast
 
+from app.core.counting import ESTIMATE, CounterWrapper
+from app.services.calibration import CalibratedCounter
 from app.services.conversation import ActiveConversation
 from app.services.conversation_cache import ConversationCache
 from app.services.tokens import CountedConversation
@@ -28,10 +30,33 @@ def _read(size: int, messages: int = 4) -> CountedConversation:
     return CountedConversation(ActiveConversation([], None, stored))
 
 
+class _Named(CounterWrapper):
+    """The estimate under another name (what the cache keys a context by)."""
+
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        super().__init__(ESTIMATE)
+        self._name = name
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+
+O200K = _Named("o200k_base")
+
+
+def put(cache: ConversationCache, session: AgentSession, counter: str, read: Any) -> None:
+    """Remember ``read`` in the session's context, as a committed prepare does."""
+    named = O200K if counter == O200K.name else ESTIMATE
+    cache.context_for(session, named).remember(read)
+
+
 def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
     cache = ConversationCache(max_bytes=100)
     read = _read(10)
-    cache.put(_session("s1"), "o200k_base", read)
+    put(cache, _session("s1"), "o200k_base", read)
     assert cache.get(_session("s1"), "o200k_base") is read
     assert cache.get(_session("s1"), "estimate") is None
     # A session deleted and created again with the same id is another session.
@@ -41,40 +66,62 @@ def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
 
 def test_least_recently_used_sessions_go_first_beyond_the_byte_budget() -> None:
     cache = ConversationCache(max_bytes=100)
-    cache.put(_session("s1"), "estimate", _read(40))
-    cache.put(_session("s2"), "estimate", _read(40))
+    put(cache, _session("s1"), "estimate", _read(40))
+    put(cache, _session("s2"), "estimate", _read(40))
     assert cache.get(_session("s1"), "estimate") is not None  # s1 is now the most recent
-    cache.put(_session("s3"), "estimate", _read(20))  # exactly at the budget: all kept
+    put(cache, _session("s3"), "estimate", _read(20))  # exactly at the budget: all kept
     assert all(cache.get(_session(s), "estimate") is not None for s in ("s1", "s2", "s3"))
-    cache.put(_session("s4"), "estimate", _read(1))  # one over: the oldest use (s1) goes
+    put(cache, _session("s4"), "estimate", _read(1))  # one over: the oldest use (s1) goes
     assert cache.get(_session("s1"), "estimate") is None
     assert all(cache.get(_session(s), "estimate") is not None for s in ("s2", "s3", "s4"))
 
 
 def test_a_read_larger_than_the_budget_is_not_kept_and_replaces_the_older_one() -> None:
     cache = ConversationCache(max_bytes=100)
-    cache.put(_session("s1"), "estimate", _read(10))
-    cache.put(_session("s1"), "estimate", _read(101))
+    put(cache, _session("s1"), "estimate", _read(10))
+    put(cache, _session("s1"), "estimate", _read(101))
     assert cache.get(_session("s1"), "estimate") is None
     # The budget counts only what is held: the dropped read freed its share.
-    cache.put(_session("s2"), "estimate", _read(100))
+    put(cache, _session("s2"), "estimate", _read(100))
     assert cache.get(_session("s2"), "estimate") is not None
 
 
 def test_a_zero_budget_keeps_nothing() -> None:
     cache = ConversationCache(max_bytes=0)
-    cache.put(_session("s1"), "estimate", _read(1))
+    put(cache, _session("s1"), "estimate", _read(1))
     assert cache.get(_session("s1"), "estimate") is None
 
 
 def test_a_read_that_extends_the_kept_one_is_sized_by_what_it_adds() -> None:
     cache = ConversationCache(max_bytes=100)
     first = _read(40)
-    cache.put(_session("s1"), "estimate", first)
+    put(cache, _session("s1"), "estimate", first)
     more = cast(list[StoredMessage], [cast(Any, SimpleNamespace(content_bytes=30))])
     extended = CountedConversation(ActiveConversation([], None, [*first.active.stored, *more]))
-    cache.put(_session("s1"), "estimate", extended)
+    put(cache, _session("s1"), "estimate", extended)
     assert cache.held_bytes == 70
-    cache.put(_session("s2"), "estimate", _read(31))  # 101: the older session goes
+    put(cache, _session("s2"), "estimate", _read(31))  # 101: the older session goes
     assert cache.get(_session("s1"), "estimate") is None
     assert cache.held_bytes == 31
+
+
+def test_a_context_is_the_same_object_for_the_same_session_row_and_counter() -> None:
+    cache = ConversationCache(max_bytes=100)
+    context = cache.context_for(_session("s1"), ESTIMATE)
+    # Nothing remembered yet: nothing is held, and the next caller starts afresh too.
+    assert cache.held_bytes == 0
+    context.remember(_read(10))
+    assert cache.context_for(_session("s1"), ESTIMATE) is context
+    assert cache.context_for(_session("s1"), O200K) is not context
+    assert (
+        cache.context_for(_session("s1", CREATED + timedelta(seconds=1)), ESTIMATE) is not context
+    )
+
+
+def test_a_calibrated_counters_context_is_never_kept() -> None:
+    cache = ConversationCache(max_bytes=100)
+    calibrated = CalibratedCounter(ESTIMATE, 1.5)
+    context = cache.context_for(_session("s1"), calibrated)
+    context.remember(_read(10))
+    assert cache.held_bytes == 0
+    assert cache.context_for(_session("s1"), calibrated) is not context

@@ -211,3 +211,21 @@ async def test_a_session_used_again_after_its_commit_defers_its_next_transaction
         await db.close()
 
     assert [row[:2] for row in await _stored(factory, sid)] == [(1, {"n": 1}), (2, {"n": 2})]
+
+
+def test_the_compiled_statements_kept_stay_within_their_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from sqlalchemy.dialects import sqlite
+
+    from app.storage import deferred
+
+    monkeypatch.setattr(deferred, "_compiled", {})
+    monkeypatch.setattr(deferred, "COMPILED_STATEMENTS", 3)
+    statements = [insert(_events) for _ in range(5)]  # built per call: a new key each
+    keys = frozenset(_event("s", 1, None))
+    compiled = [deferred._compile(s, sqlite.dialect(), keys) for s in statements]
+    assert len(deferred._compiled) <= 3
+    # The one just compiled is kept, and is what compiling it again gives.
+    assert deferred._compile(statements[-1], sqlite.dialect(), keys) is compiled[-1]
+    assert compiled[0].sql == compiled[-1].sql

@@ -33,7 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from hashlib import blake2b
 from operator import eq, is_, itemgetter
-from typing import Any
+from typing import Any, Final
 
 from app.core.content import Item, RealOrigin, compact_json
 from app.core.pipeline.one_pass.shared_objects import leading, same_objects
@@ -85,7 +85,7 @@ _COMPACTION_REASONS = frozenset(
 
 
 # What a message's digest starts with, before its content's JSON, by role.
-_CONTENT_UNIT = {
+_CONTENT_UNIT: Final = {
     role: b"c" + role.encode() + b"\n" for role in ("system", "user", "assistant", "tool")
 }
 

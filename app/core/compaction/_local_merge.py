@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Final
 
 from app.core.compaction._local_rank import REPLACED_MARK, mark_replaced
 from app.core.compaction._local_text import repeat_key
@@ -50,7 +51,7 @@ NARRATIVE_PREFIX = "Assistant: "
 METRIC_PREFIX = "Metric: "
 
 # Prefixes of the summarizer's earlier versions, read as their current forms.
-_OLD_PREFIXES = {
+_OLD_PREFIXES: Final = {
     "First user request here: ": FIRST_PREFIX,
     "Identifiers mentioned: ": IDENTIFIERS_PREFIX,
 }

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import Final, Literal
 
 from app.core.errors import InvalidInput, ServiceError, TooLarge, UpstreamError
 
@@ -45,7 +45,7 @@ FailureClass = Literal["degenerate", "timeout", "input_overflow", "deterministic
 
 _STOPPING: frozenset[FailureClass] = frozenset({"input_overflow", "deterministic"})
 
-_BY_PROVIDER_CODE: dict[str, FailureClass] = {
+_BY_PROVIDER_CODE: Final[dict[str, FailureClass]] = {
     "context_overflow": "input_overflow",
     "timeout": "timeout",
     "rate_limited": "transient",

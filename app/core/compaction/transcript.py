@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Final
 
 from app.core.chat_rules import MAX_SEQUENCE
 from app.core.compaction.checkpoint import Checkpoint
@@ -221,7 +221,7 @@ def _message_json(item: Item) -> dict[str, Any]:
     }
 
 
-CONVERSATION_HISTORY_TOOL: ToolDefinition = {
+CONVERSATION_HISTORY_TOOL: Final[ToolDefinition] = {
     "name": "conversation_history",
     # Verbatim from the original runtime (spec §7.7).
     "description": (

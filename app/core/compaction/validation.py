@@ -7,7 +7,7 @@ Any failure raises ``SummaryInvalid`` (classification ``degenerate``); nothing i
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from app.core.compaction.request import SUMMARY_HEADINGS, SUMMARY_ROOT_CLOSE, SUMMARY_ROOT_OPEN
 from app.core.errors import ErrorKind, InvalidInput
@@ -38,7 +38,7 @@ CONTROL_TAGS: tuple[str, ...] = tuple(
 )
 
 # ASCII-only lowering, as the original did: ``str.lower`` would also fold non-ASCII letters.
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 
 
 class SummaryInvalid(InvalidInput):

@@ -27,6 +27,7 @@ from app.core.pipeline.prepared_call import (
     SystemPart,
     ToolDefinition,
 )
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["prepare"]
 
@@ -43,15 +44,19 @@ def prepare(
     *,
     remember: bool = True,
     extends: PreparedModelCall | None = None,
+    salient: SalientLineMemo | None = None,
 ) -> PreparedModelCall:
     """Turn the three regions and the model's capabilities into a ``PreparedModelCall``.
 
     ``remember=False``: the caller will never pass these very items again (a stateless
-    request's), so the walk is not remembered for a later call
+    request's), so the result carries no walk for a later call to carry on from
     (``app/core/pipeline/one_pass/continuation.py``).
-    ``extends``: an earlier call's result (a turn's previous model call): the messages and
-    measures of the leading normalized items that are its very objects are taken from it when
-    it was measured by this very counter — what building them again would give.
+    ``extends``: an earlier call's result (the session's previous model call): its walk of the
+    conversation's beginning is carried on, and the messages and measures of the leading
+    normalized items that are its very objects are taken from it, when it was measured by this
+    very counter — what building them again would give.
+    ``salient``: the caller's memo of the salient lines of cut texts (``salient.py``; ``None``:
+    found afresh) — what finding them again would give.
     Raises ``InvalidInput`` with the codes of spec §2–3 (``invalid_capabilities`` first).
     """
     limits = capabilities.limits()  # fail before anything else is looked at
@@ -62,6 +67,7 @@ def prepare(
         counter_name=counter.name,
         remember=remember,
         extends=_earlier(extends, counter),
+        salient=salient,
     )
     system_measure = measure_system_context(system_context, counter)  # validates it too
     if sent.system_message_at is not None:
@@ -94,15 +100,21 @@ def prepare(
         measures,
         counter,
         pruned_through_sequence=pruning.through_sequence,
+        walk=sent.walk,
         shared_with=extends.items if sent.shared and extends is not None else None,
         shares=sent.shared,
     )
 
 
 def _earlier(prepared: PreparedModelCall | None, counter: TokenCounter) -> EarlierPass | None:
-    if prepared is None or prepared.counter is not counter:
+    if prepared is None:
         return None
+    if prepared.counter is not counter:  # its measures are another counter's: only its walk
+        return EarlierPass((), (), (), prepared.walk)
     messages = prepared.request["messages"]
     return EarlierPass(
-        prepared.items, messages[len(messages) - len(prepared.items) :], prepared.measures
+        prepared.items,
+        messages[len(messages) - len(prepared.items) :],
+        prepared.measures,
+        prepared.walk,
     )

@@ -8,7 +8,7 @@ Everything here is plain data.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from app.core.content import Block, Item
 from app.core.counting import TokenCounter
@@ -20,6 +20,9 @@ from app.core.pipeline.provenance import (
     provenance_of,
     token_shares,
 )
+
+if TYPE_CHECKING:  # the walk's module imports this one
+    from app.core.pipeline.one_pass.continuation import ResumableWalk
 
 __all__ = [
     "BreakReason",
@@ -129,6 +132,9 @@ class PreparedModelCall:
     stable_messages: int | None = None
     # The pruning watermark the request was prepared with (the cache plan anchors on it).
     pruned_through_sequence: int | None = None
+    # The walk of the Conversation's leading whole segments, for a later call that extends this
+    # one (``app/core/pipeline/one_pass/continuation.py``); not part of the call's value.
+    walk: ResumableWalk | None = field(default=None, compare=False, repr=False)
     # ``prepare(extends=...)``: the earlier call's ``items`` (that very list) whose first
     # ``shares`` items this request's first ones are, with their very request messages. Not
     # part of the request (equality ignores them): what the prefix record builds on

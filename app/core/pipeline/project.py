@@ -16,7 +16,12 @@ from app.core.capabilities import MAX_TOOL_RESULT_TOKENS
 from app.core.content import DataBlock, Item, OutputBlock, TextBlock, ToolResultBlock
 from app.core.counting import estimate_tokens, utf8_len
 from app.core.pipeline.prune import with_output
-from app.core.pipeline.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
+from app.core.pipeline.salient import (
+    SALIENT_SHARE_PERCENT,
+    SalientLineMemo,
+    salient_lines,
+    salient_section,
+)
 
 __all__ = [
     "PROJECTION_BUDGET_BYTES",
@@ -87,8 +92,11 @@ def _char_bound(output: Sequence[OutputBlock]) -> int:
     return total
 
 
-def project_tool_results(items: Sequence[Item]) -> ProjectResult:
-    """Project every oversized tool result; unchanged items are returned as the same objects."""
+def project_tool_results(
+    items: Sequence[Item], salient: SalientLineMemo | None = None
+) -> ProjectResult:
+    """Project every oversized tool result; unchanged items are returned as the same objects
+    (``salient``: the caller's memo of salient lines found, ``salient.py``)."""
     out: list[Item] = []
     truncated = original_sum = projected_sum = 0
     for item in items:
@@ -105,7 +113,7 @@ def project_tool_results(items: Sequence[Item]) -> ProjectResult:
             original = estimate_tokens(visible_bytes(block["output"]))
             if original <= MAX_TOOL_RESULT_TOKENS:
                 continue
-            new_block = _project_block(block, original)
+            new_block = _project_block(block, original, salient)
             if new_content is None:
                 new_content = list(item.content)
             new_content[index] = new_block
@@ -119,7 +127,9 @@ def project_tool_results(items: Sequence[Item]) -> ProjectResult:
     return ProjectResult(out, truncated, original_sum, projected_sum)
 
 
-def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBlock:
+def _project_block(
+    block: ToolResultBlock, original_tokens: int, memo: SalientLineMemo | None
+) -> ToolResultBlock:
     texts: list[str] = []
     removed = removed_bytes = 0
     for b in block["output"]:
@@ -131,7 +141,7 @@ def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBl
     if removed:
         texts.append(data_omission_notice(removed, removed_bytes))
     if sum(utf8_len(t) for t in texts) > PROJECTION_BUDGET_BYTES:
-        texts = [_truncate("".join(texts), truncation_marker(original_tokens))]
+        texts = [_truncate("".join(texts), truncation_marker(original_tokens), memo)]
     output: list[OutputBlock] = []
     for text in texts:
         if text:  # empty text blocks carry nothing for the model
@@ -140,7 +150,7 @@ def _project_block(block: ToolResultBlock, original_tokens: int) -> ToolResultBl
     return with_output(block, output)
 
 
-def _truncate(text: str, marker: str) -> str:
+def _truncate(text: str, marker: str, memo: SalientLineMemo | None) -> str:
     """``text`` cut to the budget around ``marker``, with the salient lines of the cut part.
 
     Without a salient line in the part a plain cut would drop, the cut is spec §2.2's exactly.
@@ -154,7 +164,7 @@ def _truncate(text: str, marker: str) -> str:
     reserve = content_bytes * SALIENT_SHARE_PERCENT // 100
     head, tail = cut.split(content_bytes - reserve)
     # The wider cut's lines, unless none of them is in the part the plain cut drops.
-    lines = salient_lines(text, head, tail, touching=plain)
+    lines = salient_lines(text, head, tail, touching=plain, memo=memo)
     if not lines:
         return text[: plain[0]] + marker + text[plain[1] :]
     section, _ = salient_section(lines, reserve, utf8_len)

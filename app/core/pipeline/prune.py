@@ -16,7 +16,12 @@ from dataclasses import dataclass
 
 from app.core.content import Item, OutputBlock, TextBlock, ToolResultBlock
 from app.core.pipeline.prepared_call import PruningWatermark
-from app.core.pipeline.salient import SALIENT_SHARE_PERCENT, salient_lines, salient_section
+from app.core.pipeline.salient import (
+    SALIENT_SHARE_PERCENT,
+    SalientLineMemo,
+    salient_lines,
+    salient_section,
+)
 
 __all__ = [
     "PRUNE_HEAD_CHARS",
@@ -93,8 +98,11 @@ def _eligible(item: Item, watermark: PruningWatermark) -> bool:
     return item.role == "tool" and sequence <= through
 
 
-def prune_tool_results(items: Sequence[Item], watermark: PruningWatermark) -> PruneResult:
-    """Prune every eligible tool result; unchanged items are returned as the same objects."""
+def prune_tool_results(
+    items: Sequence[Item], watermark: PruningWatermark, salient: SalientLineMemo | None = None
+) -> PruneResult:
+    """Prune every eligible tool result; unchanged items are returned as the same objects
+    (``salient``: the caller's memo of salient lines found, ``salient.py``)."""
     if watermark.through_sequence is None:
         return PruneResult(list(items), 0)
     out: list[Item] = []
@@ -107,7 +115,7 @@ def prune_tool_results(items: Sequence[Item], watermark: PruningWatermark) -> Pr
         for index, block in enumerate(item.content):
             if block["type"] != "tool_result":
                 continue
-            new_block = _prune_block(block, watermark.spill_directory)
+            new_block = _prune_block(block, watermark.spill_directory, salient)
             if new_block is not block:
                 if new_content is None:
                     new_content = list(item.content)
@@ -132,7 +140,9 @@ def _pruned_text(block: ToolResultBlock) -> str | None:
     return "\n".join(texts)
 
 
-def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolResultBlock:
+def _prune_block(
+    block: ToolResultBlock, spill_directory: str | None, memo: SalientLineMemo | None
+) -> ToolResultBlock:
     joined = _pruned_text(block)
     if joined is None:
         return block
@@ -141,7 +151,7 @@ def _prune_block(block: ToolResultBlock, spill_directory: str | None) -> ToolRes
     marker = prune_marker(omitted, block["id"], spill_directory)
     tail_start = total - PRUNE_TAIL_CHARS
     salient, _ = salient_section(
-        salient_lines(joined, PRUNE_HEAD_CHARS, tail_start), PRUNE_SALIENT_CHARS
+        salient_lines(joined, PRUNE_HEAD_CHARS, tail_start, memo=memo), PRUNE_SALIENT_CHARS
     )
     text = f"{joined[:PRUNE_HEAD_CHARS]}\n{marker}\n{salient}{joined[tail_start:]}"
     output: list[OutputBlock] = []

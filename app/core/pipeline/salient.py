@@ -46,12 +46,13 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = [
     "SALIENT_LINE_CHARS",
     "SALIENT_SHARE_PERCENT",
     "SalientLine",
-    "forget",
+    "SalientLineMemo",
     "salient_lines",
     "salient_lines_of",
     "salient_section",
@@ -117,7 +118,7 @@ _NOTHING = re.compile(
     re.IGNORECASE | re.VERBOSE,
 )
 _NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_ASCII_LOWER = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
+_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _TRACEBACK = "Traceback (most recent call last):"
 
 _HEADER = "[salient lines of the cut part (line number: text)]\n"
@@ -144,8 +145,10 @@ class SalientLine:
 _Found = tuple[tuple[tuple[int, int], ...], tuple[SalientLine, ...]]
 
 
-class _Memo:
-    """The lines found in recently cut texts, by the text itself (bounded).
+class SalientLineMemo:
+    """The lines found in recently cut texts, by the text itself (bounded). The core keeps none:
+    a caller that prepares again and again (the service: ``app/services/salient_memo.py``) owns
+    one and hands it to ``prepare`` (``salient=``).
 
     Every prepare cuts every pruned result again (the stored message never changes, the request
     copy is rebuilt), and finding the lines costs ~0.3 ms per 20 KB log while looking a text up
@@ -181,30 +184,29 @@ class _Memo:
             self._chars = 0
 
 
-_memo = _Memo()
-
-
-def forget() -> None:
-    """Drop every remembered text (benchmarks measure a cold start with it)."""
-    _memo.clear()
-
-
 def salient_lines(
-    text: str, start: int, stop: int, *, touching: tuple[int, int] | None = None
+    text: str,
+    start: int,
+    stop: int,
+    *,
+    touching: tuple[int, int] | None = None,
+    memo: SalientLineMemo | None = None,
 ) -> Sequence[SalientLine]:
     """The salient lines of ``text`` that have a character in ``[start, stop)``, in order.
 
     Offsets are characters. Identical lines (as shown) are collapsed into the first. With
     ``touching`` (a range inside ``[start, stop)``), none unless one of them has a character in
     that range too (projection: a wider cut only when the plain cut loses a salient line).
+    ``memo``: the caller's memo of texts already looked at (``None``: look again).
     """
     if start >= stop:
         return ()
     key = (text, start, stop)
-    found = _memo.get(key)
+    found = None if memo is None else memo.get(key)
     if found is None:
         found = _find(text, start, stop)
-        _memo.put(key, found)
+        if memo is not None:
+            memo.put(key, found)
     spans, lines = found
     if touching is not None:
         low, high = touching

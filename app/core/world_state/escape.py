@@ -8,6 +8,8 @@ become entities, a newline and a carriage return become the two visible characte
 
 from __future__ import annotations
 
+from typing import Final
+
 __all__ = ["escape_text"]
 
 _REPLACEMENT = "\ufffd"
@@ -26,7 +28,7 @@ def _build_table() -> dict[int, str]:
     return table
 
 
-_TABLE = _build_table()
+_TABLE: Final = _build_table()
 
 
 def escape_text(text: str) -> str:

@@ -8,6 +8,7 @@ spec §4 come first; the session's pins (``app.core.pins``) are a fifth, last.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Final
 
 __all__ = [
     "AGENTS_MD",
@@ -73,7 +74,7 @@ SECTIONS: tuple[SectionSpec, ...] = (
 
 SECTION_IDS: tuple[str, ...] = tuple(s.section_id for s in SECTIONS)
 
-_BY_ID = {s.section_id: s for s in SECTIONS}
+_BY_ID: Final = {s.section_id: s for s in SECTIONS}
 
 
 def section_spec(section_id: str) -> SectionSpec:

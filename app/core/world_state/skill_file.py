@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Final
 
 from app.core.content import Item, text_block
 
@@ -34,7 +35,7 @@ _SKILL_NAME = re.compile(r"[a-z0-9](?:[a-z0-9-]{0,62}[a-z0-9])?", re.ASCII)
 _KEY_LINE = re.compile(r"([A-Za-z0-9_.-]+)[ \t]*:(?:[ \t]+(.*))?")
 _BLOCK_INDICATOR = re.compile(r"[|>](?:[1-9][+-]?|[+-][1-9]?)?(?:[ \t]+#.*)?")
 _NESTED_LINE = re.compile(r"(?:- |-$|[^\s#][^:]*:(?:\s|$))")
-_DQ_ESCAPES = {
+_DQ_ESCAPES: Final = {
     "0": "\0",
     "a": "\a",
     "b": "\b",

@@ -12,9 +12,10 @@ serialized each time. A cache plan changes the rest (the last tool, the last sys
 OpenAI key) and the few messages it marks, which are encoded afresh: the memo keeps unmarked
 blocks only, so a message marked in one call and not in the next is exact in both.
 
-Bounded: at most ``MEMO_BYTES / 2`` of message JSON per protocol, and ``PREFIX_BYTES`` of joined
-Conversations per OpenAI protocol (Chat Completions, Responses); the oldest entries are dropped
-first. A protocol no model of the process speaks holds nothing.
+Bounded: at most ``MEMO_BYTES / 2`` of message JSON per protocol; the oldest entries are dropped
+first. A protocol no model of the process speaks holds nothing. (The joined JSON of a whole
+Conversation was remembered too, once: turning it off could not be told apart from keeping it,
+``bench/context_caches.py``, so it went.)
 """
 
 from __future__ import annotations
@@ -37,7 +38,6 @@ from app.providers.encoding.openai_responses import encode_openai_responses, mes
 
 __all__ = [
     "MEMO_BYTES",
-    "PREFIX_BYTES",
     "anthropic_messages_body",
     "dumps",
     "forget",
@@ -46,8 +46,6 @@ __all__ = [
 ]
 
 MEMO_BYTES = 64 * 1024 * 1024
-# The joined Conversations of recent OpenAI bodies, per protocol (``_Prefixes``).
-PREFIX_BYTES = 32 * 1024 * 1024
 
 # Stands for the messages in the serialized rest of a body. It holds U+0000, which no posted
 # text can (``app.api.limits``), so its JSON form should occur nowhere else in a body; should
@@ -113,82 +111,16 @@ class _Memo:
             self._bytes = 0
 
 
-class _Prefixes:
-    """The joined JSON of recent requests' Conversation messages, by the identity of their
-    first message's content: a turn's next request repeats the previous one's messages and
-    adds a few, so only those few are looked up and joined (a lookup per message cost more
-    than the rest of the body at 1 000 messages). A prefix is taken only when every one of its
-    messages is the very object (same content, same role) the remembered body was built from;
-    the entry keeps those objects alive, so their identities cannot be reused meanwhile.
-
-    Bounded: at most ``max_bytes`` of joined JSON; the least recently used entry goes first."""
-
-    def __init__(self, max_bytes: int) -> None:
-        self._max_bytes = max_bytes
-        self._bytes = 0
-        # id(first content) → (ids, roles, the messages (kept alive), their joined JSON)
-        self._entries: OrderedDict[int, tuple[tuple[int, ...], tuple[str, ...], Any, bytes]] = (
-            OrderedDict()
-        )
-        self._lock = threading.Lock()
-
-    def joined(
-        self,
-        messages: Sequence[Mapping[str, Any]],
-        memo: _Memo,
-        build: Callable[[Mapping[str, Any]], bytes],
-    ) -> bytes:
-        """``b",".join`` of the messages' JSON (``memo`` for those not remembered here, made
-        by ``build``; a message that encodes to nothing adds nothing)."""
-        if not messages:
-            return b""
-        ids = tuple([id(m["content"]) for m in messages])
-        roles = tuple([m["role"] for m in messages])
-        entry = self._entries.get(ids[0])
-        head, known = b"", 0
-        if entry is not None:
-            size = len(entry[0])
-            if size <= len(ids) and ids[:size] == entry[0] and roles[:size] == entry[1]:
-                head, known = entry[3], size
-        get = memo.get
-        tail = b",".join([p for p in [get(m, build, len) for m in messages[known:]] if p])
-        joined = head + b"," + tail if head and tail else head or tail
-        self._put(ids, roles, list(messages), joined)
-        return joined
-
-    def _put(self, ids: tuple[int, ...], roles: tuple[str, ...], kept: Any, joined: bytes) -> None:
-        with self._lock:
-            replaced = self._entries.pop(ids[0], None)
-            if replaced is not None:
-                self._bytes -= len(replaced[3])
-            if len(joined) > self._max_bytes:
-                return
-            self._entries[ids[0]] = (ids, roles, kept, joined)
-            self._bytes += len(joined)
-            while self._bytes > self._max_bytes:
-                _, (_, _, _, dropped) = self._entries.popitem(last=False)
-                self._bytes -= len(dropped)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self._bytes = 0
-
-
 _openai_memo = _Memo(MEMO_BYTES // 2)
 _anthropic_memo = _Memo(MEMO_BYTES // 2)
-_openai_prefixes = _Prefixes(PREFIX_BYTES)
 # Only a process that calls Responses models fills these.
 _responses_memo = _Memo(MEMO_BYTES // 2)
-_responses_prefixes = _Prefixes(PREFIX_BYTES)
 
 
 def forget() -> None:
     """Drop every remembered message (tests start from an empty memo)."""
     for memo in (_openai_memo, _anthropic_memo, _responses_memo):
         memo.clear()
-    _openai_prefixes.clear()
-    _responses_prefixes.clear()
 
 
 def openai_chat_body(
@@ -200,16 +132,8 @@ def openai_chat_body(
 ) -> bytes:
     """``dumps(encode_openai_chat(request, ...))``."""
     messages: Sequence[Mapping[str, Any]] = request["messages"]
-    # The System Context is read with the session row at every step (new objects each time):
-    # only the Conversation after it repeats from call to call.
-    system = 0
-    while system < len(messages) and messages[system]["role"] == "system":
-        system += 1
     get = _openai_memo.get
-    pieces = [get(m, _chat_json, len) for m in messages[:system]]
-    conversation = _openai_prefixes.joined(messages[system:], _openai_memo, _chat_json)
-    if conversation:
-        pieces.append(conversation)
+    pieces = [get(m, _chat_json, len) for m in messages]
     rest = encode_openai_chat(
         {**request, "messages": []}, model=model, stream=stream, caching=caching
     )
@@ -228,14 +152,9 @@ def openai_responses_body(
     """``dumps(encode_openai_responses(request, ...))``: as ``openai_chat_body``, a message's
     JSON being its input items (none, one or several) joined."""
     messages: Sequence[Mapping[str, Any]] = request["messages"]
-    system = 0
-    while system < len(messages) and messages[system]["role"] == "system":
-        system += 1
     get = _responses_memo.get
-    pieces = [p for p in [get(m, _items_json, len) for m in messages[:system]] if p]
-    conversation = _responses_prefixes.joined(messages[system:], _responses_memo, _items_json)
-    if conversation:
-        pieces.append(conversation)
+    # A message may encode to no items at all: it adds nothing.
+    pieces = [p for p in [get(m, _items_json, len) for m in messages] if p]
     rest = encode_openai_responses(
         {**request, "messages": []}, model=model, stream=stream, caching=caching
     )

@@ -40,6 +40,7 @@ from app.services.conversation import (
 )
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.salient_memo import SALIENT_LINES
 from app.storage.models import AgentSession
 from app.storage.repositories.compactions import CompactionRepository
 from app.storage.repositories.messages import MessageRepository
@@ -159,6 +160,7 @@ def conversation_tokens(
         model.capabilities,
         watermark_of(session),
         counter,
+        salient=SALIENT_LINES,
     ).budget
 
 
@@ -172,7 +174,9 @@ def summary_request_for(
 
     def build(conversation: list[Item]) -> PreparedModelCall:
         # No tools: the summary model must answer in text (spec §7.3).
-        return prepare(system, conversation, [], capabilities, watermark, counter)
+        return prepare(
+            system, conversation, [], capabilities, watermark, counter, salient=SALIENT_LINES
+        )
 
     def fits(request: PreparedModelCall) -> bool:
         return request.budget.estimated_input_tokens <= request.budget.effective_input_tokens

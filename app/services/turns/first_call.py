@@ -20,8 +20,9 @@ from app.core.errors import ServiceError
 from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
 from app.services.request_prefix import stored_previous
+from app.services.session_context import SessionContext
 from app.services.turns.deps import TurnDeps, world_state_of
-from app.services.turns.loading import Loaded, load_call, shared, turn_counter
+from app.services.turns.loading import Loaded, load_call, turn_counter
 from app.services.turns.sampling import TwoPhaseSampling, capture
 from app.storage.models import AgentSession
 
@@ -33,6 +34,8 @@ class FirstCall:
     """The first model call of a turn as its start prepared it."""
 
     counter: TokenCounter
+    # The session's context the call was read in (remembered once the start commits).
+    context: SessionContext
     loaded: Loaded
     # The prefix record of the session's previous request (what the first call is measured
     # against), read in the same transaction.
@@ -62,19 +65,18 @@ class FirstCallPreparer:
     ) -> FirstCall:
         try:
             counter = await turn_counter(self._deps, db, model)
-            previous = self._conversations.get(session, counter.name) if shared(counter) else None
+            context = self._conversations.context_for(session, counter)
             loaded = await load_call(
                 self._deps,
                 db,
                 session,
-                counter,
+                context,
                 turn_id=turn_id,
                 index=1,
                 sample_index=1,
                 captured=await capture(self._deps, session),  # reads no file (``applies``)
-                previous=previous,
             )
             previous_request = await stored_previous(db, session.id)
         except ServiceError as exc:
             raise FirstCallFailed from exc
-        return FirstCall(counter, loaded, previous_request)
+        return FirstCall(counter, context, loaded, previous_request)

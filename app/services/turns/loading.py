@@ -12,7 +12,8 @@ from app.core.counting import TokenCounter
 from app.services.calibration import calibrated_counter
 from app.services.conversation_cache import shared
 from app.services.model_types import ModelEntry
-from app.services.tokens import CountedConversation, load_counted, store_counts
+from app.services.session_context import SessionContext
+from app.services.tokens import CountedConversation
 from app.services.turns.deps import TurnDeps
 from app.services.turns.mailbox import drain_mailbox
 from app.services.turns.sampling import Captured, sample
@@ -38,21 +39,20 @@ async def load_call(
     deps: TurnDeps,
     db: AsyncSession,
     session: AgentSession,
-    counter: TokenCounter,
+    context: SessionContext,
     *,
     turn_id: str,
     index: int,
     sample_index: int | None,
     captured: Captured | None,
-    previous: CountedConversation | None,
 ) -> Loaded:
-    """Drain the mailbox (``sample_index`` 1), read the Conversation (extending ``previous``,
-    an earlier committed read of it) and write the World State sample (``sample_index`` 1 or
-    2; none for ``None``)."""
+    """Drain the mailbox (``sample_index`` 1), read the Conversation (``context.load``: on the
+    last committed read) and write the World State sample (``sample_index`` 1 or 2; none for
+    ``None``). Remembering the read, once the step committed, is the caller's."""
     if sample_index == 1:
+        counter = context.counter
         await drain_mailbox(db, session.id, turn_id, counter, pending=session.mailbox_pending)
-    counted = await load_counted(db, session, counter, previous)
-    await store_counts(db, session.id, counted)
+    counted = await context.load(db, session)
     items = counted.items
     if sample_index is not None:
         sampled = await sample(
@@ -70,6 +70,5 @@ async def load_call(
             # What the sample stored belongs to the Conversation from now on: the read kept for
             # the next step includes it, so that step reads nothing back (the rows were
             # appended in this transaction: no query here either).
-            counted = await load_counted(db, session, counter, counted)
-            await store_counts(db, session.id, counted)
+            counted = await context.load(db, session, since=counted)
     return counted, items

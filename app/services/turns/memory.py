@@ -1,10 +1,10 @@
 """What a turn's runner remembers from one model call to the next (spec §6, §7.1).
 
-A step extends what the step before it read and built instead of building it again: the active
-Conversation as of the last committed step, the request last prepared (the next ``prepare``
-takes what it shares with it), what that request's prefix record was built from, and the record
-of the session's last request sent (what the next request is measured against; read once, by
-the first step that loads a call, then kept: no other request of the session is sent meanwhile).
+A step extends what the step before it read and built instead of building it again: the
+session's context (``app.services.session_context``: the active Conversation as of the last
+committed step, the request last prepared and its prefix record's basis), and the record of the
+session's last request sent (what the next request is measured against; read once, by the first
+step that loads a call, then kept: no other request of the session is sent meanwhile).
 """
 
 from __future__ import annotations
@@ -13,18 +13,16 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from app.core.caching.prefix_record import RecordBasis
 from app.core.counting import TokenCounter
 from app.core.errors import ServiceError
-from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall
-from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
-from app.services.request_prefix import prefixed_extending, rewind_of, stored_previous
+from app.services.request_prefix import stored_previous
+from app.services.session_context import SessionContext
 from app.services.tokens import CountedConversation
 from app.services.turns.deps import TurnDeps
-from app.services.turns.loading import Loaded, load_call, shared
+from app.services.turns.loading import Loaded, load_call
 from app.services.turns.outcomes import Ready, failed
 from app.services.turns.overlap import PendingStep
 from app.services.turns.sampling import Captured
@@ -40,27 +38,30 @@ class CallMemory:
         self._deps = deps
         self._session_id = session_id
         self._turn_id = turn_id
-        # Earlier turns' reads of the Conversation, shared by the runners of this process.
+        # This process's session contexts, shared by its runners (and inspection, prepare).
         self._conversations = conversations
         # Replaced by the session model's counter once the turn is loaded.
         self.counter: TokenCounter = deps.counter("estimate")
         self._model: ModelEntry | None = None
-        self._conversation: CountedConversation | None = None
+        self._context: SessionContext | None = None
         # The record of the last request sent (written by the step that stores its response,
         # or ends the turn: no transaction of its own), and whether it was read yet.
         self.sent_record: bytes | None = None
         self._sent_record_known = False
-        self._last_prepared: PreparedModelCall | None = None
-        self._record_basis: RecordBasis | None = None
 
     @property
     def model(self) -> ModelEntry:
         assert self._model is not None, "the turn is not loaded yet"
         return self._model
 
-    def use(self, model: ModelEntry, counter: TokenCounter) -> None:
-        """The turn's model and the counter of its requests."""
+    def use(
+        self, model: ModelEntry, counter: TokenCounter, context: SessionContext | None = None
+    ) -> None:
+        """The turn's model, the counter of its requests and (when the start read it) the
+        session's context."""
         self._model, self.counter = model, counter
+        if context is not None:
+            self._context = context
 
     def knows_sent(self, record: bytes | None) -> None:
         """The session's previous request, as the start of the turn read it."""
@@ -70,6 +71,12 @@ class CallMemory:
         """``prepared`` is sent from now on: the next request is measured against it."""
         self.sent_record = prepared.prefix_record
 
+    def _context_of(self, session: AgentSession) -> SessionContext:
+        """The session's context for this turn's counter (this process's, when it keeps one)."""
+        if self._context is None:
+            self._context = self._conversations.context_for(session, self.counter)
+        return self._context
+
     async def load(
         self,
         db: AsyncSession,
@@ -78,10 +85,7 @@ class CallMemory:
         sample_index: int | None,
         captured: Captured | None,
     ) -> Loaded:
-        """Inside a step: ``load_call`` from this runner's (or this process's) last read."""
-        previous = self._conversation
-        if previous is None and shared(self.counter):
-            previous = self._conversations.get(session, self.counter.name)
+        """Inside a step: ``load_call`` in the session's context."""
         if not self._sent_record_known:
             self.sent_record = await stored_previous(db, self._session_id)
             self._sent_record_known = True
@@ -89,27 +93,24 @@ class CallMemory:
             self._deps,
             db,
             session,
-            self.counter,
+            self._context_of(session),
             turn_id=self._turn_id,
             index=index,
             sample_index=sample_index,
             captured=captured,
-            previous=previous,
         )
 
     def ready(
         self, loaded: Loaded, session: AgentSession, pending: PendingStep | None = None
     ) -> Ready:
-        """Keep the Conversation the step read (in this process's cache once the step has
-        committed: now, or when ``pending`` commits), and build the request."""
+        """Remember the Conversation the step read once the step has committed (now, or when
+        ``pending`` commits), and build the request."""
         counted, items = loaded
-        self._conversation = counted
-        if shared(self.counter):
-            name, cache = self.counter.name, self._conversations
-            if pending is None:
-                cache.put(session, name, counted)
-            else:
-                pending.after.append(lambda: cache.put(session, name, counted))
+        context = self._context_of(session)
+        if pending is None:
+            context.remember(counted)
+        else:
+            pending.after.append(lambda: context.remember(counted))
         return self._prepared(session, items, counted), session
 
     def _prepared(
@@ -117,27 +118,12 @@ class CallMemory:
     ) -> PreparedModelCall:
         try:
             with self._deps.observability.prepare("turn") as timed:
-                prepared = prepare(
-                    system_context_of(session),
-                    items,
-                    tool_surface_of(session),
-                    self.model.capabilities,
-                    watermark_of(session),
-                    self.counter,
-                    extends=self._last_prepared,
-                )
                 # Against the last request sent (a re-preparation too: it replaces one that
                 # was never sent).
-                prepared, self._record_basis = prefixed_extending(
-                    prepared,
-                    items,
-                    self.sent_record,
-                    self._record_basis,
-                    identify_stored=True,
-                    rewind_compaction_id=rewind_of(counted.active),
+                prepared = self._context_of(session).prepare(
+                    session, items, self.model.capabilities, counted, self.sent_record
                 )
                 timed.budget(prepared.budget)
-            self._last_prepared = prepared
             return prepared
         except ServiceError as exc:  # e.g. data_blocks_not_accepted: the request cannot be built
             raise failed(exc.code, exc.detail) from exc

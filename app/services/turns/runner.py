@@ -140,7 +140,7 @@ class TurnRunner:
             writes.phase = started.turn.phase
             index = 0
             if prepared_first is not None:
-                memory.use(entry, prepared_first.counter)
+                memory.use(entry, prepared_first.counter, prepared_first.context)
                 memory.knows_sent(prepared_first.previous_request)
                 # The start's transaction, when left open (committed as the first call is
                 # sent).

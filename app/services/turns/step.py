@@ -36,6 +36,7 @@ from app.core.errors import ServiceError
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelClient, ModelResponse, ProviderError
 from app.services.conversation import tool_surface_of
+from app.services.session_context import fit
 from app.services.turns.answers import bounded_answer
 from app.services.turns.calls import CallEntry, entries_of
 from app.services.turns.deps import compactor_of
@@ -245,26 +246,29 @@ class Steps:
     async def _fit(
         self, index: int, prepared: PreparedModelCall, session: AgentSession, trigger: str
     ) -> tuple[PreparedModelCall, bool]:
-        """Prune, and if still over the line, compact and re-sample (spec §7.2); returns the
-        request to send and whether a compaction ran (or was tried and not installed)."""
+        """``fit`` (spec §7.2): the request to send and whether a compaction ran (or was tried
+        and not installed)."""
         compactor = compactor_of(self._w.deps)
         if compactor is None:
             return prepared, False
-        if await compactor.prune(self._w.session_id):
-            prepared, _ = await self._prepare(session, index, sample_index=None)
-            if not prepared.budget.reaches_auto_compact_limit:
-                return prepared, False
-        refused = await self._compact(index, trigger, prepared)
-        if refused is not None:
+
+        async def again(sample_index: int | None) -> PreparedModelCall:
+            return (await self._prepare(session, index, sample_index=sample_index))[0]
+
+        fitted = await fit(
+            prepared,
+            prune=lambda: compactor.prune(self._w.session_id),
+            compact=lambda request: self._compact(index, trigger, request),
+            again=again,
+        )
+        if fitted.refused is not None:
             # Not installed (spec §9): on with the request as it was, if the model takes it.
-            budget = prepared.budget
+            budget = fitted.prepared.budget
             if trigger == "overflow" or budget.estimated_input_tokens > (
                 budget.effective_input_tokens
             ):
-                raise failed("compaction_error", not_installed_detail(refused, budget))
-            return prepared, True
-        prepared, _ = await self._prepare(session, index, sample_index=2)
-        return prepared, True
+                raise failed("compaction_error", not_installed_detail(fitted.refused, budget))
+        return fitted.prepared, fitted.compacted
 
     async def _compact(
         self, index: int, trigger: str, prepared: PreparedModelCall

@@ -116,7 +116,7 @@ def test_text_that_holds_the_placeholder_still_gives_the_exact_body(
     assert body(request, model="m-1", stream=True) == expected(encode, request)
 
 
-# -- the joined Conversation of recent bodies (``wire._Prefixes``) -----------------------------
+# -- a Conversation encoded again after an edit (the message memo keeps the body exact) ---------
 
 
 def _conversation(size: int) -> list[dict[str, Any]]:
@@ -163,17 +163,3 @@ def test_a_remembered_conversation_is_reused_only_where_it_still_holds(
     assert body(changed, model="m-1", stream=True) == expected(encode, changed)
     # And back: the first conversation (its entry may have been replaced) is exact too.
     assert body(first, model="m-1", stream=True) == expected(encode, first)
-
-
-@pytest.mark.parametrize(("body", "encode"), OPENAI)
-def test_a_full_prefix_memo_drops_old_conversations_and_stays_exact(
-    monkeypatch: pytest.MonkeyPatch, body: Body, encode: Any
-) -> None:
-    monkeypatch.setattr(wire, "_openai_prefixes", wire._Prefixes(max_bytes=150))
-    monkeypatch.setattr(wire, "_responses_prefixes", wire._Prefixes(max_bytes=150))
-    sessions = [_conversation(size) for size in (2, 5, 9)]
-    for _ in range(3):
-        for index, conversation in enumerate(sessions):
-            conversation.append(msg("user", text(f"more {index}")))
-            request = _with("sys", conversation)
-            assert body(request, model="m-1", stream=True) == expected(encode, request)

@@ -1,9 +1,9 @@
 """Stages 1–4 of ``prepare`` for the Conversation, as one walk and one assembly (spec §2, §3.1).
 
 ``walk_resuming`` prunes, projects and normalizes it (``segments.py``; the beginning of a growing
-conversation is not walked again, ``continuation.py``); then the request messages, the provenance
-and
-the split of the budget's measure are built in one go over the normalized messages.
+conversation is not walked again when an earlier call's walk is handed in, ``continuation.py``);
+then the request messages, the provenance and the split of the budget's measure are built in one
+go over the normalized messages.
 """
 
 from __future__ import annotations
@@ -12,9 +12,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from app.core.content import Item
-from app.core.pipeline.one_pass.continuation import walk_resuming
+from app.core.pipeline.one_pass.continuation import ResumableWalk, walk_resuming
 from app.core.pipeline.one_pass.shared_objects import same_objects
 from app.core.pipeline.prepared_call import ProjectionReport, PruningWatermark, RequestMessage
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["ConversationPass", "EarlierPass", "single_pass"]
 
@@ -29,6 +30,9 @@ class ConversationPass:
     unmeasured: list[int]  # indexes of the other items, in order: the budget measures them
     system_message_at: int | None  # index in the caller's conversation: ``Walked``
     report: ProjectionReport
+    # The walk of its leading whole segments, for a later call to carry on from (``None``:
+    # not remembered).
+    walk: ResumableWalk | None = None
     shared: int = 0  # leading items taken from ``extends`` (its very objects and messages)
 
 
@@ -40,6 +44,7 @@ class EarlierPass:
     items: Sequence[Item]
     messages: Sequence[RequestMessage]
     measures: Sequence[int]
+    walk: ResumableWalk | None = None  # its walk (``continuation.py``)
 
 
 def single_pass(
@@ -50,6 +55,7 @@ def single_pass(
     counter_name: str,
     remember: bool = True,
     extends: EarlierPass | None = None,
+    salient: SalientLineMemo | None = None,
 ) -> ConversationPass:
     """Prune, project, normalize and assemble the Conversation; raises what normalize raises.
 
@@ -60,11 +66,19 @@ def single_pass(
     the budget's rule (only the caller's own, untouched objects) gives, because no stage attaches
     a cache to an item it builds: a cached item here is one of the caller's, unchanged.
 
-    ``extends``: an earlier call's pass by the same counter; the leading items that are its
-    very objects take its messages and figures (the same item gives the same message, and the
+    ``extends``: an earlier call's pass by the same counter; its walk is carried on
+    (``continuation.py``), and the leading items that are its very objects take its messages
+    and figures (the same item gives the same message, and the
     same figure under the same counter), so only the rest is assembled.
     """
-    walked = walk_resuming(conversation, pruning, accepts_data_blocks, remember=remember)
+    walked, resumable = walk_resuming(
+        conversation,
+        pruning,
+        accepts_data_blocks,
+        earlier=None if extends is None else extends.walk,
+        remember=remember,
+        salient=salient,
+    )
     items = list(walked.items)
     # The leading items that are the very objects of an earlier call's: their messages (built
     # by the same rule from the same item) and measures (by the same counter) are those.
@@ -94,5 +108,6 @@ def single_pass(
         unmeasured,
         walked.system_message_at,
         walked.report(),
+        resumable,
         shared,
     )

@@ -23,6 +23,7 @@ from app.core.pipeline.assemble import CONVERSATION_ROLES
 from app.core.pipeline.normalize import Normalizer
 from app.core.pipeline.one_pass.tool_messages import UNCHANGED_CHARS, ToolResultRewriter
 from app.core.pipeline.prepared_call import ProjectionReport, PruningWatermark
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["Walked", "walk"]
 
@@ -75,13 +76,15 @@ def walk(
     stop: int,
     pruning: PruningWatermark,
     accepts_data_blocks: bool,
+    salient: SalientLineMemo | None = None,
 ) -> Walked:
-    """Prune, project and normalize ``conversation[start:stop]``, whole segments.
+    """Prune, project and normalize ``conversation[start:stop]``, whole segments (``salient``:
+    the caller's memo of salient lines found, ``app/core/pipeline/salient.py``).
 
     ``start`` is 0 or the index of a non-tool message; so is ``stop``, or it is the length.
     Raises what normalize raises, with the message's index in ``conversation``.
     """
-    rewriter = ToolResultRewriter(pruning)
+    rewriter = ToolResultRewriter(pruning, salient)
     normalizer = Normalizer(accepts_data_blocks)
     items: list[Item] = []
     artifacts: list[int] = []

@@ -15,6 +15,7 @@ from app.core.content import Item, OutputBlock
 from app.core.pipeline.prepared_call import PruningWatermark
 from app.core.pipeline.project import PROJECTION_BUDGET_BYTES, project_tool_results
 from app.core.pipeline.prune import PRUNE_THRESHOLD_CHARS, prune_tool_results
+from app.core.pipeline.salient import SalientLineMemo
 
 __all__ = ["UNCHANGED_CHARS", "ToolResultRewriter"]
 
@@ -28,10 +29,18 @@ UNCHANGED_CHARS = min(PRUNE_THRESHOLD_CHARS, PROJECTION_BUDGET_BYTES // 4)
 class ToolResultRewriter:
     """Prunes and projects one tool message at a time and tallies what both stages report."""
 
-    __slots__ = ("_watermark", "original_tokens", "projected_tokens", "pruned", "truncated")
+    __slots__ = (
+        "_salient",
+        "_watermark",
+        "original_tokens",
+        "projected_tokens",
+        "pruned",
+        "truncated",
+    )
 
-    def __init__(self, watermark: PruningWatermark) -> None:
+    def __init__(self, watermark: PruningWatermark, salient: SalientLineMemo | None) -> None:
         self._watermark = watermark
+        self._salient = salient
         self.pruned = 0
         self.truncated = 0
         self.original_tokens = 0
@@ -51,8 +60,8 @@ class ToolResultRewriter:
                 break
         else:
             return item
-        pruned = prune_tool_results([item], self._watermark)
-        projected = project_tool_results(pruned.items)
+        pruned = prune_tool_results([item], self._watermark, self._salient)
+        projected = project_tool_results(pruned.items, self._salient)
         self.pruned += pruned.pruned_tool_results
         self.truncated += projected.truncated_tool_results
         self.original_tokens += projected.original_tokens

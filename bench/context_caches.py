@@ -13,6 +13,7 @@ rounds' CPU time per call:
 - ``all``: every cache as the service runs them (the comparator, the floor);
 - ``no walk carried``: the walk of the conversation's beginning not carried on from the
   previous call (``prepare(remember=False)``; ``extends`` still lends messages and measures);
+- ``no message memo``: each message's JSON in the body encoded afresh (``wire._Memo`` off);
 - ``o200k: memo`` / ``o200k: no memo``: the same loop counted by ``o200k_base``, with and without
   the service's digest memo around it (``MemoizedCounter``);
 - ``o200k stateless: memo`` / ``no memo``: the stateless case the memo was made for: each call a
@@ -21,17 +22,22 @@ rounds' CPU time per call:
 Prints each variant's median per call and its ratio to ``all`` (to the memo's for the o200k
 rows). ``--small`` prints the two per-row caches of a turn step instead, with and without:
 ``session_config._checked`` (a provided workspace of 100 000 layout entries, checked at each
-``workspace_of``) and the tool-schema validators (``services/turns/tools.py``, a typical schema).
+``workspace_of``) and the tool-schema validators (``services/turns/tools.py``, a typical schema);
+``--baselines [POSTGRES_URL]`` the read the World State baselines cache saves at each sample
+(``services/world_state.py``: ``BaselineRepository.get_all`` in a transaction, on SQLite and,
+given a server, PostgreSQL).
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
 import statistics
 import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
@@ -118,11 +124,25 @@ def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
     return {
         "all": lambda: turn_loop(size, calls, estimate, remember=True),
         "no walk carried": lambda: turn_loop(size, calls, estimate, remember=False),
+        "no message memo": lambda: _without_message_memo(size, calls, estimate),
         "o200k: memo": lambda: turn_loop(size, calls, MemoizedCounter(o200k), remember=True),
         "o200k: no memo": lambda: turn_loop(size, calls, o200k, remember=True),
         "o200k stateless: memo": lambda: stateless_loop(size, calls, MemoizedCounter(o200k)),
         "o200k stateless: no memo": lambda: stateless_loop(size, calls, o200k),
     }
+
+
+def _without_message_memo(size: int, calls: int, counter: TokenCounter) -> float:
+    original = wire._openai_memo.get
+
+    def build(message: Any, make: Callable[[Any], bytes], _: Callable[[bytes], int]) -> bytes:
+        return make(message)
+
+    wire._openai_memo.get = build  # type: ignore[method-assign,assignment]
+    try:
+        return turn_loop(size, calls, counter, remember=True)
+    finally:
+        wire._openai_memo.get = original  # type: ignore[method-assign]
 
 
 def fresh() -> None:
@@ -172,13 +192,60 @@ def small_caches(rounds: int) -> None:
         print(f"  {name:28} {timed(run, clear) * 1e6:10.1f} µs")
 
 
+async def baseline_reads(url: str, rounds: int) -> float:
+    """CPU + wait per read of a session's stored baselines (what a cache miss costs), median."""
+    from app.services.world_state import _BaselineCache
+    from app.storage.database import create_engine, create_session_factory, unit_of_work
+    from app.storage.repositories.state import BaselineRepository
+    from bench.store_setup import client_of, register_model_and_session
+
+    async with client_of(url) as client:
+        sid = await register_model_and_session(client)
+        answer = await client.post(f"/v1/sessions/{sid}/prepare", json={})  # writes baselines
+        assert answer.status_code == 200, answer.text
+    engine = create_engine(url)
+    factory = create_session_factory(engine)
+    samples = []
+    try:
+        for _ in range(rounds):
+            async with unit_of_work(factory) as db:
+                await BaselineRepository(db).get_all(sid)  # the transaction is open already
+                start = time.perf_counter()
+                stored = await BaselineRepository(db).get_all(sid)
+                samples.append(time.perf_counter() - start)
+    finally:
+        await engine.dispose()
+    assert stored
+    cache = _BaselineCache()
+    cache.put(sid, "v", stored)
+    start = time.perf_counter()
+    for _ in range(1000):
+        cache.get(sid, "v")
+    print(f"  cache hit {(time.perf_counter() - start) * 1e3:.1f} µs", end="; ")
+    return statistics.median(samples)
+
+
+async def baselines(postgres: str | None, rounds: int) -> None:
+    from bench.store_setup import postgres_database, sqlite_database
+
+    async with sqlite_database() as url:
+        print(f"SQLite read {await baseline_reads(url, rounds) * 1e6:.0f} µs")
+    if postgres:
+        async with postgres_database(postgres) as url:
+            print(f"PostgreSQL read {await baseline_reads(url, rounds) * 1e6:.0f} µs")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", type=int, nargs="+", default=[1000, 5000])
     parser.add_argument("--calls", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--small", action="store_true", help="the per-row caches of a step")
+    parser.add_argument("--baselines", nargs="?", const="", default=None, metavar="POSTGRES_URL")
     args = parser.parse_args(argv)
+    if args.baselines is not None:
+        asyncio.run(baselines(args.baselines or None, max(args.rounds, 51)))
+        return 0
     if args.small:
         small_caches(max(args.rounds, 21))
         return 0

@@ -54,9 +54,21 @@ def _count_deferred() -> None:
     deferred._bench_counted = True  # type: ignore[attr-defined]
 
 
+# ``BENCH_SQL_LOG``: a file to list each statement in (its rows, its SQL's first words).
+_LOG = os.environ.get("BENCH_SQL_LOG")
+
+
+def _log(rows: int, sql: str) -> None:
+    if _LOG:
+        with open(_LOG, "a") as out:
+            out.write(f"{rows:>4} {' '.join(str(sql).split())[:110]}\n")
+
+
 def _counted(flush: Any) -> Any:
     def counted(connection: Any, items: list[Any]) -> Any:
         _deferred_rows[0] += sum(len(i.params) if i.many else 1 for i in items)
+        for i in items:
+            _log(len(i.params) if i.many else 1, "(deferred) " + i.compiled.sql)
         return flush(connection, items)
 
     return counted
@@ -93,12 +105,15 @@ class FloorApp:
 
         def statement(_c: Any, _cur: Any, _sql: Any, params: Any, ctx: Any, many: bool) -> None:
             self._statements += _rows(ctx, params, many)
+            _log(_rows(ctx, params, many), _sql)
 
         def boundary(*_: Any) -> None:  # COMMIT, ROLLBACK: a statement each
             self._statements += 1
+            _log(1, "COMMIT/ROLLBACK")
 
         def begin(*_: Any) -> None:
             self._statements += 1
+            _log(1, "BEGIN")
             self._transactions += 1
 
         event.listen(engine, "before_cursor_execute", statement)

@@ -1,6 +1,6 @@
 """A turn's per-call core work — ``prepare()`` and the prefix record — with and without the
 previous call's result to build on (``prepare(extends=...)``, ``record_extending``,
-what ``RunnerSteps`` passes), alternating, in one process.
+what the turn runner passes: ``app.services.turns.memory``), alternating, in one process.
 
 A turn of five model calls on a stored conversation of N messages (each with its stored
 figure, as the conversation cache hands them out): each call sees the conversation two messages

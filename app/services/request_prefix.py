@@ -4,7 +4,7 @@
 
 Who compares and who writes (``docs/caching.md``, "Stable prefix and prefix_break"):
 - every model call of a turn compares against the session's previous request and writes its own
-  record in a step that writes anyway (``TurnRunner``);
+  record in a step that writes anyway (``app.services.turns.step``);
 - session prepare compares and writes (its request is handed to the caller to send);
 - inspection (``GET .../context``) compares and writes nothing;
 - the stateless prepare compares against the caller's ``previous_request_digest``;

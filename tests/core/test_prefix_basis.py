@@ -42,9 +42,11 @@ def both(
     identify_stored: bool = True,
     rewind: str | None = None,
     tools: Any = TOOLS,
+    previous: Any = None,
 ) -> tuple[bytes, bytes, prefix.RecordBasis]:
-    """The record from scratch, the record on ``basis``, and the latter's basis."""
-    prepared = prepare(SYSTEM, conversation, tools, CAPS, pruning, ESTIMATE)
+    """The record from scratch, the record on ``basis``, and the latter's basis (``previous``:
+    the request the basis records, which ``prepare`` builds on, as a turn's next call does)."""
+    prepared = prepare(SYSTEM, conversation, tools, CAPS, pruning, ESTIMATE, extends=previous)
     options: dict[str, Any] = {"identify_stored": identify_stored, "rewind_compaction_id": rewind}
     fresh = prefix.record_request(prepared, conversation, **options)
     extended, built = prefix.record_extending(prepared, conversation, basis, **options)
@@ -68,8 +70,12 @@ STEPS = st.lists(
 
 
 @settings(max_examples=60, deadline=None)
-@given(STEPS)
-def test_a_record_on_a_basis_is_the_record_from_scratch(steps: list[tuple[Any, ...]]) -> None:
+@given(STEPS, st.booleans())
+def test_a_record_on_a_basis_is_the_record_from_scratch(
+    steps: list[tuple[Any, ...]], built_on_previous: bool
+) -> None:
+    """From scratch, on a basis, and on a basis of the request ``prepare`` built on (the items
+    it shares with that request are then not compared again): the very same record."""
     conversation = exchange(0)
     options: dict[str, Any] = {}
     basis: prefix.RecordBasis | None = None
@@ -95,7 +101,24 @@ def test_a_record_on_a_basis_is_the_record_from_scratch(steps: list[tuple[Any, .
                 conversation = [
                     Item(i.role, i.kind, list(i.content), i.origin) for i in conversation
                 ]
-        fresh, extended, basis = both(conversation, basis, **options)
+        previous = None
+        if built_on_previous and basis is not None:
+            previous = prepare(
+                SYSTEM,
+                list(basis.conversation),
+                options.get("tools", TOOLS),
+                CAPS,
+                options.get("pruning", NO_PRUNING),
+                ESTIMATE,
+            )
+            _, basis = prefix.record_extending(
+                previous,
+                basis.conversation,
+                None,
+                identify_stored=options.get("identify_stored", True),
+                rewind_compaction_id=options.get("rewind"),
+            )
+        fresh, extended, basis = both(conversation, basis, previous=previous, **options)
         assert extended == fresh
 
 

@@ -32,7 +32,7 @@ import struct
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from hashlib import blake2b
-from operator import eq, itemgetter
+from operator import eq, is_, itemgetter
 from typing import Any, Final
 
 from app.core.content import Item, RealOrigin, compact_json
@@ -173,10 +173,16 @@ class RecordBasis:
     identify_stored: bool
     rewind_compaction_id: str | None
     conversation: tuple[Item, ...]  # the caller's items
-    members: set[int]  # their identities: an item among them is the caller's own, unchanged
-    items: tuple[Item, ...]  # the request's items, and their messages' contents and roles
-    contents: list[Any]
-    roles: list[str]
+    # Their identities (an item among them is the caller's own, unchanged): one set per request
+    # the basis grew through, each with the items that request added (a set of the whole
+    # conversation, copied on every call, cost more than the rest of an extending record).
+    members: tuple[set[int], ...]
+    # The request's items and its Conversation messages, as they were; and its ``items`` list
+    # itself, the one a later ``prepare(extends=...)`` names (``PreparedModelCall.shared_with``:
+    # a prepared call's lists are never changed in place once built on).
+    items: tuple[Item, ...]
+    messages: Sequence[Any]
+    source: list[Item]
     digests: bytes  # the Conversation's units only
     kinds: bytes
 
@@ -231,38 +237,43 @@ def record_extending(
     objects, carrying the same content objects under the same roles — are taken from it: an
     item's unit follows from those alone (and from whether it is the caller's own, which the
     same object in a conversation that only grew still is), so they are the very units
-    computing them again would give.
+    computing them again would give. When ``prepare`` built this request on the one the basis
+    records (``PreparedModelCall.shared_with``), it already found how many leading items (and
+    their messages) are that request's very objects: they are not compared again, and a call
+    costs one identity pass over the conversation plus the new items.
     """
     items = prepared.items
     messages = prepared.request["messages"]
     system_count = len(messages) - len(items)
-    # C-level passes over the items: this is every model call's per-message cost.
-    contents = list(map(_CONTENT, messages[system_count:]))
-    roles = list(map(_ROLE, messages[system_count:]))
+    sent = messages[system_count:]
     reused = 0
     if (
         extends is not None
         and extends.identify_stored == identify_stored
         and extends.rewind_compaction_id == rewind_compaction_id
         and len(conversation) >= len(extends.conversation)
-        and same_objects(extends.conversation, conversation) == len(extends.conversation)
+        and all(map(is_, extends.conversation, conversation))
     ):
-        members = extends.members.union(map(id, conversation[len(extends.conversation) :]))
-        reused = min(
-            same_objects(extends.items, items),
-            same_objects(extends.contents, contents),
-            leading(map(eq, extends.roles, roles)),
-        )
+        added = set(map(id, conversation[len(extends.conversation) :]))
+        members = (*extends.members, added) if added else extends.members
+        if prepared.shared_with is extends.source:
+            reused = prepared.shares
+        else:
+            reused = min(
+                same_objects(extends.items, items),
+                same_objects(list(map(_CONTENT, extends.messages)), list(map(_CONTENT, sent))),
+                leading(map(eq, map(_ROLE, extends.messages), map(_ROLE, sent))),
+            )
         digests = bytearray(extends.digests[: reused * DIGEST_BYTES])
         kinds = bytearray(extends.kinds[:reused])
     else:
-        members = set(map(id, conversation))
+        members = (set(map(id, conversation)),)
         digests = bytearray()
         kinds = bytearray()
     _digest_items(
         items[reused:],
-        messages[system_count + reused :],
-        [id(item) in members for item in items[reused:]],
+        sent[reused:],
+        [any(id(item) in known for known in members) for item in items[reused:]],
         digests,
         kinds,
         identify_stored=identify_stored,
@@ -275,8 +286,8 @@ def record_extending(
         tuple(conversation),
         members,
         tuple(items),
-        contents,
-        roles,
+        sent,
+        items,
         bytes(digests),
         bytes(kinds),
     )

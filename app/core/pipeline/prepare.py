@@ -101,6 +101,8 @@ def prepare(
         counter,
         pruned_through_sequence=pruning.through_sequence,
         walk=sent.walk,
+        shared_with=extends.items if sent.shared and extends is not None else None,
+        shares=sent.shared,
     )
 
 

@@ -146,6 +146,12 @@ class PreparedModelCall:
     # The walk of the Conversation's leading whole segments, for a later call that extends this
     # one (``app/core/pipeline/one_pass/continuation.py``); not part of the call's value.
     walk: ResumableWalk | None = field(default=None, compare=False, repr=False)
+    # ``prepare(extends=...)``: the earlier call's ``items`` (that very list) whose first
+    # ``shares`` items this request's first ones are, with their very request messages. Not
+    # part of the request (equality ignores them): what the prefix record builds on
+    # (``record_extending``) without comparing the items again.
+    shared_with: list[Item] | None = field(default=None, compare=False, repr=False)
+    shares: int = field(default=0, compare=False, repr=False)
 
     @property
     def provenance(self) -> list[Provenance]:

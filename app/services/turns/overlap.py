@@ -17,8 +17,10 @@ they take, so the runner sends the request first and commits while the provider 
    ends the turn as a failed step always did; a cancel the commit finds abandons it as a cancel
    during a call does.
 
-Whatever else ends the loop while a step is pending commits that step first (``settle``): every
-later event happened after it, as when the step committed before the call.
+The step is a value the next call's state carries (``app.services.turns.step.Calling.pending``)
+and ``send`` takes; whatever else ends the loop while it is pending commits it first
+(``PendingStep.settle``): every later event happened after it, as when the step committed
+before the call.
 """
 
 from __future__ import annotations
@@ -29,11 +31,15 @@ from collections.abc import Awaitable, Callable
 from contextlib import AsyncExitStack
 from typing import TypeVar
 
-from app.providers.base import ModelClient
+from app.core.caching.breakpoints import plan_for
+from app.core.capabilities import PromptCaching
+from app.core.pipeline.prepared_call import PreparedModelCall
+from app.providers.base import ModelClient, ModelResponse
 from app.providers.call_stats import stop_watching_sent, watch_sent
-from app.services.turns.model_call import LiveSink
+from app.services.turns.model_call import CallAbandoned, LiveSink, call_model
+from app.services.turns.outcomes import TurnEnded
 
-__all__ = ["PendingStep", "overlapped", "signals_sent"]
+__all__ = ["PendingStep", "overlapped", "send", "signals_sent"]
 
 T = TypeVar("T")
 
@@ -69,6 +75,12 @@ class PendingStep:
                     await self._committing
             raise
 
+    async def settle(self) -> None:
+        """Commit, unless a call took this step already (``overlapped``: it committed, or
+        what its commit raised ended that call)."""
+        if self._committing is None:
+            await self.commit()
+
     async def _commit(self) -> None:
         try:
             await self._stack.aclose()
@@ -80,6 +92,36 @@ class PendingStep:
                 self.done.exception()  # retrieved: nobody need be waiting for it
             raise
         self.done.set_result(None)
+
+
+async def send(
+    client: ModelClient,
+    prepared: PreparedModelCall,
+    pending: PendingStep | None,
+    sink: LiveSink,
+    cancel: asyncio.Event,
+    *,
+    prompt_caching: PromptCaching,
+    seed: str,
+) -> ModelResponse:
+    """The model call of ``prepared`` (with its cache breakpoints), committing ``pending``
+    while its request goes out; a cancel meanwhile ends the turn ``cancelled``."""
+    caching = plan_for(
+        prepared,
+        prompt_caching=prompt_caching,
+        seed=seed,
+        stable_messages=prepared.stable_messages,
+    )
+    try:
+        if pending is None:
+            return await call_model(client, prepared.request, sink, cancel, caching, prepared.items)
+        return await overlapped(
+            pending,
+            sink,
+            lambda: call_model(client, prepared.request, sink, cancel, caching, prepared.items),
+        )
+    except CallAbandoned:
+        raise TurnEnded("cancelled") from None
 
 
 async def overlapped(pending: PendingStep, sink: LiveSink, call: Callable[[], Awaitable[T]]) -> T:

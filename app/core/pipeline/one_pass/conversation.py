@@ -33,6 +33,7 @@ class ConversationPass:
     # The walk of its leading whole segments, for a later call to carry on from (``None``:
     # not remembered).
     walk: ResumableWalk | None = None
+    shared: int = 0  # leading items taken from ``extends`` (its very objects and messages)
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,4 +109,5 @@ def single_pass(
         walked.system_message_at,
         walked.report(),
         resumable,
+        shared,
     )

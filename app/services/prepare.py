@@ -18,8 +18,14 @@ from app.core.pipeline.prepared_call import (
     ToolDefinition,
 )
 from app.core.pipeline.prune import spills
+from app.fastjson import ESTIMATE
 from app.providers.encoding import encode
-from app.services.request_prefix import decode_digest, prefixed, request_digest
+from app.services.request_prefix import (
+    DigestingEstimate,
+    decode_digest,
+    prefixed,
+    request_digest,
+)
 
 __all__ = ["budget_to_json", "prepared_to_json", "run_prepare"]
 
@@ -95,6 +101,8 @@ def run_prepare(
     """
     # A malformed digest is refused before anything else is done (422).
     previous = None if previous_request_digest is None else decode_digest(previous_request_digest)
+    if counter is ESTIMATE:
+        counter = DigestingEstimate()  # measures and digests each message's JSON at once
     # The items were built from this request's body: no later call passes them again.
     prepared = prepare(
         system_context, conversation, tools, capabilities, pruning, counter, remember=False

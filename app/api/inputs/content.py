@@ -163,7 +163,7 @@ def items_of(messages: Sequence[MessageWire]) -> list[Item]:
     """The messages as the core's items (``message_to_item`` of the models), after the rule
     ``ConversationIn`` applies (tool results only in tool messages)."""
     contents = blocks_of([message.content for message in messages])
-    items = []
+    items: list[Item] = []
     append = items.append
     for index, (message, content) in enumerate(zip(messages, contents, strict=True)):
         role = message.role

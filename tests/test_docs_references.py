@@ -56,9 +56,15 @@ def repository_texts() -> Iterator[tuple[str, str]]:
     for path in [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*"))]:
         if path.is_file() and path.suffix in TEXT_SUFFIXES:
             yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
-    for folder in ("app", "alembic"):
+    # The tests, benches, client and scripts are read by whoever changes them: they cite the same.
+    for folder in ("app", "alembic", "tests", "bench", "clients", "scripts"):
         for path in sorted((ROOT / folder).rglob("*")):
-            if path.is_file() and path.suffix in TEXT_SUFFIXES and "__pycache__" not in path.parts:
+            if (
+                path.is_file()
+                and path.suffix in TEXT_SUFFIXES
+                and not {"__pycache__", ".venv", "node_modules"} & set(path.parts)
+                and path != Path(__file__).resolve()
+            ):
                 yield str(path.relative_to(ROOT)), path.read_text(encoding="utf-8")
 
 

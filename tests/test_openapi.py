@@ -11,17 +11,17 @@ from typing import Any
 from app.api.summaries import SUMMARIES
 from app.cli import openapi_document
 
-SPEC = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
+OPENAPI_DOC = Path(__file__).resolve().parents[1] / "openapi" / "openapi.json"
 
 
 def test_committed_openapi_matches_the_app() -> None:
-    assert SPEC.read_text(encoding="utf-8") == openapi_document(), (
+    assert OPENAPI_DOC.read_text(encoding="utf-8") == openapi_document(), (
         "openapi/openapi.json is stale: regenerate it with `.venv/bin/ctxsvc openapi`"
     )
 
 
 def test_every_documented_error_is_problem_json() -> None:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     for path, operations in spec["paths"].items():
         for verb, operation in operations.items():
             for status, response in operation.get("responses", {}).items():
@@ -32,7 +32,7 @@ def test_every_documented_error_is_problem_json() -> None:
 
 
 def _operations() -> list[tuple[str, str, dict[str, Any]]]:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     return [
         (verb.upper(), path, operation)
         for path, operations in spec["paths"].items()
@@ -71,7 +71,7 @@ def test_the_401_of_counting_tokens_shows_the_missing_key() -> None:
 
 
 def test_the_problem_schema_itself_suggests_no_status() -> None:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     problem = json.dumps(spec["components"]["schemas"]["Problem"])
     assert "session_not_found" not in problem
     assert "examples" not in problem
@@ -103,7 +103,7 @@ def test_the_generated_title_is_recognised() -> None:
 
 
 def test_liveness_and_readiness_document_their_answers() -> None:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     schemas = spec["components"]["schemas"]
     health = spec["paths"]["/healthz"]["get"]["responses"]["200"]["content"]["application/json"]
     assert health["schema"] == {"$ref": "#/components/schemas/Health"}

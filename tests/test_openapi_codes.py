@@ -1,5 +1,5 @@
-"""The problem ``code``s the OpenAPI description documents are exactly those the code raises
-(issue 17, point 2): every documented code can be raised, every raised code is documented.
+"""The problem ``code``s the OpenAPI description documents are exactly those the code raises:
+every documented code can be raised, every raised code is documented.
 
 The raised codes are read from the source (parsed, not executed): the first argument of every
 ``ServiceError`` class (and of the ``_invalid`` helpers that wrap them), every ``code=`` keyword,
@@ -16,7 +16,7 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-SPEC = ROOT / "openapi" / "openapi.json"
+OPENAPI_DOC = ROOT / "openapi" / "openapi.json"
 APP = ROOT / "app"
 CODE = re.compile(r"[a-z][a-z0-9]*(?:_[a-z0-9]+)+|[a-z]+")
 
@@ -109,7 +109,7 @@ def raised_codes() -> set[str]:
 
 
 def documented_codes() -> set[str]:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     codes: set[str] = set()
     for operations in spec["paths"].values():
         for operation in operations.values():
@@ -129,7 +129,7 @@ def test_every_raised_code_is_documented() -> None:
 
 
 def test_every_error_refers_to_the_one_problem_schema() -> None:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     assert spec["components"]["schemas"]["Problem"]["required"] == [
         "type",
         "title",
@@ -149,7 +149,7 @@ def test_every_error_refers_to_the_one_problem_schema() -> None:
 
 
 def test_operations_document_only_what_they_can_return() -> None:
-    spec = json.loads(SPEC.read_text(encoding="utf-8"))
+    spec = json.loads(OPENAPI_DOC.read_text(encoding="utf-8"))
     models = spec["paths"]["/v1/models"]["get"]["responses"]
     # no 413 without a body, no 404, no 409; 429: the tenant's rate limit; 503: a database outage
     assert sorted(models) == ["200", "401", "422", "429", "503"]

@@ -1,4 +1,4 @@
-"""Blank user text is empty, by one rule for appends and turn starts (issue 13, point 8; spec §5
+"""Blank user text is empty, by one rule for appends and turn starts (spec §5
 refuses empty user messages and §6 a turn without text): what ``str.strip`` strips, which the
 schema states as the same character class."""
 

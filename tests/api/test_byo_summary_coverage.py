@@ -1,5 +1,5 @@
-"""A summary written by a caller's own model is installed over what its request covered (issue
-20 point 1), on both engines: messages appended while the model worked stay in the active
+"""A summary written by a caller's own model is installed over what its request covered, on
+both engines: messages appended while the model worked stay in the active
 conversation after the checkpoint; a post that does not say what it covers is accepted only when
 nothing was appended since the last request served, and refused with a 409 otherwise."""
 

@@ -109,7 +109,7 @@ async def test_manual_compaction_installs_replay_summary_reminder(
         "No additional durable runtime state was recorded at compaction time.\n"
         "</system_reminder>"
     )
-    # The unchanged system prefix and tool definitions are byte-identical (acceptance §1 item 20).
+    # The unchanged system prefix and tool definitions are byte-identical.
     assert after["request"]["messages"][0] == before["request"]["messages"][0]
     assert after["request"]["tools"] == before["request"]["tools"]
     assert provenance_without_tokens(after) == [
@@ -117,7 +117,7 @@ async def test_manual_compaction_installs_replay_summary_reminder(
         {"type": "synthesized", "reason": "compaction_summary"},
         {"type": "synthesized", "reason": "system_reminder"},
     ]
-    # Nothing stored is deleted (acceptance §3 item 13).
+    # Nothing stored is deleted.
     assert len(await stored(api, sid)) == 4
     listing = (await api.get(f"/v1/sessions/{sid}/compactions")).json()
     assert [c["compaction_id"] for c in listing["compactions"]] == [checkpoint["compaction_id"]]
@@ -126,7 +126,7 @@ async def test_manual_compaction_installs_replay_summary_reminder(
 
 
 async def test_next_request_order_after_compaction_is_exact(api: httpx.AsyncClient) -> None:
-    """system, replay, summary, reminder, World State, newer messages (acceptance §3 item 9)."""
+    """system, replay, summary, reminder, World State, newer messages."""
     provided = {
         "provided": {"working_directory": "/w", "layout": ["a.py"], "agents_md": "Be kind."}
     }
@@ -149,7 +149,7 @@ async def test_next_request_order_after_compaction_is_exact(api: httpx.AsyncClie
         ("user", "<sandbox_policy>\nmode: auto\nwo"),
         ("user", "Now also fix logout."),
     ]
-    # Inspection equals the real request the session prepare returned (acceptance §3 item 12).
+    # Inspection equals the real request the session prepare returned.
     real = sampled.json()["request"]["messages"]
     assert messages[:-1] == real
 
@@ -217,7 +217,7 @@ async def test_bring_your_own_model_installs_a_posted_summary(api: httpx.AsyncCl
 
 
 async def test_failed_summaries_change_nothing(api: httpx.AsyncClient) -> None:
-    """Three failures: 502, no checkpoint, the conversation byte-identical (acceptance §3 3/45)."""
+    """Three failures: 502, no checkpoint, the conversation byte-identical."""
     sid = await conversation(
         api,
         [

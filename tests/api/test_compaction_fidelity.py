@@ -1,4 +1,4 @@
-"""What the offline ``local`` summary keeps over HTTP (spec §9; issue 29 items 3–7): red lines
+"""What the offline ``local`` summary keeps over HTTP (spec §9): red lines
 however they are phrased, the latest word marked as replacing the earlier one, red lines before
 everyday rules under the cap, the most severe log line, the latest metric value, and Chinese
 sentences and identifiers — on SQLite and PostgreSQL."""

@@ -1,4 +1,4 @@
-"""Every compaction kind carries the session's latest plan (issue 14 point 2, spec §9): a plan
+"""Every compaction kind carries the session's latest plan (spec §9): a plan
 made by ``update_plan`` in an earlier turn is in the runtime state and the reminder of a manual,
 threshold, overflow and rewind checkpoint, with no earlier checkpoint to carry it from."""
 

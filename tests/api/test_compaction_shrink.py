@@ -1,4 +1,4 @@
-"""A compaction must make the conversation smaller (issue 14 point 3, spec §9): an in-turn one
+"""A compaction must make the conversation smaller (spec §9): an in-turn one
 that would not is not installed — the turn goes on uncompacted when its request fits and fails
 with ``compaction_error`` otherwise — and a manual one reports before/after and says when it
 did not shrink anything."""
@@ -116,7 +116,7 @@ async def test_session_prepare_returns_the_uncompacted_request_or_refuses_with_4
 async def test_a_manual_compaction_that_would_grow_is_refused_unless_allowed(
     api: httpx.AsyncClient, byo: bool
 ) -> None:
-    """Issue 29 point 10: the README's tour compacted 97 tokens into 398. Refused with 409
+    """The README's tour once compacted 97 tokens into 398. Refused with 409
     and both figures, nothing stored; ``allow_larger`` installs it."""
     sid = await new_session(api, summary_model_id="local")
     await append(api, sid, user("Summarize ticket ABC-123."), assistant("Reading it."))

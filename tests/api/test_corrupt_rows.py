@@ -1,4 +1,4 @@
-"""A stored ``system`` message is refused on load as well as on append (acceptance §1 item 6 gap).
+"""A stored ``system`` message is refused on load as well as on append.
 
 The schema's CHECK constraint already makes such a row impossible; this writes one anyway (SQLite
 can be told to skip CHECK constraints) to prove the loader does not trust the table blindly.

@@ -1,4 +1,4 @@
-"""No stored row can break a read of its session (issue 13, point 1(b)).
+"""No stored row can break a read of its session.
 
 The store is append-only: a row once accepted stays forever, so every reader of stored content
 must be total. These tests store the most hostile rows the append rules let through — as rows
@@ -190,7 +190,7 @@ def hostile_messages() -> list[NewMessage]:
     ]
 
 
-# What the API bounds since issue 13 (nesting and size of free-form JSON): rows stored before.
+# What the API bounds now (nesting and size of free-form JSON): rows stored before.
 _BOUNDED = {"input": "{}", "payload": None}
 
 
@@ -531,7 +531,7 @@ async def test_compactions_rewind_replay_transcript_and_the_history_tool(
 async def test_a_stateless_prepare_encodes_the_same_arguments_the_same_way(
     stateless_client: httpx.AsyncClient,
 ) -> None:
-    # A body may carry arguments only within the API's limits (issue 13 point 1a: 64 levels);
+    # A body may carry arguments only within the API's limits (64 levels);
     # those past them are refused at the door, naming the field, and no request is built.
     taken = {k: v for k, v in ARGUMENTS.items() if json_text_problem(v[0]) is None}
     refused = [k for k in ARGUMENTS if k not in taken]

@@ -1,4 +1,4 @@
-"""Every JSON the service accepts is bounded in depth and size (issue 13, point 1a): JSON carried
+"""Every JSON the service accepts is bounded in depth and size: JSON carried
 as text (``tool_call.input``) and free-form JSON values (payloads, artifacts, tool schemas,
 scripted entries) past 64 levels or 1 048 576 characters are refused with 422 ``invalid_request``
 naming the field, and nothing is stored, on both engines. Arguments a model produces past the

@@ -1,5 +1,5 @@
 """Every request example in ``openapi/openapi.json`` is accepted by a live app with the success
-status its operation documents (issue 13, point 5; issue 17, point 2), on both engines.
+status its operation documents, on both engines.
 
 Examples work as-is in Swagger UI's "Try it out"; the only thing this test supplies is what the
 path names (a session, a model id, a waiting turn, a checkpoint) and the id of a checkpoint for
@@ -21,7 +21,7 @@ from tests.api.helpers import new_session, run_turn, scripted_model
 
 pytestmark = pytest.mark.anyio
 
-SPEC = json.loads(
+OPENAPI_DOC = json.loads(
     (Path(__file__).resolve().parents[2] / "openapi" / "openapi.json").read_text(encoding="utf-8")
 )
 
@@ -29,7 +29,7 @@ SPEC = json.loads(
 def body_examples() -> list[tuple[str, str, str, Any]]:
     """(method, path template, example name, value) of every request body example."""
     found = []
-    for path, operations in SPEC["paths"].items():
+    for path, operations in OPENAPI_DOC["paths"].items():
         for method, operation in operations.items():
             content = operation.get("requestBody", {}).get("content", {})
             for name, example in content.get("application/json", {}).get("examples", {}).items():
@@ -38,7 +38,9 @@ def body_examples() -> list[tuple[str, str, str, Any]]:
 
 
 def success_status(method: str, path: str) -> int:
-    documented = [int(s) for s in SPEC["paths"][path][method.lower()]["responses"] if s[0] == "2"]
+    documented = [
+        int(s) for s in OPENAPI_DOC["paths"][path][method.lower()]["responses"] if s[0] == "2"
+    ]
     # A first call creates (201) or accepts (202) where the operation documents that.
     return next((s for s in (201, 202) if s in documented), min(documented))
 
@@ -46,7 +48,7 @@ def success_status(method: str, path: str) -> int:
 def test_every_operation_with_a_body_has_an_example() -> None:
     with_body = {
         (method.upper(), path)
-        for path, operations in SPEC["paths"].items()
+        for path, operations in OPENAPI_DOC["paths"].items()
         for method, operation in operations.items()
         if "requestBody" in operation
     }

@@ -1,4 +1,4 @@
-"""``POST /v1/prepare`` with a spill directory (issue 14 point 6): the endpoint stores nothing,
+"""``POST /v1/prepare`` with a spill directory: the endpoint stores nothing,
 so it writes no file either; its answer gives each full text and the exact path the marker
 names, for the caller to write."""
 

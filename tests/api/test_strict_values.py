@@ -1,6 +1,6 @@
 """Every integer the API takes has a bound both engines can store, and values are taken as the
-schema types them: no ``"20"`` for 20, no ``0`` for false, no ``false`` for 0 (issue 13, points 2
-and 5). Refusals are 422 ``invalid_request`` and store nothing; on both engines."""
+schema types them: no ``"20"`` for 20, no ``0`` for false, no ``false`` for 0.
+Refusals are 422 ``invalid_request`` and store nothing; on both engines."""
 
 from __future__ import annotations
 

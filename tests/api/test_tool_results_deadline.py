@@ -1,4 +1,4 @@
-"""A turn waiting for tool results ends at its deadline (issue 20 point 2), on both engines: the
+"""A turn waiting for tool results ends at its deadline, on both engines: the
 deadline and the time left are on the turn; past it the turn is ``failed`` with
 ``tool_results_timeout``, every call still without a result gets the fixed not-executed result,
 nothing is taken after the deadline, and the session is free for the next turn.

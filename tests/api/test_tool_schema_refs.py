@@ -1,5 +1,5 @@
 """An agent tool whose input schema has a ``$ref`` that resolves to nothing is refused when the
-session is created, naming the tool (issue 20 point 6); references that do resolve within the
+session is created, naming the tool; references that do resolve within the
 schema are accepted, and nothing is ever fetched."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Numbers a provider reports and bookkeeping writes never fail a turn, and no failure shows
-SQL or driver text (issue 13, points 2 and 3).
+SQL or driver text.
 
 A provider once reported 2³¹ input tokens: the calibration sample overflowed PostgreSQL's
 ``integer`` and the turn failed with ``persistence_error`` quoting the ``INSERT``. Now reported

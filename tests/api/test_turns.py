@@ -1,4 +1,4 @@
-"""Turns through the API with the ``scripted`` model kind (spec §6, acceptance §2)."""
+"""Turns through the API with the ``scripted`` model kind (spec §6)."""
 
 from __future__ import annotations
 

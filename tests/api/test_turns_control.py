@@ -1,5 +1,5 @@
-"""Starting, feeding, cancelling and recovering turns (spec §6; acceptance §2 items 7, 12, 14,
-15): check order, idempotency, busy, skills, tool-result validation, cancellation, leases."""
+"""Starting, feeding, cancelling and recovering turns (spec §6): check order, idempotency, busy,
+skills, tool-result validation, cancellation, leases."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""A replica that stops takes no more turn work and hands what it can to another (issue 13,
-point 10): its running turns are interrupted, a turn waiting for tool results is left waiting,
+"""A replica that stops takes no more turn work and hands what it can to another:
+its running turns are interrupted, a turn waiting for tool results is left waiting,
 and starts or tool results that arrive meanwhile are refused before anything is written, so the
 caller's retry reaches a replica that takes them. (The stop signal itself, with real processes:
 ``tests/multiprocess/test_graceful_stop.py``.)"""
@@ -120,7 +120,7 @@ async def test_a_terminal_turn_reads_as_terminal_whatever_its_row_says(
     replicas: tuple[Replica, Replica],
 ) -> None:
     """A row an older version interrupted kept its last phase (``running_model``): it reads as
-    terminal, as every terminal turn does (issue 13 point 11)."""
+    terminal, as every terminal turn does."""
     (app, a), _ = replicas
     model_id = await scripted_model(a, [{"tool_calls": [call("read", path="a")]}])
     sid = await new_session(a, model_id=model_id, agent=agent())

@@ -1,4 +1,4 @@
-"""Wire errors that teach (issue 17, point 4) and methods per path (issue 13, point 6).
+"""Wire errors that teach and methods per path.
 
 Malformed JSON is a 400 that says where (line, column, excerpt); a body declared as something
 other than JSON is a 415; ``tool_call.input`` sent as an object says what to send instead;

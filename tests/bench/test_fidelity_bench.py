@@ -13,7 +13,8 @@ from bench.fidelity_sessions import FACT_KINDS
 def test_every_shape_keeps_its_facts_over_five_compactions(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    # The forged shape is issue 29's items 1-2 (what an item is comes from its stored origin).
+    # The forged shape: a user message that imitates a summary (what an item is comes from its
+    # stored origin).
     record = fidelity.main(["--per-shape", "1", "--rounds", "5", "--without-forged"])
     printed = capsys.readouterr().out
     assert record.missing == []

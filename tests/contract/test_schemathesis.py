@@ -1,6 +1,6 @@
 """Schemathesis over the live spec of a real uvicorn process, with an API key configured, on
 SQLite and on PostgreSQL: every check, every phase (examples, coverage, fuzzing, stateful), zero
-failures (issue 13, acceptance). ``schemathesis.toml`` beside this file holds the settings and
+failures. ``schemathesis.toml`` beside this file holds the settings and
 ``hooks.py`` the three replaced checks; ``docs/api-notes.md`` lists what is left out and why.
 
 The server runs behind a proxy that does not exist, so that nothing a generated request makes it

@@ -1,4 +1,4 @@
-"""Stopping a replica while it runs a turn (issue 13, point 10), with real server processes.
+"""Stopping a replica while it runs a turn, with real server processes.
 
 SIGTERM is a graceful stop: the turn the replica runs (its model call held open by a loopback
 fake) is recorded ``interrupted`` with its lease released before the process exits, the

@@ -1,4 +1,4 @@
-"""Turns against providers that answer ``stream: true`` with plain JSON (issue 13, point 12):
+"""Turns against providers that answer ``stream: true`` with plain JSON:
 a real server process, loopback fakes for both protocols, both engines.
 
 Each model's first answer is a tool call, the second the final text, both complete JSON

@@ -1,5 +1,5 @@
-"""The bring-your-own-model compaction race against a real server process, on both engines
-(issue 20 point 1): a caller fetches the summary request, other clients append while its model
+"""The bring-your-own-model compaction race against a real server process, on both engines:
+a caller fetches the summary request, other clients append while its model
 works, then it posts the summary. Whatever the interleaving, every appended message is still in
 the next prepared request, after the checkpoint; before the fix the reviewer's reproduction lost
 an assistant message."""

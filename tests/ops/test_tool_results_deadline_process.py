@@ -1,4 +1,4 @@
-"""A real server process ends a turn whose caller never posts its tool results (issue 20 point 2),
+"""A real server process ends a turn whose caller never posts its tool results,
 on both engines: nobody touches the turn after it starts waiting, the process's sweeper ends it
 at the session's short deadline (``failed``, ``tool_results_timeout``), the unanswered call gets
 the fixed not-executed result, and the session takes the next turn. The test waits on the live

@@ -1,5 +1,5 @@
-"""An unexpected error is one problem+json 500 and the connection stays usable (issue 13,
-point 4), in a real uvicorn process over one keep-alive connection.
+"""An unexpected error is one problem+json 500 and the connection stays usable,
+in a real uvicorn process over one keep-alive connection.
 
 Starlette's last handler used to send its 500 and raise the exception on to the server, which
 then closed the connection: the client's next request on it was reset.

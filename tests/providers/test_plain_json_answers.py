@@ -1,5 +1,5 @@
-"""A complete JSON answer where a stream was asked for, and protocol errors that say what came
-(issue 13, point 12), for both adapters against the loopback fake.
+"""A complete JSON answer where a stream was asked for, and protocol errors that say what came,
+for both adapters against the loopback fake.
 
 Some servers ignore ``stream: true`` and answer ``200 application/json`` with the whole response
 (LiteLLM's Anthropic mock does); it used to be read as an empty stream ("the stream ended

@@ -1,4 +1,4 @@
-"""The prefix is kept when there is a choice (issue 19, point 4), through a real turn loop:
+"""The prefix is kept when there is a choice, through a real turn loop:
 
 - a World State change between two model calls is appended after everything already sent, so
   the second request's messages start with the first request's, byte for byte;

@@ -1,4 +1,4 @@
-"""The ``local`` summarizer over a long life (issue 14 points 0 and 1, spec §9): every distinct
+"""The ``local`` summarizer over a long life (spec §9): every distinct
 user request and constraint is kept, repeats collapse, and repeated compaction stays under the
 fixed cap instead of copying the previous summary."""
 

@@ -118,7 +118,7 @@ def plan_result(call_id: str, state: Any = "success") -> Item:
 
 
 def test_the_sessions_latest_plan_is_taken_from_its_stored_messages() -> None:
-    """Manual compaction after the turn that planned, with no earlier checkpoint (issue 14)."""
+    """Manual compaction after the turn that planned, with no earlier checkpoint."""
     messages = [
         user("go"),
         plan_call("p1", [("first", "pending")]),

@@ -1,4 +1,4 @@
-"""Exact budgets frame every region's messages by one rule (issue 20 point 3): a system part
+"""Exact budgets frame every region's messages by one rule: a system part
 costs what OpenAI's cookbook recipe charges a system message, exactly as a conversation message
 costs what it charges that message. Checked against the recipe itself (``num_tokens_from_messages``
 of "How to count tokens with tiktoken", run on tiktoken's own encodings) and against the prompt

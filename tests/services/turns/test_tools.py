@@ -1,4 +1,4 @@
-"""Tool-call checks and the doom-loop record (pure parts of the runner, reference §7.3)."""
+"""Tool-call checks and the doom-loop record (pure parts of the runner)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,8 @@
 """Model calls per second per core at a realistic provider latency, many sessions on one worker,
 and the latency the service adds to each call (p50, p99).
 
-One uvicorn process of the service (``bench/floor_app.py``, SQLite), the loopback fake provider
+One uvicorn process of the service (``bench/floor_app.py``, SQLite or ``--backend
+postgresql``), the loopback fake provider
 in a process of its own answering every call as a stream that takes about a second (the first
 byte after ``--first-byte`` seconds, then ``--events`` text events ``--event-delay`` apart, then
 the closing ones). ``--sessions`` sessions of ``--messages`` messages each run one-call turns
@@ -15,7 +16,8 @@ back to back, all at once, for ``--seconds``. Printed per concurrency:
   the provider by a bare ``httpx`` client at the same concurrency, measured just before
   (p50 and p99 over every turn of the run).
 
-Run: ``.venv/bin/python bench/calls_per_core.py [--sessions 16 64] [--seconds 20]``
+Run: ``.venv/bin/python bench/calls_per_core.py [--sessions 16 64] [--seconds 20]
+[--backend sqlite|postgresql]``
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from app.storage.migrate import upgrade_to_head
 from bench.floor_server import floor_server, read_probe
 from bench.floors_turn import KEY_ENV, register_model
 from bench.provider_process import ProviderProcess
+from bench.store_setup import DEFAULT_POSTGRES_URL, postgres_database
 from bench.turns import new_session
 from tests.providers.fakes import StreamReply, openai_stream
 
@@ -59,9 +62,9 @@ async def floor_walls(
     walls: list[float] = []
     limits = httpx.Limits(max_connections=concurrency)
     async with httpx.AsyncClient(timeout=60, limits=limits) as http:
+        provider.enqueue(*[reply(args)] * calls)
 
         async def one() -> None:
-            provider.enqueue(reply(args))
             started = time.perf_counter()
             async with http.stream(
                 "POST", provider.base_url + "/v1/chat/completions", json=body
@@ -75,10 +78,7 @@ async def floor_walls(
     return walls
 
 
-async def turn_wall(
-    api: httpx.AsyncClient, provider: ProviderProcess, args: argparse.Namespace, sid: str
-) -> float:
-    provider.enqueue(reply(args))
+async def turn_wall(api: httpx.AsyncClient, sid: str) -> float:
     body = {"client_request_id": uuid.uuid4().hex, "input": [{"type": "text", "text": "go"}]}
     started = time.perf_counter()
     answer = await api.post(f"/v1/sessions/{sid}/turns", params={"wait": "true"}, json=body)
@@ -90,17 +90,10 @@ async def turn_wall(
     return wall
 
 
-async def agent(
-    api: httpx.AsyncClient,
-    provider: ProviderProcess,
-    args: argparse.Namespace,
-    sid: str,
-    deadline: float,
-    walls: list[float],
-) -> None:
+async def agent(api: httpx.AsyncClient, sid: str, deadline: float, walls: list[float]) -> None:
     """One session's turns back to back until ``deadline``, each turn's wall time kept."""
     while time.perf_counter() < deadline:
-        walls.append(await turn_wall(api, provider, args, sid))
+        walls.append(await turn_wall(api, sid))
 
 
 async def run(url: str, args: argparse.Namespace, tmp: Path) -> None:
@@ -114,18 +107,21 @@ async def run(url: str, args: argparse.Namespace, tmp: Path) -> None:
             model_id = await register_model(api, provider)
             count = max(args.sessions)
             sids = [await new_session(api, model_id, args.messages) for _ in range(count)]
+            provider.enqueue(*[reply(args)] * count)
             for sid in sids:  # each session read once: the run measures the steady state
-                await turn_wall(api, provider, args, sid)
+                await turn_wall(api, sid)
             for concurrency in args.sessions:
                 floor = statistics.median(
                     await floor_walls(provider, args, concurrency, 2 * concurrency)
                 )
                 walls: list[float] = []
+                # The replies are queued up front, more than the run can take: queueing one per
+                # call is a round trip to the provider's process, which the provider's GIL
+                # (busy streaming) delays, and the bench's loop would wait on it.
+                provider.enqueue(*[reply(args)] * int(concurrency * (args.seconds + 10)))
                 deadline = time.perf_counter() + args.seconds
                 before, started = read_probe(probe, server), time.perf_counter()
-                await asyncio.gather(
-                    *(agent(api, provider, args, s, deadline, walls) for s in sids[:concurrency])
-                )
+                await asyncio.gather(*(agent(api, s, deadline, walls) for s in sids[:concurrency]))
                 after, elapsed = read_probe(probe, server), time.perf_counter() - started
                 cpu = after.cpu - before.cpu
                 added = sorted(w - floor for w in walls)
@@ -150,12 +146,18 @@ async def main() -> None:
     parser.add_argument("--first-byte", type=float, default=0.2)
     parser.add_argument("--events", type=int, default=8)
     parser.add_argument("--event-delay", type=float, default=0.08)
+    parser.add_argument("--backend", choices=["sqlite", "postgresql"], default="sqlite")
     args = parser.parse_args()
     os.environ.setdefault(KEY_ENV, "sk-bench")
     with tempfile.TemporaryDirectory(prefix="ctxsvc-bench-") as tmp:
-        url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
-        await upgrade_to_head(url)
-        await run(url, args, Path(tmp))
+        if args.backend == "sqlite":
+            url = f"sqlite+aiosqlite:///{Path(tmp) / 'bench.db'}"
+            await upgrade_to_head(url)
+            await run(url, args, Path(tmp))
+        else:
+            base = os.environ.get("CTXSVC_TEST_POSTGRES_URL", DEFAULT_POSTGRES_URL)
+            async with postgres_database(base) as url:
+                await run(url, args, Path(tmp))
 
 
 if __name__ == "__main__":

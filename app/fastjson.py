@@ -41,6 +41,7 @@ __all__ = [
     "has_float",
     "loads",
     "spec_bytes",
+    "strings_only_bytes",
 ]
 
 # datetime/dataclass values are not JSON for the reference encoder: refuse them here too.
@@ -124,18 +125,27 @@ def content_bytes(content: Sequence[Any]) -> bytes:
         return _reference(content)
 
 
+def strings_only_bytes(content: Sequence[Any]) -> bytes | None:
+    """``content_bytes`` of a content list whose blocks are strings by their schema (then also
+    what the estimate measures: no artifact to remove); ``None`` for any other list."""
+    if not _strings_only(content):
+        return None
+    try:
+        return _orjson_dumps(content, option=_OPTIONS)
+    except _EncodeError:
+        return _reference(content)
+
+
 class FastEstimateCounter(EstimateCounter):
     """``app.core.counting.ESTIMATE`` with the bytes made by orjson: the same figures."""
 
     def measure_content(self, content: Sequence[Block]) -> int:
         # One look at the blocks and one orjson call for the usual message (this runs once per
         # message without a stored figure); anything else takes the general way.
-        if not _strings_only(content):
+        data = strings_only_bytes(content)
+        if data is None:
             return len(content_bytes(content_without_artifacts(content)))
-        try:
-            return len(_orjson_dumps(content, option=_OPTIONS))
-        except _EncodeError:
-            return len(_reference(content))
+        return len(data)
 
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return len(spec_bytes(list(tools))) if tools else 0

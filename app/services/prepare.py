@@ -17,9 +17,15 @@ from app.core.pipeline.prepared_call import (
     ToolDefinition,
 )
 from app.core.pipeline.prune import spills
+from app.fastjson import ESTIMATE
 from app.providers.encoding import encode
 from app.services.budget import budget_to_json
-from app.services.request_prefix import decode_digest, prefixed, request_digest
+from app.services.request_prefix import (
+    DigestingEstimate,
+    decode_digest,
+    prefixed,
+    request_digest,
+)
 from app.services.salient_memo import SALIENT_LINES
 
 __all__ = ["prepared_to_json", "run_prepare"]
@@ -90,6 +96,8 @@ def run_prepare(
     """
     # A malformed digest is refused before anything else is done (422).
     previous = None if previous_request_digest is None else decode_digest(previous_request_digest)
+    if counter is ESTIMATE:
+        counter = DigestingEstimate()  # measures and digests each message's JSON at once
     # The items were built from this request's body: no later call passes them again.
     prepared = prepare(
         system_context,

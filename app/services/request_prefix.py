@@ -19,14 +19,15 @@ from collections.abc import Sequence
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from app.core.caching import prefix_record as prefix
-from app.core.content import Item
+from app.core.content import Block, Item
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import PreparedModelCall
-from app.fastjson import content_bytes
+from app.fastjson import FastEstimateCounter, content_bytes, strings_only_bytes
 from app.services.conversation import ActiveConversation
 from app.storage.repositories.prefixes import RequestPrefixRepository
 
 __all__ = [
+    "DigestingEstimate",
     "decode_digest",
     "prefixed",
     "prefixed_extending",
@@ -35,6 +36,25 @@ __all__ = [
     "rewind_of",
     "stored_previous",
 ]
+
+
+class DigestingEstimate(FastEstimateCounter):
+    """The service's estimate counter for one request whose every message the record digests
+    from its JSON (the stateless prepare): the bytes it measures a message's content by are the
+    very bytes its unit digests (``content_bytes`` of blocks that are strings by their schema),
+    so it digests them there and then, and ``prefixed`` takes those units instead of encoding
+    every content list a second time (at 1 000 messages, 1.5 MB of JSON). The same figures as
+    ``ESTIMATE``, the same record; it lives as long as the request."""
+
+    def __init__(self) -> None:
+        self.units: prefix.KnownUnits = {}
+
+    def measure_message(self, role: str, content: Sequence[Block]) -> int:
+        data = strings_only_bytes(content)
+        if data is None:
+            return self.measure_content(content)
+        self.units[id(content)] = (content, role, prefix.content_unit(role, data))
+        return len(data)
 
 
 def request_digest(record: bytes) -> str:
@@ -76,6 +96,7 @@ def prefixed(
 ) -> PreparedModelCall:
     """``prepared`` with its record and its stable prefix against ``previous`` (a record; one
     that does not decode counts as no previous request)."""
+    counter = prepared.counter
     record = prefix.record_request(
         prepared,
         conversation,
@@ -83,6 +104,7 @@ def prefixed(
         rewind_compaction_id=rewind_compaction_id,
         # Content and the tool list: strings by their schema, no float to look for.
         dumps=content_bytes,
+        known=counter.units if isinstance(counter, DigestingEstimate) else None,
     )
     return _compared(prepared, record, previous)
 

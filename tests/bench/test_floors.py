@@ -1,9 +1,11 @@
 """What the floor benchmarks read is what they say: the raw echo sends back the bytes it got, the
-server's statement count takes in BEGIN, COMMIT and each row of a batch, and the raw step stores
-what a step stores (``bench/floor_app.py``, ``bench/raw_step.py``)."""
+server's statement count takes in BEGIN, COMMIT and each row of a batch, the raw step stores
+what a step stores, and the calls-per-core floor is the whole scripted stream
+(``bench/floor_app.py``, ``bench/raw_step.py``, ``bench/calls_per_core.py``)."""
 
 from __future__ import annotations
 
+import argparse
 import sqlite3
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,9 @@ import httpx
 import pytest
 
 from app.main import create_app
+from bench.calls_per_core import floor_walls
 from bench.floor_app import FloorApp
+from bench.provider_process import ProviderProcess
 from bench.raw_step import RawStep
 from tests.conftest import make_settings
 
@@ -80,3 +84,14 @@ def test_raw_step_stores_a_step(tmp_path: Path) -> None:
         assert db.execute("SELECT count(*) FROM floor_events").fetchone() == (3,)
         assert db.execute("SELECT last_seq FROM floor_sessions").fetchone() == (7,)
         assert db.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+
+
+@pytest.mark.anyio
+async def test_the_calls_floor_waits_for_the_whole_scripted_stream() -> None:
+    # ``bench/calls_per_core.py``'s floor: each call is the scripted stream read to its end, so
+    # it lasts at least the first byte's hold plus the events' pacing (a lower bound only).
+    args = argparse.Namespace(first_byte=0.05, events=3, event_delay=0.01)
+    with ProviderProcess(latency=0.0) as provider:
+        walls = await floor_walls(provider, args, concurrency=2, calls=3)
+    assert len(walls) == 3
+    assert min(walls) >= 0.05 + 3 * 0.01

@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from app.core.pipeline import salient
 from app.core.pipeline.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
@@ -184,3 +185,36 @@ def test_remembered_lines_are_the_lines_found_afresh() -> None:
     again = salient_lines("".join(list(text)), 10, len(text) - 10, memo=memo)  # equal, new
     assert salient_lines(text, 10, len(text) - 10) == first == again  # no memo: found afresh
     assert salient_lines_of(text) == first  # the whole text, never remembered
+
+
+def _one_search_per_keyword(text: str) -> list[tuple[int, int]]:
+    """``_first_matches`` as it was before keywords shared searches: a search per keyword."""
+    low = text.lower() if text.isascii() else text.translate(salient._ASCII_LOWER)
+    first: dict[int, int] = {}
+    for keyword in salient._KEYWORDS:
+        at = low.find(keyword)
+        while at >= 0:
+            line = low.rfind("\n", 0, at) + 1
+            if salient._matches_at(text, low, at, keyword, line):
+                first[line] = min(first.get(line, at), at)
+                at = low.find("\n", at)
+                if at < 0:
+                    break
+            at = low.find(keyword, at + 1)
+    return sorted(first.items())
+
+
+# The keywords that share a search, their neighbours and what makes a word of them or not.
+_PIECES = st.sampled_from(
+    [
+        "error", "ERROR", "Error", "Value", "err!", "ERR!", "err", "killed", "oomkilled",
+        "OOMKilled", "oom", "exit", "non-zero exit", "non-zero ", " code 1", " status 0",
+        "exception", "E  ", "e  ", "x", "_", " ", "\n", ": ", "failed", "İ",
+    ]
+)  # fmt: skip
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(_PIECES, max_size=30).map("".join))
+def test_shared_searches_find_what_a_search_per_keyword_finds(text: str) -> None:
+    assert salient._first_matches(text, 0, len(text)) == _one_search_per_keyword(text)

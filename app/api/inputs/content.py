@@ -163,24 +163,41 @@ def items_of(messages: Sequence[MessageWire]) -> list[Item]:
     """The messages as the core's items (``message_to_item`` of the models), after the rule
     ``ConversationIn`` applies (tool results only in tool messages)."""
     contents = blocks_of([message.content for message in messages])
-    items = []
+    items: list[Item] = []
+    append = items.append
     for index, (message, content) in enumerate(zip(messages, contents, strict=True)):
-        try:
-            check_tool_result_placement(index, message.role, [b["type"] for b in content])
-        except ServiceError as error:
-            raise NotTaken from error
+        role = message.role
+        # The placement rule, looked at without a list of types per message (this loop runs
+        # once per message of the body); the rule itself words any refusal.
+        if role == "tool":
+            placed = len(content) == 1 and content[0]["type"] == "tool_result"
+        else:
+            placed = True
+            for block in content:
+                if block["type"] == "tool_result":
+                    placed = False
+                    break
+        if not placed:
+            try:
+                check_tool_result_placement(index, role, [b["type"] for b in content])
+            except ServiceError as error:
+                raise NotTaken from error
         origin = message.origin
-        items.append(
+        append(
             Item(
-                message.role,  # type: ignore[arg-type]  # ``system``: the pipeline's own code
+                role,  # type: ignore[arg-type]  # ``system``: the pipeline's own code
                 message.kind,
                 content,
-                RealOrigin()
+                # ``Item``'s own default (a frozen value) when the body gives no origin.
+                _NO_ORIGIN
                 if origin is msgspec.UNSET
                 else RealOrigin(origin.message_id, origin.sequence),
             )
         )
     return items
+
+
+_NO_ORIGIN = RealOrigin()
 
 
 def stored_artifacts_decodable(contents: Sequence[list[Block]]) -> None:

@@ -45,10 +45,12 @@ __all__ = [
     "DIGEST_PREFIX",
     "MAX_DIGEST_CHARS",
     "VERSION",
+    "KnownUnits",
     "PrefixComparison",
     "RecordBasis",
     "RequestRecord",
     "compare",
+    "content_unit",
     "decode",
     "digest_record",
     "record_digest",
@@ -88,6 +90,21 @@ _COMPACTION_REASONS = frozenset(
 _CONTENT_UNIT: Final = {
     role: b"c" + role.encode() + b"\n" for role in ("system", "user", "assistant", "tool")
 }
+
+
+# Units already digested, by the identity of the content list they were digested from: the
+# list itself (so that an identity is never a later object's), the message's role and the unit.
+KnownUnits = dict[int, tuple[Any, str, bytes]]
+
+
+def content_unit(role: str, content_json: bytes) -> bytes:
+    """The unit of a message digested from its content's JSON as sent (spec §3.1's bytes):
+    ``c``, the role, a newline, the JSON."""
+    unit = _CONTENT_UNIT.get(role) or b"c" + role.encode() + b"\n"
+    # Hashed in two parts rather than joined first (a copy of every message's JSON).
+    digest = blake2b(unit, digest_size=DIGEST_BYTES)
+    digest.update(content_json)
+    return digest.digest()
 
 
 _CONTENT = itemgetter("content")
@@ -194,13 +211,16 @@ def record_request(
     identify_stored: bool,
     rewind_compaction_id: str | None = None,
     dumps: Callable[[Any], bytes] = _reference_bytes,
+    known: KnownUnits | None = None,
 ) -> RequestRecord:
     """The record of ``prepared``, the request built from ``conversation`` (the caller's items).
 
     ``identify_stored``: a stored row that no stage changed is its sequence (or its id);
     else every message is digested from its JSON. ``rewind_compaction_id``: the active
     checkpoint when it is a rewind (its items' kind). ``dumps``: compact JSON bytes as spec §3.1
-    writes them (the service passes a faster encoder of the very same bytes).
+    writes them (the service passes a faster encoder of the very same bytes). ``known``: units
+    ``content_unit`` already gave for some of the request's content lists (the service's
+    estimate digests the bytes it measures), taken instead of encoding those lists again.
     """
     items = prepared.items
     messages = prepared.request["messages"]
@@ -216,6 +236,7 @@ def record_request(
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
         dumps=dumps,
+        known=known,
     )
     return _with_head(prepared, digests, kinds, dumps)
 
@@ -328,6 +349,7 @@ def _digest_items(
     identify_stored: bool,
     rewind_compaction_id: str | None,
     dumps: Callable[[Any], bytes],
+    known: KnownUnits | None = None,
 ) -> None:
     """Append the units of ``items`` (their request ``messages``; ``unchanged``: whether each is
     the caller's own object) to ``digests`` and ``kinds``."""
@@ -366,13 +388,15 @@ def _digest_items(
             kind = REWIND if rewound else COMPACTION
         else:
             kind = SYNTHESIZED
-        # ``c``, the role, a newline, the content's JSON: hashed in two parts rather than
-        # joined first (a copy of every message's JSON, 1.5 MB at 1 000 messages).
         role = message["role"]
-        unit = _CONTENT_UNIT.get(role) or b"c" + role.encode() + b"\n"
-        digest = blake2b(unit, digest_size=DIGEST_BYTES)
-        digest.update(dumps(message["content"]))
-        digests += digest.digest()
+        content = message["content"]
+        if known is not None:
+            entry = known.get(id(content))
+            if entry is not None and entry[0] is content and entry[1] == role:
+                digests += entry[2]
+                append_kind(kind)
+                continue
+        digests += content_unit(role, dumps(content))
         append_kind(kind)
 
 

@@ -114,17 +114,17 @@ _KEYWORDS = (
 # per 360 000 characters: the whole of a cold prepare's salient-line cost), so a keyword that
 # holds another whole is found through that one's search (``oomkilled`` ends in ``killed``,
 # ``non-zero exit`` in ``exit``), and ``error`` and ``err!`` share ``err``: 22 passes, not 25.
-_SHARED: dict[str, tuple[tuple[str, int], ...]] = {
-    "err": (("error", 0), ("err!", 0)),
-    "killed": (("killed", 0), ("oomkilled", -len("oom"))),
-    "exit": (("exit", 0), ("non-zero exit", -len("non-zero "))),
-}
+_SHARED: Final[tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = (
+    ("err", (("error", 0), ("err!", 0))),
+    ("killed", (("killed", 0), ("oomkilled", -len("oom")))),
+    ("exit", (("exit", 0), ("non-zero exit", -len("non-zero ")))),
+)
 _SEARCHES = (
-    *_SHARED.items(),
+    *_SHARED,
     *(
         (keyword, ((keyword, 0),))
         for keyword in _KEYWORDS
-        if not any(keyword == k for starts in _SHARED.values() for k, _ in starts)
+        if not any(keyword == k for _, starts in _SHARED for k, _ in starts)
     ),
 )
 # Counts of nothing, blanked out of a line before it is tested again.

@@ -128,6 +128,7 @@ class SessionPrepareService:
             model_name=model.provider.model_name,
             prompt_caching=model.capabilities.prompt_caching,
             cache_seed=session_id,
+            reasoning=model.capabilities.reasoning,
         )
         result["auto_compact_percent"] = auto_compact_percent(result["budget"])
         result["world_state_message_ids"] = written

@@ -224,6 +224,7 @@ def openai_responses_body(
     model: str | None,
     stream: bool,
     caching: CachePlan | None = None,
+    reasoning: bool = False,
 ) -> bytes:
     """``dumps(encode_openai_responses(request, ...))``: as ``openai_chat_body``, a message's
     JSON being its input items (none, one or several) joined."""
@@ -236,11 +237,15 @@ def openai_responses_body(
     conversation = _responses_prefixes.joined(messages[system:], _responses_memo, _items_json)
     if conversation:
         pieces.append(conversation)
-    rest = encode_openai_responses(
-        {**request, "messages": []}, model=model, stream=stream, caching=caching
-    )
+    options: dict[str, Any] = {
+        "model": model,
+        "stream": stream,
+        "caching": caching,
+        "reasoning": reasoning,
+    }
+    rest = encode_openai_responses({**request, "messages": []}, **options)
     return _joined(rest, b"[" + b",".join(pieces) + b"]", key="input") or dumps(
-        encode_openai_responses(request, model=model, stream=stream, caching=caching)
+        encode_openai_responses(request, **options)
     )
 
 

@@ -204,6 +204,7 @@ class CompactionService(CompactionReads):
             source.summary_request,
             encode_as=encode_as,
             model_name=source.summary_model.provider.model_name,
+            reasoning=source.summary_model.capabilities.reasoning,
         )
         async with unit_of_work(self._db) as db:
             await CompactionRepository(db).record_summary_request(

@@ -14,6 +14,12 @@ Figures as published by the providers, read on 2026-11-30 through stored copies 
 - Which models reason (``reasoning``: their Responses requests ask for the reasoning state back,
   which OpenAI refuses for the others): gpt-5, gpt-5-mini, gpt-5-codex, o3, o3-pro and o4-mini;
   gpt-4.1 and gpt-4o do not (docs/decisions.md).
+- gpt-5-codex and o3-pro checked on 2026-12-05 against LiteLLM's model table
+  (``model_prices_and_context_window.json`` in github.com/BerriAI/litellm, commit 00035b69):
+  gpt-5-codex ``max_input_tokens`` 272 000, ``max_output_tokens`` 128 000 (the 400 000 window is
+  their sum, as for gpt-5), ``mode: responses``, endpoint ``/v1/responses`` only; o3-pro 200 000 /
+  100 000 (its window shared with the output, as o3's), ``mode: responses``, endpoints
+  ``/v1/responses`` and ``/v1/batch``. The figures above stand as written.
 - Anthropic models overview (platform.claude.com/docs/en/about-claude/models/overview, as quoted
   on 2026-05-09): claude-opus-4-7 1 000 000 / 128 000; claude-sonnet-4-6 1 000 000 / 64 000;
   claude-haiku-4-5 200 000 / 64 000.

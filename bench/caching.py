@@ -1,30 +1,37 @@
 """Prompt caching benchmark: a long, tool-heavy agent session against a provider that caches.
 
 The real service runs under uvicorn (SQLite in a temporary directory) and calls a loopback fake
-Anthropic Messages provider (``bench.caching_provider``: real HTTP, SSE) that keeps a prompt
-prefix cache the way Anthropic documents it (``bench.prefix_cache``: reads of the longest
+provider (``bench.caching_provider``: real HTTP, SSE), once as an Anthropic Messages model and
+once as an OpenAI Responses model, the same session each time. For Anthropic the fake keeps a
+prompt prefix cache the way Anthropic documents it (``bench.prefix_cache``: reads of the longest
 written prefix ending at a breakpoint, a 20-block lookback, writes at the breakpoints, usage
-reported as ``input_tokens`` / ``cache_read_input_tokens`` / ``cache_creation_input_tokens``).
+reported as ``input_tokens`` / ``cache_read_input_tokens`` / ``cache_creation_input_tokens``);
+for Responses the way OpenAI documents its automatic cache (the longest byte-identical prefix
+an earlier request with the same ``prompt_cache_key`` sent, from 1024 tokens in increments of
+128, reported as ``input_tokens_details.cached_tokens``; nothing is charged for writing).
 The session (``bench.caching_session``): a system prompt over the 1024-token minimum, five
 tools, tasks of ``--calls-per-task`` model calls whose tool calls the driver answers over the
 HTTP API with deterministic outputs (``run_tests`` outputs are over the pruning line), in a
 context window small enough that pruning triggers and one compaction happens.
 
-It prints:
+It prints, for each protocol:
 
 - the share of all input tokens read from the cache, over the session;
 - the cost relative to the same session without caching (cache reads at 10 %, cache writes at
-  125 %, other input at 100 %);
+  125 %, other input at 100 %: Anthropic's prices; OpenAI's gpt-5 family also bills cached input
+  at 10 % and writes nothing);
 - the calls where the prefix broke: the service's ``budget.prefix_break`` (from the durable
   ``model_call_finished`` update) and the provider's view (it read less than the previous
   request's length);
 - per call, how far the service's ``budget.stable_prefix_tokens`` is from the provider's
   cache-read figure: in provider tokens (the service's uncached tail, scaled by the ratio of the
   two totals, placed from the end of the request) and in messages (how many message boundaries
-  lie strictly between the two points; "within one message" is at most one).
+  lie strictly between the two points; "within one message" is at most one). Responses
+  input items are not the service's messages (an answer with a tool call is two items), so
+  for Responses only the tokens apart are given.
 
-Targets: ≥ 85 % of input tokens read from the cache; the service's figure within one message
-of the provider's on every call.
+Targets: ≥ 85 % of input tokens read from the cache (each protocol); the service's figure
+within one message of the provider's on every call (Anthropic).
 
 Run: ``.venv/bin/python bench/caching.py`` (``--calls 200`` by default; ``--json PATH`` also
 writes the figures).
@@ -51,7 +58,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script 
 import httpx
 
 from app.storage.migrate import upgrade_to_head
-from bench.caching_provider import CachingAnthropicServer, ProviderCall
+from bench.caching_provider import CachingProviderServer, ProviderCall
 from bench.caching_session import AGENT_TOOLS, SYSTEM_PROMPT, Driven, drive_session
 from tests.servers import REPO_ROOT, ServerProcess, clean_env, free_port, uvicorn_command
 
@@ -60,6 +67,7 @@ READ_PRICE, WRITE_PRICE = 0.10, 1.25
 # Output 4000, so the trigger line is ⌈(window − 4000) × 0.85⌉ estimated tokens: at 100 000,
 # 200 calls of this session prune 7 times and compact once.
 DEFAULT_WINDOW = 100_000
+PROTOCOLS = ("anthropic_messages", "openai_responses")
 
 
 @dataclass(frozen=True)
@@ -133,7 +141,8 @@ def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
             prefix_break = budget.get("prefix_break")
             point = _service_point(call, stable, estimate)
             apart = round(abs(point - usage.cache_read_input_tokens))
-            messages = _messages_apart(usage.message_ends, point, usage.cache_read_input_tokens)
+            if usage.message_ends:  # a Responses call has none: its items are not messages
+                messages = _messages_apart(usage.message_ends, point, usage.cache_read_input_tokens)
         per_call.append(
             CallFigures(
                 call=call.number,
@@ -165,7 +174,7 @@ def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
         relative_cost=cost / total if total else 1.0,
         service_figures=service,
         usage_matches=usage_matches,
-        within_one_message=all(m <= 1 for m in messages_apart) if service else None,
+        within_one_message=all(m <= 1 for m in messages_apart) if messages_apart else None,
         max_tokens_apart=max(aparts) if aparts else None,
         mean_tokens_apart=statistics.fmean(aparts) if aparts else None,
         max_messages_apart=max(messages_apart) if messages_apart else None,
@@ -173,14 +182,16 @@ def analyse(calls: list[ProviderCall], driven: Driven) -> Figures:
     )
 
 
-async def _register(api: httpx.AsyncClient, base_url: str, window: int) -> str:
+async def _register(api: httpx.AsyncClient, base_url: str, window: int, protocol: str) -> str:
+    responses = protocol == "openai_responses"
     model: dict[str, Any] = {
         "context_window_tokens": window,
         "max_output_tokens": 4000,  # prompt_caching: the default, auto
+        "reasoning": responses,  # as gpt-5's: the body asks for the reasoning state back
         "provider": {
-            "kind": "anthropic_messages",
-            "base_url": base_url,
-            "model_name": "claude-fake",
+            "kind": protocol,
+            "base_url": base_url + "/v1" if responses else base_url,
+            "model_name": "gpt-fake" if responses else "claude-fake",
             "api_key_env": KEY_ENV,
         },
     }
@@ -215,15 +226,15 @@ def _service(database_url: str, tmp: Path) -> Iterator[ServerProcess]:
         server.stop()
 
 
-async def run(calls: int, calls_per_task: int, window: int) -> Figures:
+async def run(calls: int, calls_per_task: int, window: int, protocol: str) -> Figures:
     os.environ[KEY_ENV] = "bench-key"  # the server inherits it (not a CTXSVC_ variable)
     with tempfile.TemporaryDirectory(prefix="ctxsvc-cache-bench-") as tmp:
         url = f"sqlite+aiosqlite:///{tmp}/bench.db"
         await upgrade_to_head(url)
-        fake = CachingAnthropicServer(calls_per_task=calls_per_task, total_calls=calls)
+        fake = CachingProviderServer(calls_per_task=calls_per_task, total_calls=calls)
         with fake, _service(url, Path(tmp)) as server:
             async with httpx.AsyncClient(base_url=server.url, timeout=120.0) as api:
-                model_id = await _register(api, fake.base_url, window)
+                model_id = await _register(api, fake.base_url, window, protocol)
                 response = await api.post(
                     "/v1/sessions",
                     json={
@@ -261,7 +272,13 @@ def report(figures: Figures) -> str:
         if c.prefix_break is not None or c.provider_break:
             said = c.prefix_break if c.prefix_break is not None else "none"
             lines.append(f"  call {c.call:3d}: {said} | read {c.read} / {c.total}")
-    if not f.service_figures:
+    if f.service_figures and f.within_one_message is None:
+        lines.append(
+            f"stable_prefix_tokens vs cached tokens: max {f.max_tokens_apart} tokens apart, "
+            f"mean {f.mean_tokens_apart:.0f} (messages apart: not measured, the provider's "
+            "input items are not the service's messages)"
+        )
+    elif not f.service_figures:
         lines.append(
             "stable_prefix_tokens vs cache read: not available (no model_call_finished "
             "updates with budget.stable_prefix_tokens from this service)"
@@ -282,17 +299,24 @@ def report(figures: Figures) -> str:
     return "\n".join(lines)
 
 
-def main(argv: list[str] | None = None) -> Figures:
+def main(argv: list[str] | None = None) -> dict[str, Figures]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200)
     parser.add_argument("--calls-per-task", type=int, default=20)
     parser.add_argument("--window", type=int, default=DEFAULT_WINDOW)
     parser.add_argument("--json", type=Path, help="also write the figures here")
     args = parser.parse_args(argv)
-    figures = asyncio.run(run(args.calls, args.calls_per_task, args.window))
-    print(report(figures))
+    figures: dict[str, Figures] = {}
+    for protocol in PROTOCOLS:
+        figures[protocol] = asyncio.run(run(args.calls, args.calls_per_task, args.window, protocol))
+        print(f"== {protocol}")
+        print(report(figures[protocol]))
+    shares = ", ".join(f"{p} {f.cache_read_share:.1%}" for p, f in figures.items())
+    costs = ", ".join(f"{p} {f.relative_cost:.1%}" for p, f in figures.items())
+    print(f"== side by side: read from cache: {shares}; cost relative to no caching: {costs}")
     if args.json is not None:
-        args.json.write_text(json.dumps(asdict(figures), indent=1), encoding="utf-8")
+        encoded = {p: asdict(f) for p, f in figures.items()}
+        args.json.write_text(json.dumps(encoded, indent=1), encoding="utf-8")
     return figures
 
 

@@ -1,15 +1,23 @@
-"""A loopback fake Anthropic Messages provider with a prompt prefix cache (``bench.prefix_cache``).
+"""A loopback fake provider with a prompt prefix cache, speaking Anthropic Messages and OpenAI
+Responses.
 
 It is ``tests.providers.fakes.FakeProviderServer`` (real HTTP on 127.0.0.1, chunked SSE) with a
-responder: every ``POST /v1/messages`` goes through the cache, and the reply is decided from the
-request by a scripted agent, so a session of any length needs no queue of replies:
+responder: every ``POST /v1/messages`` goes through the cache Anthropic documents
+(``bench.prefix_cache``: breakpoints, reads and writes), every ``POST /v1/responses`` through the
+one OpenAI documents (``tests.providers.fake_responses.ResponsesPrefixCache``: automatic, keyed
+by ``prompt_cache_key`` and the longest byte-identical prefix, from 1024 tokens in increments of
+128, reported as ``usage.input_tokens_details.cached_tokens``). One server keeps one cache of
+each. The reply is decided from the request by a scripted agent, so a session of any length
+needs no queue of replies:
 
 - the agent works on the latest task (the last user text that starts with ``TASK_MARK``): it
   calls a tool until that task has ``calls_per_task`` model calls, then answers with text; the
   call that reaches ``total_calls`` answers with text too, so the session ends there;
 - the tool and its arguments follow from the call's number (deterministic), one call per reply;
-- ``stream: true`` gets a message stream, otherwise a whole message; both carry the usage
-  ``PrefixCache.observe`` computed.
+- ``stream: true`` gets a stream, otherwise a whole message (or response object); both carry
+  the usage the cache computed. A Responses call's ``CacheUsage`` has its cached tokens as
+  ``cache_read_input_tokens``, nothing written, and no message ends (the items of a message are
+  not the service's messages).
 
 Each call is recorded (``calls``): its cache usage and whether it asked for a tool.
 """
@@ -23,6 +31,14 @@ from types import TracebackType
 from typing import Any
 
 from bench.prefix_cache import CacheUsage, PrefixCache
+from tests.providers.fake_responses import (
+    FakeFunctionCall,
+    ResponsesPrefixCache,
+    responses_object,
+    responses_output,
+    responses_stream,
+    responses_usage,
+)
 from tests.providers.fakes import (
     SSE,
     BodyReply,
@@ -36,7 +52,7 @@ from tests.providers.fakes import (
     anthropic_stream,
 )
 
-__all__ = ["TASK_MARK", "TOOLS", "CachingAnthropicServer", "ProviderCall", "tool_input"]
+__all__ = ["TASK_MARK", "TOOLS", "CachingProviderServer", "ProviderCall", "tool_input"]
 
 TASK_MARK = "[task "
 TOOLS = ("read_file", "grep", "run_tests", "list_directory", "edit_file")
@@ -64,23 +80,38 @@ def tool_input(number: int) -> tuple[str, dict[str, Any]]:
     return name, choices[name]
 
 
-def _calls_in_task(body: dict[str, Any]) -> int:
-    """Assistant messages after the last user message that states a task."""
+def _states_a_task(content: Any) -> bool:
+    blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
+    return any(
+        b.get("type") in ("text", "input_text") and str(b.get("text", "")).startswith(TASK_MARK)
+        for b in blocks or []
+    )
+
+
+def _responses_calls_in_task(body: dict[str, Any]) -> int:
+    """Function calls after the last user message that states a task: every call of a task but
+    its last asks for a tool, and a call asks for one tool."""
     count = 0
-    for message in reversed(body.get("messages") or []):
-        content = message.get("content")
-        blocks = [{"type": "text", "text": content}] if isinstance(content, str) else content
-        if message.get("role") == "assistant":
+    for item in reversed(body.get("input") or []):
+        if item.get("type") == "function_call":
             count += 1
-        elif any(
-            b.get("type") == "text" and str(b.get("text", "")).startswith(TASK_MARK)
-            for b in blocks or []
-        ):
+        elif item.get("role") == "user" and _states_a_task(item.get("content")):
             return count
     return count
 
 
-class CachingAnthropicServer:
+def _calls_in_task(body: dict[str, Any]) -> int:
+    """Assistant messages after the last user message that states a task."""
+    count = 0
+    for message in reversed(body.get("messages") or []):
+        if message.get("role") == "assistant":
+            count += 1
+        elif _states_a_task(message.get("content")):
+            return count
+    return count
+
+
+class CachingProviderServer:
     """The fake provider; use it in a ``with`` block (it serves from a background thread)."""
 
     def __init__(
@@ -93,6 +124,7 @@ class CachingAnthropicServer:
         self.calls_per_task = calls_per_task
         self.total_calls = total_calls
         self.cache = PrefixCache(min_cacheable_tokens=min_cacheable_tokens)
+        self.responses_cache = ResponsesPrefixCache()
         self._calls: list[ProviderCall] = []
         self._lock = threading.Lock()
         self._server = FakeProviderServer(responder=self._respond)
@@ -106,7 +138,7 @@ class CachingAnthropicServer:
         with self._lock:
             return list(self._calls)
 
-    def __enter__(self) -> CachingAnthropicServer:
+    def __enter__(self) -> CachingProviderServer:
         self._server.start()
         return self
 
@@ -119,6 +151,8 @@ class CachingAnthropicServer:
         self._server.stop()
 
     def _respond(self, request: RecordedRequest) -> Reply:
+        if request.method == "POST" and request.path.endswith("/v1/responses"):
+            return self._respond_responses(request)
         if request.method != "POST" or not request.path.endswith("/v1/messages"):
             return ErrorReply(404, {"type": "error", "error": {"type": "not_found_error"}})
         try:
@@ -134,6 +168,30 @@ class CachingAnthropicServer:
         if body.get("stream"):
             return StreamReply(_stream(number, usage, tool))
         return BodyReply(_message(number, usage, tool))
+
+    def _respond_responses(self, request: RecordedRequest) -> Reply:
+        try:
+            body = request.json()
+        except ValueError:
+            return ErrorReply(400, {"error": {"type": "invalid_request_error"}})
+        with self._lock:
+            number = len(self._calls) + 1
+            total, cached = self.responses_cache.observe(body)
+            usage = CacheUsage(total - cached, cached, 0, 0, 0, ())
+            done = _responses_calls_in_task(body) + 1 >= self.calls_per_task
+            tool = None if number >= self.total_calls or done else tool_input(number)
+            self._calls.append(ProviderCall(number, usage, tool[0] if tool else None))
+        text = [_text(number)] if tool is None else [f"Next I use {tool[0]}."]
+        calls = (
+            []
+            if tool is None
+            else [FakeFunctionCall(f"call_{number:05d}", tool[0], [json.dumps(tool[1])])]
+        )
+        figures = responses_usage(total, OUTPUT_TOKENS, cached=cached)
+        if body.get("stream"):
+            return StreamReply(responses_stream(text=text, function_calls=calls, usage=figures))
+        output = responses_output(text=text, function_calls=calls)
+        return BodyReply(responses_object(output, usage=figures))
 
 
 def _usage(usage: CacheUsage) -> dict[str, int]:

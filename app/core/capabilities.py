@@ -66,6 +66,10 @@ class ModelCapabilities:
     prompt_caching: PromptCaching = "auto"
     # ``None``: ``default_output_reserve`` of the window and ceiling.
     output_reserve_tokens: int | None = None
+    # The model reasons and hands its reasoning state back between calls: OpenAI Responses
+    # requests ask for it encrypted, which OpenAI refuses for a model that does not reason
+    # (``max_reasoning_tokens`` is a window reserve, set or not whatever the model is).
+    reasoning: bool = False
 
     @property
     def output_reserve(self) -> int:

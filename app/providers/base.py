@@ -70,6 +70,9 @@ class ProviderConfig:
     model_name: str
     # None: the server needs no key (a local Ollama, vLLM or llama.cpp): no auth header is sent.
     api_key_env: str | None = None
+    # The model reasons (``ModelCapabilities.reasoning``): its Responses requests ask for the
+    # reasoning state back.
+    reasoning: bool = False
 
 
 # Why a model's key cannot be used (``api_key_problem``): a stable code, as readiness shows it.

@@ -61,7 +61,11 @@ class OpenAIResponsesClient(OpenAIStreamingClient):
 
     def body(self, request: Mapping[str, Any], caching: CachePlan | None = None) -> bytes:
         return openai_responses_body(
-            request, model=self._config.model_name, stream=True, caching=caching
+            request,
+            model=self._config.model_name,
+            stream=True,
+            caching=caching,
+            reasoning=self._config.reasoning,
         )
 
     def _url(self) -> str:

@@ -50,6 +50,7 @@ class Inspection:
             model_name=self.model.provider.model_name,
             prompt_caching=self.model.capabilities.prompt_caching,
             cache_seed=self.session_id,
+            reasoning=self.model.capabilities.reasoning,
         )
         result["auto_compact_percent"] = auto_compact_percent(self.prepared.budget)
         result["calibration"] = None if self.calibration is None else self.calibration.to_json()

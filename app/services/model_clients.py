@@ -101,6 +101,7 @@ class ModelClients:
             base_url=provider.base_url or "",
             model_name=provider.model_name or entry.id,
             api_key_env=key_env,
+            reasoning=entry.capabilities.reasoning,
         )
         return http_model_client(
             self.http, config, env=env, retry=self._retry, timeouts=self._timeouts

@@ -139,6 +139,7 @@ class ModelService:
             output_reserve_tokens=capabilities.output_reserve_tokens,
             token_counter=capabilities.token_counter,
             prompt_caching=capabilities.prompt_caching,
+            reasoning=capabilities.reasoning,
             provider_kind=provider.kind,
             provider_base_url=provider.base_url,
             provider_model_name=provider.model_name,

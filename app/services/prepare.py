@@ -38,6 +38,7 @@ def prepared_to_json(
     model_name: str | None = None,
     prompt_caching: PromptCaching = "off",
     cache_seed: str | None = None,
+    reasoning: bool = False,
 ) -> dict[str, Any]:
     """The response shape shared by ``/v1/prepare``, session prepare and context inspection.
 
@@ -47,6 +48,7 @@ def prepared_to_json(
     ``None`` for the stateless prepare; the previous call's breakpoint from the prefix record's
     ``stable_messages``). A
     request no service compared (the summary model's) gets the record of its own content.
+    ``reasoning`` is the model's capability, which its client encodes with (the same bytes).
     """
     if prepared.prefix_record is None:
         prepared = prefixed(prepared, prepared.items, None, identify_stored=False)
@@ -64,6 +66,7 @@ def prepared_to_json(
             encode_as,  # type: ignore[arg-type]
             model=model_name,
             caching=caching,
+            reasoning=reasoning,
         )
     return {
         "request": prepared.request,
@@ -117,6 +120,7 @@ def run_prepare(
         model_name=model_name,
         prompt_caching=capabilities.prompt_caching,
         cache_seed=None,  # no session: the key follows the tools and the system
+        reasoning=capabilities.reasoning,
     )
     result["spills"] = [
         {"tool_call_id": s.tool_call_id, "path": s.path, "text": s.text}

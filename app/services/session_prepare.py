@@ -91,6 +91,7 @@ class SessionPrepareService:
             model_name=call.model.provider.model_name,
             prompt_caching=call.model.capabilities.prompt_caching,
             cache_seed=session_id,
+            reasoning=call.model.capabilities.reasoning,
         )
         result["auto_compact_percent"] = auto_compact_percent(call.prepared.budget)
         result["world_state_message_ids"] = call.world_state_message_ids

@@ -19,6 +19,7 @@ from app.api.schemas.sessions import (
 )
 from app.core.agent_profile import CODING, SECTION_FIELDS, AgentProfile, resolve_profile
 from app.core.content import is_blank, text_block
+from app.core.conversation_view import EMPTY_VIEW, view_from_json
 from app.core.counting import TokenCounter, estimate_tokens
 from app.core.errors import InvalidInput
 from app.core.pipeline.item_caps import check_system_part
@@ -111,7 +112,10 @@ async def _with_figures(db: AsyncSession, rows: Sequence[AgentSession]) -> list[
     """``rows`` with their usage and active history (two queries for all)."""
     ids = [r.id for r in rows]
     usage = await usage_by_session(db, ids)
-    history = await MessageRepository(db).active_bytes(ids)
+    # A view this version cannot read hides nothing here: a list never refuses a row (the
+    # session's own requests refuse it, with the reason).
+    views = {r.id: view_from_json(r.conversation_view) or EMPTY_VIEW for r in rows}
+    history = await MessageRepository(db).active_bytes(views)
     return [SessionView.of(r, usage.get(r.id, NO_USAGE), history.get(r.id, 0)) for r in rows]
 
 

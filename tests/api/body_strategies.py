@@ -168,6 +168,7 @@ MODEL = obj(
         "accepts_data_blocks": mostly(st.booleans(), ODD),
         "token_counter": mostly(st.just("estimate"), st.just("x")),
         "prompt_caching": mostly(st.sampled_from(["auto", "off"]), st.just("on")),
+        "reasoning": mostly(st.booleans(), ODD),
         "model_name": MAYBE_TEXT,
     },
 )

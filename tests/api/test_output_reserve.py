@@ -176,3 +176,19 @@ async def test_the_documented_table_is_the_catalogue(api: httpx.AsyncClient) -> 
             line - m["reserved_output_tokens"],
         ]
     assert documented_rows() == expected
+
+
+@pytest.mark.parametrize(
+    ("model_id", "window", "ceiling", "effective"),
+    # LiteLLM's model table (BerriAI/litellm, model_prices_and_context_window.json, 2026-12-05):
+    # gpt-5-codex 272 000 input + 128 000 output; o3-pro a 200 000 window, 100 000 output.
+    [("gpt-5-codex", 400_000, 128_000, 272_000), ("o3-pro", 200_000, 100_000, 167_232)],
+)
+async def test_the_responses_only_models_have_their_published_limits(
+    api: httpx.AsyncClient, model_id: str, window: int, ceiling: int, effective: int
+) -> None:
+    model = (await api.get(f"/v1/models/{model_id}")).json()
+    assert model["provider"]["kind"] == "openai_responses"  # the Responses API only
+    assert (model["context_window_tokens"], model["max_output_tokens"]) == (window, ceiling)
+    assert model["effective_input_tokens"] == effective
+    assert model["reasoning"] is True

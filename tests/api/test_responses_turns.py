@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.api.helpers import new_session, run_turn
+from tests.api.helpers import new_session, run_turn, user
 from tests.api.test_turns import agent, history, ok, post_results
 from tests.providers.encoding.sdk_types import assert_responses_body
 from tests.providers.fake_responses import (
@@ -36,11 +36,14 @@ def provider(monkeypatch: pytest.MonkeyPatch) -> Iterator[FakeProviderServer]:
         yield server
 
 
-async def responses_model(api: httpx.AsyncClient, server: FakeProviderServer) -> str:
+async def responses_model(
+    api: httpx.AsyncClient, server: FakeProviderServer, *, reasoning: bool = True
+) -> str:
     model_id = f"responses-{uuid.uuid4().hex[:8]}"
     body = {
         "context_window_tokens": 100_000,
         "max_output_tokens": 1000,
+        "reasoning": reasoning,
         "provider": {
             "kind": "openai_responses",
             "base_url": server.base_url + "/v1",
@@ -51,6 +54,7 @@ async def responses_model(api: httpx.AsyncClient, server: FakeProviderServer) ->
     response = await api.put(f"/v1/models/{model_id}", json=body)
     assert response.status_code == 201, response.text
     assert response.json()["provider"]["kind"] == "openai_responses"
+    assert response.json()["reasoning"] is reasoning
     return model_id
 
 
@@ -144,3 +148,55 @@ async def test_the_context_of_a_responses_session_encodes_as_responses(
     assert payload["model"] == "gpt-fake"
     said = [i for i in payload["input"] if i.get("role") == "assistant"]
     assert said == [{"type": "message", "role": "assistant", "content": "Hi."}]
+
+
+@pytest.mark.parametrize("reasoning", [True, False], ids=["reasons", "does-not-reason"])
+async def test_the_reasoning_state_is_asked_for_only_of_a_model_that_reasons(
+    api: httpx.AsyncClient, provider: FakeProviderServer, reasoning: bool
+) -> None:
+    # OpenAI refuses the ``include`` for gpt-4o, gpt-4.1 or gpt-5-chat (HTTP 400 "Encrypted
+    # content is not supported with this model"): a model registered as not reasoning never
+    # sends it, and the preview of the context says exactly what its calls send.
+    provider.enqueue(
+        StreamReply(responses_stream(text=["Hi."], usage=responses_usage(50, 2))),
+        StreamReply(responses_stream(text=["Again."], usage=responses_usage(60, 2))),
+    )
+    model_id = await responses_model(api, provider, reasoning=reasoning)
+    sid = await new_session(api, model_id=model_id, agent=agent())
+    assert (await run_turn(api, sid, "hello"))["status"] == "completed"
+    context = await api.get(f"/v1/sessions/{sid}/context", params={"encode": "openai_responses"})
+    assert context.status_code == 200, context.text
+    preview = context.json()["provider_payload"]
+    assert (await run_turn(api, sid, "hello again"))["status"] == "completed"
+
+    first, second = (r.json() for r in provider.requests)
+    for body in (first, second, preview):
+        assert ("include" in body) is reasoning
+        assert_responses_body(body)
+    if reasoning:
+        assert first["include"] == ["reasoning.encrypted_content"]
+    # The next call is the preview plus the new message, streamed: every other field is equal.
+    assert second["input"][: len(preview["input"])] == preview["input"]
+    assert {k: v for k, v in second.items() if k not in ("input", "stream")} == {
+        k: v for k, v in preview.items() if k != "input"
+    }
+
+
+@pytest.mark.parametrize(
+    ("model_id", "reasons"),
+    [("gpt-4o", False), ("gpt-4.1", False), ("o3", True), ("gpt-5", True), ("o3-pro", True)],
+)
+async def test_a_catalogue_model_encodes_with_its_own_reasoning(
+    stateless_client: httpx.AsyncClient, model_id: str, reasons: bool
+) -> None:
+    response = await stateless_client.post(
+        "/v1/prepare",
+        json={"conversation": [user("hi")], "model_id": model_id},
+        params={"encode": "openai_responses"},
+    )
+    assert response.status_code == 200, response.text
+    payload = response.json()["provider_payload"]
+    assert ("include" in payload) is reasons
+    assert_responses_body(payload)
+    listed = (await stateless_client.get(f"/v1/models/{model_id}")).json()
+    assert listed["reasoning"] is reasons

@@ -131,3 +131,29 @@ async def test_the_active_history_counts_what_follows_the_latest_checkpoint(
     assert after["active_history_tokens"] == -(-127 // 4)
     listed = {s["id"]: s for s in (await api.get("/v1/sessions")).json()["sessions"]}
     assert listed[sid]["active_history_tokens"] == after["active_history_tokens"]
+
+
+async def test_the_active_history_leaves_out_what_was_taken_back(
+    api: httpx.AsyncClient,
+) -> None:
+    async def history_tokens() -> int:
+        shown = (await api.get(f"/v1/sessions/{sid}")).json()["active_history_tokens"]
+        listed = {s["id"]: s for s in (await api.get("/v1/sessions")).json()["sessions"]}
+        assert listed[sid]["active_history_tokens"] == shown
+        return int(shown)
+
+    sid = await new_session(api)
+    await append(api, sid, user("x" * 1000), user("y" * 1000))  # 1027 bytes each
+    assert await history_tokens() == -(-2 * 1027 // 4)
+    popped = await api.post(f"/v1/sessions/{sid}/items/pop", json={"format": "openai_responses"})
+    assert popped.status_code == 200, popped.text
+    assert popped.json()["item"]["content"] == "y" * 1000
+    # The next request holds only the first message: so does the figure.
+    assert await history_tokens() == -(-1027 // 4)
+    await append(api, sid, user("z" * 100))  # 127 bytes
+    assert await history_tokens() == -(-(1027 + 127) // 4)
+    cleared = await api.post(f"/v1/sessions/{sid}/epochs")
+    assert cleared.status_code in (200, 201), cleared.text
+    assert await history_tokens() == 0
+    await append(api, sid, user("w" * 100))
+    assert await history_tokens() == -(-127 // 4)

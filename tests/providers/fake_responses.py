@@ -7,6 +7,7 @@ event a stream may end with."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -239,31 +240,63 @@ def responses_error_event(message: str, *, code: str | None = None) -> SSE:
 
 
 class ResponsesPrefixCache:
-    """The prompt cache a Responses fake reports, as OpenAI documents its automatic caching:
-    a request reads the longest prefix of its input that an earlier request with the same
-    ``prompt_cache_key`` (or none) sent, once that prefix is at least 1024 tokens, in steps of
-    128 tokens. Tokens: ⌈UTF-8 bytes of each input item's compact JSON ÷ 4⌉, the instructions
-    and tools first (a deterministic stand-in for the provider's tokenizer)."""
+    """The prompt cache a Responses fake reports, as OpenAI documents its automatic prompt
+    caching (platform.openai.com/docs/guides/prompt-caching): requests with the same
+    ``prompt_cache_key`` (or none) share a cache; a request reads the longest prefix of its prompt
+    that is byte for byte an earlier request's, once the prompt is at least 1024 tokens long,
+    and the cached figure grows in increments of 128 tokens (1024, 1152, 1280 …); nothing is
+    charged for writing. The prompt is read as the tools, then the instructions, then each input
+    item, each as the compact JSON the client sent (its key order kept, so a reordered key breaks
+    the prefix there, as it changes the provider's tokens). Tokens: ⌈UTF-8 bytes ÷ 4⌉ (a
+    deterministic stand-in for the provider's tokenizer); the bytes read count whole tokens only.
+    Not modelled: the cache's lifetime (5 to 10 minutes idle) and per-model caches."""
 
     MIN_TOKENS = 1024
     STEP = 128
 
     def __init__(self) -> None:
-        self._seen: dict[str | None, list[list[str]]] = {}
+        # (key, chain digest of the first n units) → the latest prompt that began with them.
+        self._prefixes: dict[tuple[str | None, bytes], bytes] = {}
 
     def observe(self, body: Mapping[str, Any]) -> tuple[int, int]:
         """(input tokens, cached tokens) of ``body``; remembers it for later requests."""
-        units = [json.dumps([body.get("instructions"), body.get("tools")], sort_keys=True)]
-        units += [json.dumps(item, sort_keys=True) for item in body.get("input") or []]
-        sizes = [max(1, -(-len(unit.encode()) // 4)) for unit in units]
-        earlier = self._seen.setdefault(body.get("prompt_cache_key"), [])
+        key = body.get("prompt_cache_key")
+        units = [_compact([body.get("tools"), body.get("instructions")])]
+        units += [_compact(item) for item in body.get("input") or []]
+        prompt = b"".join(units)
+        chain = hashlib.sha256()
+        starts: list[tuple[int, bytes]] = []  # (bytes before unit n + 1, digest through it)
+        offset = 0
+        for unit in units:
+            chain.update(len(unit).to_bytes(8, "big") + unit)
+            offset += len(unit)
+            starts.append((offset, chain.digest()))
         shared = 0
-        for previous in earlier:
-            same = 0
-            while same < min(len(previous), len(units)) and previous[same] == units[same]:
-                same += 1
-            shared = max(shared, same)
-        earlier.append(units)
-        read = sum(sizes[:shared])
-        cached = read - read % self.STEP if read >= self.MIN_TOKENS else 0
-        return sum(sizes), cached
+        # The longest run of whole units an earlier request began with, then its bytes further.
+        for end, digest in reversed(starts):
+            earlier = self._prefixes.get((key, digest))
+            if earlier is not None:
+                shared = end + _common_prefix(prompt[end:], earlier[end:])
+                break
+        for _, digest in starts:
+            self._prefixes[(key, digest)] = prompt
+        total = max(1, -(-len(prompt) // 4))
+        read = shared // 4
+        cached = read - read % self.STEP if total >= self.MIN_TOKENS else 0
+        return total, cached if cached >= self.MIN_TOKENS else 0
+
+
+def _compact(value: Any) -> bytes:
+    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _common_prefix(a: bytes, b: bytes) -> int:
+    """How many leading bytes ``a`` and ``b`` share (a bisection of slice comparisons)."""
+    low, high = 0, min(len(a), len(b))
+    while low < high:
+        middle = (low + high + 1) // 2
+        if a[:middle] == b[:middle]:
+            low = middle
+        else:
+            high = middle - 1
+    return low

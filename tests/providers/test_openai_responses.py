@@ -36,8 +36,12 @@ KEY = "sk-test-responses-0123456789"
 FAST_RETRY = RetryPolicy(max_attempts=3, initial_delay=0.01, max_delay=0.05, max_retry_after=1)
 
 
-def client(server: FakeProviderServer, http: ProviderHTTP) -> OpenAIResponsesClient:
-    config = ProviderConfig("openai_responses", server.base_url + "/v1", "gpt-test", "TEST_KEY")
+def client(
+    server: FakeProviderServer, http: ProviderHTTP, *, reasoning: bool = True
+) -> OpenAIResponsesClient:
+    config = ProviderConfig(
+        "openai_responses", server.base_url + "/v1", "gpt-test", "TEST_KEY", reasoning=reasoning
+    )
     return OpenAIResponsesClient(
         http,
         config,
@@ -109,8 +113,20 @@ async def test_sends_the_encoded_body_to_responses_with_bearer_auth(
     assert (sent.method, sent.path) == ("POST", "/v1/responses")
     assert sent.headers["authorization"] == f"Bearer {KEY}"
     body = sent.json()
-    assert body == encode_openai_responses(request, model="gpt-test", stream=True)
+    assert body == encode_openai_responses(request, model="gpt-test", stream=True, reasoning=True)
     assert (body["store"], body["include"]) == (False, ["reasoning.encrypted_content"])
+
+
+async def test_a_model_that_does_not_reason_is_not_asked_for_encrypted_reasoning(
+    fake_server: FakeProviderServer, http: ProviderHTTP
+) -> None:
+    fake_server.enqueue(StreamReply(responses_stream(text=["ok"])))
+    request = agent_loop()
+    await client(fake_server, http, reasoning=False).complete(request)
+    [sent] = fake_server.requests
+    body = sent.json()
+    assert "include" not in body
+    assert body == encode_openai_responses(request, model="gpt-test", stream=True)
 
 
 async def test_a_returned_reasoning_item_goes_back_verbatim(

@@ -127,7 +127,10 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
 def summary_request_json(request: SummaryRequest, *, encode_as: str | None) -> dict[str, Any]:
     """The prepare answer of the summary request, and what it covers."""
     result = prepared_to_json(
-        request.prepared, encode_as=encode_as, model_name=request.model.provider.model_name
+        request.prepared,
+        encode_as=encode_as,
+        model_name=request.model.provider.model_name,
+        reasoning=request.model.capabilities.reasoning,
     )
     result["through_message_sequence"] = request.through_message_sequence
     result["summary_model_id"] = request.model.id

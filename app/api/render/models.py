@@ -44,6 +44,7 @@ def model_json(
         "output_reserve_tokens": caps.output_reserve_tokens,
         "token_counter": caps.token_counter,
         "prompt_caching": caps.prompt_caching,
+        "reasoning": caps.reasoning,
         "reserved_output_tokens": reserved,
         "effective_input_tokens": effective,
         "auto_compact_token_limit": auto_compact,

@@ -56,6 +56,14 @@ class CapabilitiesIn(RequestModel):
         "`local`), which keep no prompt cache.",
         examples=["auto"],
     )
+    reasoning: Flag = Field(
+        default=False,
+        description="The model reasons (o3, gpt-5 …): OpenAI Responses requests ask for its "
+        'reasoning state back encrypted (`include: ["reasoning.encrypted_content"]`), to send '
+        "it on the next call. OpenAI refuses that for a model that does not reason (gpt-4o, "
+        "gpt-4.1), so it is sent only when this is true. No effect on other protocols.",
+        examples=[False],
+    )
 
     def to_core(self) -> ModelCapabilities:
         caps = ModelCapabilities(**self.model_dump(include=set(CapabilitiesIn.model_fields)))
@@ -215,6 +223,7 @@ class ModelOut(BaseModel):
     )
     token_counter: str
     prompt_caching: PromptCaching
+    reasoning: bool
     reserved_output_tokens: int = Field(
         description="The output reserve in force (the registered one, else the default rule): "
         "what the budget reserves and what each request sends as its output limit."

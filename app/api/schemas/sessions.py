@@ -290,8 +290,9 @@ class SessionOut(BaseModel):
     )
     active_history_tokens: int = Field(
         description="Estimate (bytes / 4) of the stored messages after the latest checkpoint's "
-        "install boundary, before pruning and projection: which sessions are heavy. The exact "
-        "figure of the next request is `GET .../context`."
+        "install boundary that the Conversation shows (not those taken back with `items/pop` "
+        "or before a new epoch), before pruning and projection: which sessions are heavy. The "
+        "exact figure of the next request is `GET .../context`."
     )
     usage: SessionUsageOut
     created_at: datetime

@@ -36,13 +36,17 @@ def encode(
     model: str | None = None,
     stream: bool = False,
     caching: CachePlan | None = None,
+    reasoning: bool = False,
 ) -> dict[str, Any]:
     """Encode ``request`` for ``protocol`` with the breakpoints of ``caching`` (``None``: none);
-    an unknown protocol is a ``ValueError``."""
+    ``reasoning``: the model reasons (only the Responses body differs: it asks for the reasoning
+    state back). An unknown protocol is a ``ValueError``."""
     if protocol == "openai_chat":
         return encode_openai_chat(request, model=model, stream=stream, caching=caching)
     if protocol == "anthropic_messages":
         return encode_anthropic_messages(request, model=model, stream=stream, caching=caching)
     if protocol == "openai_responses":
-        return encode_openai_responses(request, model=model, stream=stream, caching=caching)
+        return encode_openai_responses(
+            request, model=model, stream=stream, caching=caching, reasoning=reasoning
+        )
     raise ValueError(f"unknown provider protocol {protocol!r}")

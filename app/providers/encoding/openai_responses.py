@@ -14,7 +14,10 @@ SDK's request types (``ResponseCreateParams``, ``ResponseInputItemParam``,
 - ``max_output_tokens`` (reasoning tokens included);
 - ``store: false`` keeps nothing on the provider (every call sends its whole input, which is
   what the prepare builds), and ``include: ["reasoning.encrypted_content"]`` returns each
-  reasoning item's state encrypted, so it can be sent back on the next call without ``store``;
+  reasoning item's state encrypted, so it can be sent back on the next call without ``store``.
+  OpenAI refuses that ``include`` for a model that does not reason (HTTP 400 "Encrypted content
+  is not supported with this model": gpt-4o, gpt-4.1, gpt-5-chat), so it is sent only when
+  ``reasoning`` (the model's capability ``ModelCapabilities.reasoning``) is true;
 - streaming: ``stream: true`` (the usage comes with ``response.completed``).
 
 Decisions: each System Context part is its own ``system`` message, in order, as in the Chat
@@ -68,9 +71,11 @@ def encode_openai_responses(
     model: str | None = None,
     stream: bool = False,
     caching: CachePlan | None = None,
+    reasoning: bool = False,
 ) -> dict[str, Any]:
     """The Responses body for a prepared ``request`` (messages, tools, max_output_tokens), with
-    the ``prompt_cache_key`` of ``caching`` when it has one."""
+    the ``prompt_cache_key`` of ``caching`` when it has one, asking for the reasoning state back
+    when the model is ``reasoning``."""
     body: dict[str, Any] = {}
     if model is not None:
         body["model"] = model
@@ -93,7 +98,8 @@ def encode_openai_responses(
     if caching is not None and caching.cache_key is not None:
         body["prompt_cache_key"] = caching.cache_key
     body["store"] = False
-    body["include"] = list(INCLUDE)
+    if reasoning:
+        body["include"] = list(INCLUDE)
     if stream:
         body["stream"] = True
     return body

@@ -148,6 +148,7 @@ def openai_responses_body(
     model: str | None,
     stream: bool,
     caching: CachePlan | None = None,
+    reasoning: bool = False,
 ) -> bytes:
     """``dumps(encode_openai_responses(request, ...))``: as ``openai_chat_body``, a message's
     JSON being its input items (none, one or several) joined."""
@@ -155,11 +156,15 @@ def openai_responses_body(
     get = _responses_memo.get
     # A message may encode to no items at all: it adds nothing.
     pieces = [p for p in [get(m, _items_json, len) for m in messages] if p]
-    rest = encode_openai_responses(
-        {**request, "messages": []}, model=model, stream=stream, caching=caching
-    )
+    options: dict[str, Any] = {
+        "model": model,
+        "stream": stream,
+        "caching": caching,
+        "reasoning": reasoning,
+    }
+    rest = encode_openai_responses({**request, "messages": []}, **options)
     return _joined(rest, b"[" + b",".join(pieces) + b"]", key="input") or dumps(
-        encode_openai_responses(request, model=model, stream=stream, caching=caching)
+        encode_openai_responses(request, **options)
     )
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import BigInteger, Boolean, CheckConstraint, Index, Integer, String, Text
+from sqlalchemy import BigInteger, Boolean, CheckConstraint, Index, Integer, String, Text, false
 from sqlalchemy.orm import Mapped, mapped_column
 
 from app.core.capabilities import PROMPT_CACHING_MODES, ModelCapabilities, PromptCaching
@@ -54,6 +54,8 @@ class RegisteredModel(Base):
     # ``off`` | ``auto`` (``app.core.caching.breakpoints``); any other stored value is read as
     # ``auto``.
     prompt_caching: Mapped[str] = mapped_column(String(8), default="auto", server_default="auto")
+    # Whether the model reasons (``ModelCapabilities.reasoning``).
+    reasoning: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
     provider_kind: Mapped[str] = mapped_column(String(32))
     provider_base_url: Mapped[str | None] = mapped_column(Text)
     provider_model_name: Mapped[str | None] = mapped_column(Text)
@@ -76,6 +78,7 @@ class RegisteredModel(Base):
             token_counter=self.token_counter,
             prompt_caching=prompt_caching_of(self.prompt_caching),
             output_reserve_tokens=self.output_reserve_tokens,
+            reasoning=self.reasoning,
         )
 
 

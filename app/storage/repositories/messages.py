@@ -18,6 +18,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, func, insert, select, update
 
 from app.core.chat_rules import AppendPlan, check_append
+from app.core.conversation_view import ConversationView
 from app.core.errors import Conflict, InvalidInput
 from app.fastjson import ESTIMATE
 from app.storage.base import utc_now
@@ -99,11 +100,14 @@ class MessageRepository(MessageReads):
         first = last - len(messages) + 1
         return await self._write(session_id, messages, plan, first_sequence=first)
 
-    async def active_bytes(self, session_ids: Sequence[str]) -> dict[str, int]:
+    async def active_bytes(self, views: Mapping[str, ConversationView]) -> dict[str, int]:
         """Σ ``content_bytes`` of each session's messages after its latest checkpoint's install
-        boundary (all of them without one): its active history, by the estimate's measure."""
-        if not session_ids:
+        boundary (all of them without one) that its ``ConversationView`` shows (taken back and
+        earlier epochs' messages are not in the next request): its active history, by the
+        estimate's measure. Sessions keyed by id."""
+        if not views:
             return {}
+        session_ids = list(views)
         boundary = (
             select(Compaction.replaced_through_message_sequence)
             .where(
@@ -122,7 +126,27 @@ class MessageRepository(MessageReads):
             .group_by(Message.session_id)
         )
         rows = (await self.session.execute(stmt)).all()
-        return {row[0]: int(row[1] or 0) for row in rows}
+        totals = {row[0]: int(row[1] or 0) for row in rows}
+        # A view that hides something: those sessions' sizes one message at a time (two
+        # integers a row; only sessions whose clients took back or cleared pay for it).
+        hiding = [sid for sid, view in views.items() if view.hidden or view.epoch_after]
+        if hiding:
+            sizes = (
+                await self.session.execute(
+                    select(Message.session_id, Message.sequence, Message.content_bytes)
+                    .join(AgentSession, AgentSession.id == Message.session_id)
+                    .where(
+                        Message.session_id.in_(hiding),
+                        Message.sequence > func.coalesce(boundary, 0),
+                    )
+                )
+            ).all()
+            for sid in hiding:
+                totals[sid] = 0
+            for sid, sequence, size in sizes:
+                if views[sid].shows(sequence):
+                    totals[sid] += int(size or 0)
+        return totals
 
     async def insert_if_absent(self, session_id: str, message: NewMessage) -> StoredMessage | None:
         """Append ``message`` unless a message with its ``message_id`` exists (then ``None``).

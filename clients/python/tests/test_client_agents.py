@@ -215,6 +215,9 @@ async def test_pop_item_and_clear_session_hide_without_deleting(
         # A general agent without a workspace has no World State: no sandbox policy about a
         # bash it never had; nothing is left.
         assert await session.pop_item() is None
+        # Nor in the session's figure: it counts what the next request holds.
+        shown = await client.get_session(session.session_id)
+        assert shown.active_history_tokens == 0
 
 
 async def test_items_it_cannot_hold_are_refused_and_nothing_is_stored(

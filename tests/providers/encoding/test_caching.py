@@ -226,6 +226,21 @@ def test_memoized_bodies_are_the_json_of_the_encoding_with_a_plan(body: Any, enc
             assert body(request, model="m-1", stream=True, caching=plan) == wanted
 
 
+def test_the_memoized_responses_body_of_a_reasoning_model_is_its_encoding() -> None:
+    for request in requests():
+        for plan in [None, *_plans(len(request["messages"]))]:
+            for reasoning in (True, False):
+                expected = encode_openai_responses(
+                    request, model="m-1", stream=True, caching=plan, reasoning=reasoning
+                )
+                wanted = json.dumps(expected, ensure_ascii=False, separators=(",", ":")).encode()
+                sent = wire.openai_responses_body(
+                    request, model="m-1", stream=True, caching=plan, reasoning=reasoning
+                )
+                assert sent == wanted
+                assert (b'"include":' in sent) is reasoning
+
+
 def test_a_growing_conversation_moves_the_breakpoint_and_stays_exact() -> None:
     request = prepared(msg("system", text("sys")), tools=[READ_TOOL])
     for step in range(6):

@@ -29,7 +29,7 @@ def opaque(payload: Any, driver: str = "openai_responses") -> dict[str, Any]:
 
 
 def test_full_agent_loop_body() -> None:
-    body = encode_openai_responses(agent_loop(), model="gpt-5-codex")
+    body = encode_openai_responses(agent_loop(), model="gpt-5-codex", reasoning=True)
     assert body == {
         "model": "gpt-5-codex",
         "input": [
@@ -76,6 +76,19 @@ def test_full_agent_loop_body() -> None:
     }
     assert_responses_body(body)
     assert_responses_body(encode_openai_responses(agent_loop(), model="m", stream=True))
+
+
+def test_only_a_reasoning_model_asks_for_its_reasoning_state_back() -> None:
+    # OpenAI answers 400 "Encrypted content is not supported with this model" to an ``include``
+    # of the reasoning state for gpt-4o, gpt-4.1 or gpt-5-chat: a model that does not reason
+    # sends none, and otherwise the same body.
+    reasoning = encode_openai_responses(agent_loop(), model="o3", reasoning=True)
+    plain = encode_openai_responses(agent_loop(), model="o3")
+    assert reasoning["include"] == ["reasoning.encrypted_content"]
+    assert "include" not in plain
+    assert {k: v for k, v in reasoning.items() if k != "include"} == plain
+    assert plain["store"] is False  # stateless either way
+    assert_responses_body(plain)
 
 
 def test_a_reasoning_item_is_echoed_verbatim_before_the_answer() -> None:

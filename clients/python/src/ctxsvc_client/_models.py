@@ -212,6 +212,7 @@ class Model(_Result):
     output_reserve_tokens: int | None = None  # as registered; ``None``: the default rule
     token_counter: str
     prompt_caching: str = "auto"
+    reasoning: bool = False  # the model reasons (Responses requests ask for its state back)
     reserved_output_tokens: int = 0  # the reserve in force: each request's output limit
     effective_input_tokens: int
     auto_compact_token_limit: int

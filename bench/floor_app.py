@@ -16,6 +16,7 @@ Everything else goes to ``app.main.create_app()`` unchanged.
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import time
@@ -56,6 +57,8 @@ def _count_deferred() -> None:
 
 # ``BENCH_SQL_LOG``: a file to list each statement in (its rows, its SQL's first words).
 _LOG = os.environ.get("BENCH_SQL_LOG")
+# ``BENCH_PROFILE``: a file ``POST /bench/profile`` writes cProfile's figures to (on the second).
+_PROFILE = os.environ.get("BENCH_PROFILE")
 
 
 def _log(rows: int, sql: str) -> None:
@@ -93,6 +96,7 @@ class FloorApp:
         self._statements = 0
         self._transactions = 0
         self._installed = False
+        self._profiler: cProfile.Profile | None = None
 
     def _install_counter(self) -> None:
         """Listeners on the service's engine, installed on the first ``/bench/cpu`` (the
@@ -142,6 +146,16 @@ class FloorApp:
             await _reply(send, b"".join(chunks))
         elif path == "/bench/cpu":
             await _reply(send, json.dumps(self.figures()).encode())
+        elif path == "/bench/profile" and _PROFILE:
+            # Started, or stopped and written to ``BENCH_PROFILE`` (``bench/profile_turn.py``).
+            if self._profiler is None:
+                self._profiler = cProfile.Profile()
+                self._profiler.enable()
+            else:
+                self._profiler.disable()
+                self._profiler.dump_stats(_PROFILE)
+                self._profiler = None
+            await _reply(send, b"{}")
         else:
             await self.inner(scope, receive, send)
 

@@ -24,6 +24,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import replace
+from itertools import islice
+from operator import is_, itemgetter
 from typing import Any, TypeVar
 
 from app.core.caching.breakpoints import CachePlan
@@ -53,6 +55,9 @@ MEMO_BYTES = 64 * 1024 * 1024
 _SENTINEL = "\x00messages\x00"
 
 T = TypeVar("T")
+_content = itemgetter("content")
+_role = itemgetter("role")
+CHAINS = 64  # conversations whose last call's pieces are kept, per protocol
 Turn = tuple[str, tuple[bytes, ...]]  # a wire role and the JSON of its blocks
 
 
@@ -79,6 +84,13 @@ class _Memo:
         # dropping its oldest entry is O(1), where ``next(iter(dict))`` after deletions at the
         # front rescans every freed slot (a call at 100 000 messages spent seconds there).
         self._entries: OrderedDict[int, tuple[Any, str, Any, int]] = OrderedDict()
+        # id(first content) → the last call's (contents, roles, pieces, their bytes) of the
+        # conversation starting there: its next call, the same messages and a few more, takes
+        # the pieces in one identity comparison (C speed) instead of a lookup per message
+        # (0.2 µs each: 2 ms a call at 10 000 messages, 20 ms at 100 000).
+        self._chains: OrderedDict[int, tuple[list[Any], list[str], list[Any], int]]
+        self._chains = OrderedDict()
+        self._chain_bytes = 0
         self._lock = threading.Lock()
 
     def get(
@@ -105,10 +117,53 @@ class _Memo:
                 self._bytes -= self._entries.popitem(last=False)[1][3]
         return value
 
+    def pieces(
+        self,
+        messages: Sequence[Mapping[str, Any]],
+        build: Callable[[Mapping[str, Any]], T],
+        size: Callable[[T], int],
+    ) -> list[T]:
+        """``[get(m, build, size) for m in messages]``, the messages a previous call of the
+        same conversation sent (the same content objects, the same roles) taken from it.
+
+        Keeps the last call's pieces of up to ``CHAINS`` conversations, at most ``max_bytes``
+        of them (besides the entries: a chain can hold pieces the entries dropped)."""
+        contents = list(map(_content, messages))
+        if not contents:
+            return []
+        roles = list(map(_role, messages))
+        key = id(contents[0])
+        chain = self._chains.get(key)
+        start, pieces, weight = 0, [], 0
+        if chain is not None:
+            old_contents, old_roles, old_pieces, old_weight = chain
+            known = len(old_contents)
+            if (
+                known <= len(contents)
+                and all(map(is_, old_contents, contents))
+                and old_roles == roles[:known]
+            ):
+                start, pieces, weight = known, old_pieces[:], old_weight
+        added = [self.get(m, build, size) for m in islice(messages, start, None)]
+        pieces.extend(added)
+        weight += sum(map(size, added))
+        with self._lock:
+            replaced = self._chains.pop(key, None)
+            if replaced is not None:
+                self._chain_bytes -= replaced[3]
+            if weight <= self._max_bytes:
+                self._chains[key] = (contents, roles, pieces, weight)
+                self._chain_bytes += weight
+            while self._chain_bytes > self._max_bytes or len(self._chains) > CHAINS:
+                self._chain_bytes -= self._chains.popitem(last=False)[1][3]
+        return pieces
+
     def clear(self) -> None:
         with self._lock:
             self._entries.clear()
             self._bytes = 0
+            self._chains.clear()
+            self._chain_bytes = 0
 
 
 _openai_memo = _Memo(MEMO_BYTES // 2)
@@ -132,12 +187,11 @@ def openai_chat_body(
 ) -> bytes:
     """``dumps(encode_openai_chat(request, ...))``."""
     messages: Sequence[Mapping[str, Any]] = request["messages"]
-    get = _openai_memo.get
-    pieces = [get(m, _chat_json, len) for m in messages]
+    pieces = _openai_memo.pieces(messages, _chat_json, len)
     rest = encode_openai_chat(
         {**request, "messages": []}, model=model, stream=stream, caching=caching
     )
-    return _joined(rest, b"[" + b",".join(pieces) + b"]") or dumps(
+    return _joined(rest, pieces) or dumps(
         encode_openai_chat(request, model=model, stream=stream, caching=caching)
     )
 
@@ -153,9 +207,8 @@ def openai_responses_body(
     """``dumps(encode_openai_responses(request, ...))``: as ``openai_chat_body``, a message's
     JSON being its input items (none, one or several) joined."""
     messages: Sequence[Mapping[str, Any]] = request["messages"]
-    get = _responses_memo.get
     # A message may encode to no items at all: it adds nothing.
-    pieces = [p for p in [get(m, _items_json, len) for m in messages] if p]
+    pieces = [p for p in _responses_memo.pieces(messages, _items_json, len) if p]
     options: dict[str, Any] = {
         "model": model,
         "stream": stream,
@@ -163,7 +216,7 @@ def openai_responses_body(
         "reasoning": reasoning,
     }
     rest = encode_openai_responses({**request, "messages": []}, **options)
-    return _joined(rest, b"[" + b",".join(pieces) + b"]", key="input") or dumps(
+    return _joined(rest, pieces, key="input") or dumps(
         encode_openai_responses(request, **options)
     )
 
@@ -179,13 +232,15 @@ def anthropic_messages_body(
     messages: Sequence[Mapping[str, Any]] = request["messages"]
     marked = frozenset(caching.message_breakpoints) if caching is not None else frozenset()
     turns: list[tuple[str, list[bytes]]] = []
+    # A system message's turn is encoded too but not sent (cheap: a few a conversation).
+    known = _anthropic_memo.pieces(messages, _anthropic_turn, _turn_size)
     for index, message in enumerate(messages):
         if message["role"] == "system":  # part of the rest: the top-level ``system``
             continue
         if index in marked:
             role, blocks = _marked_turn(message)
         else:
-            role, blocks = _anthropic_memo.get(message, _anthropic_turn, _turn_size)
+            role, blocks = known[index]
         if not blocks:
             continue
         if turns and turns[-1][0] == role:
@@ -198,8 +253,8 @@ def anthropic_messages_body(
     rest = encode_anthropic_messages(
         {**request, "messages": system}, model=model, stream=stream, caching=rest_caching
     )
-    encoded = b",".join(_TURN_OPEN[role] + b",".join(blocks) + b"]}" for role, blocks in turns)
-    return _joined(rest, b"[" + encoded + b"]") or dumps(
+    encoded = [_TURN_OPEN[role] + b",".join(blocks) + b"]}" for role, blocks in turns]
+    return _joined(rest, encoded) or dumps(
         encode_anthropic_messages(request, model=model, stream=stream, caching=caching)
     )
 
@@ -230,12 +285,22 @@ def _turn_size(turn: Turn) -> int:
     return sum(map(len, turn[1]))
 
 
-def _joined(rest: dict[str, Any], messages: bytes, *, key: str = "messages") -> bytes | None:
-    """``rest`` (the body but its messages) serialized, with ``messages`` in their place (the
-    ``key`` of the body); ``None`` if the placeholder is not found exactly once (text holding
-    it: then the caller serializes the whole body)."""
+def _joined(rest: dict[str, Any], pieces: list[bytes], *, key: str = "messages") -> bytes | None:
+    """``rest`` (the body but its messages) serialized, with the JSON array of ``pieces`` in
+    place of its ``key``; ``None`` if the placeholder is not found exactly once (text holding
+    it: then the caller serializes the whole body).
+
+    One join makes the body: the head and the tail ride on the first and last pieces. Joining
+    the array first and then replacing the placeholder copied megabytes three more times, each
+    into fresh memory (18 ms against 0.14 ms for a 4 MB body)."""
     rest[key] = _SENTINEL
     serialized = dumps(rest)
     if serialized.count(_DUMPED_SENTINEL) != 1:
         return None
-    return serialized.replace(_DUMPED_SENTINEL, messages)
+    head, tail = serialized.split(_DUMPED_SENTINEL)
+    if not pieces:
+        return head + b"[]" + tail
+    edged = pieces[:]
+    edged[0] = head + b"[" + edged[0]
+    edged[-1] = edged[-1] + b"]" + tail
+    return b",".join(edged)

@@ -126,24 +126,29 @@ class _Memo:
         """``[get(m, build, size) for m in messages]``, the messages a previous call of the
         same conversation sent (the same content objects, the same roles) taken from it.
 
-        Keeps the last call's pieces of up to ``CHAINS`` conversations, at most ``max_bytes``
-        of them (besides the entries: a chain can hold pieces the entries dropped)."""
+        Keeps the last call's pieces of up to ``CHAINS`` conversations, about ``max_bytes`` of
+        them at most (besides the entries: a chain can hold pieces the entries dropped; a
+        rebuilt system message's new size is not counted)."""
         contents = list(map(_content, messages))
         if not contents:
             return []
         roles = list(map(_role, messages))
-        key = id(contents[0])
+        # The leading system messages are built afresh for each call (the prompt): the chain
+        # is known by the first message after them, stored once.
+        first = next((i for i, role in enumerate(roles) if role != "system"), 0)
+        key = id(contents[first])
         chain = self._chains.get(key)
         start, pieces, weight = 0, [], 0
         if chain is not None:
             old_contents, old_roles, old_pieces, old_weight = chain
             known = len(old_contents)
-            if (
-                known <= len(contents)
-                and all(map(is_, old_contents, contents))
-                and old_roles == roles[:known]
-            ):
-                start, pieces, weight = known, old_pieces[:], old_weight
+            if known <= len(contents) and old_roles == roles[:known]:
+                same = list(map(is_, old_contents, contents))
+                if all(islice(same, first, None)):
+                    start, pieces, weight = known, old_pieces[:], old_weight
+                    for index in range(first):
+                        if not same[index]:  # its own memo entry, by its new content
+                            pieces[index] = self.get(messages[index], build, size)
         added = [self.get(m, build, size) for m in islice(messages, start, None)]
         pieces.extend(added)
         weight += sum(map(size, added))
@@ -216,9 +221,7 @@ def openai_responses_body(
         "reasoning": reasoning,
     }
     rest = encode_openai_responses({**request, "messages": []}, **options)
-    return _joined(rest, pieces, key="input") or dumps(
-        encode_openai_responses(request, **options)
-    )
+    return _joined(rest, pieces, key="input") or dumps(encode_openai_responses(request, **options))
 
 
 def anthropic_messages_body(

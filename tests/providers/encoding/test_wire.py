@@ -145,13 +145,17 @@ EDITS: dict[str, Edit] = {
         msg("assistant", {"type": "thinking", "thinking": "t"}),
     ],
     "empty": lambda c: [],
+    # A system message after the first user message: it is part of the remembered chain.
+    "a system message in the middle, then one more": lambda c: [
+        *c[:2],
+        msg("system", text("mid")),
+        *c[2:],
+        msg("user", text("more")),
+    ],
 }
 
 
-OPENAI = PROTOCOLS[0], PROTOCOLS[2]
-
-
-@pytest.mark.parametrize(("body", "encode"), OPENAI)
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
 @pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
 def test_a_remembered_conversation_is_reused_only_where_it_still_holds(
     edit: str, body: Body, encode: Any

@@ -149,7 +149,7 @@ class FloorApp:
         elif path == "/bench/profile" and _PROFILE:
             # Started, or stopped and written to ``BENCH_PROFILE`` (``bench/profile_turn.py``).
             if self._profiler is None:
-                self._profiler = cProfile.Profile()
+                self._profiler = cProfile.Profile(time.thread_time)
                 self._profiler.enable()
             else:
                 self._profiler.disable()

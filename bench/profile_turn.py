@@ -1,4 +1,4 @@
-"""Where a turn's CPU goes in the server, per stored-conversation size: cProfile inside the
+"""Where a turn's CPU goes in the server, per stored-conversation size: cProfile (main-thread CPU time) inside the
 ``bench/floor_app.py`` process (``BENCH_PROFILE``) over turns of 5 model calls (the turns of
 ``bench/floors_turn.py``), on SQLite; prints the top functions by cumulative and own time.
 

@@ -1,6 +1,7 @@
-"""Where a turn's CPU goes in the server, per stored-conversation size: cProfile (main-thread CPU time) inside the
-``bench/floor_app.py`` process (``BENCH_PROFILE``) over turns of 5 model calls (the turns of
-``bench/floors_turn.py``), on SQLite; prints the top functions by cumulative and own time.
+"""Where a turn's CPU goes in the server, per stored-conversation size: cProfile (counting the
+main thread's CPU time) inside the ``bench/floor_app.py`` process (``BENCH_PROFILE``) over turns
+of 5 model calls (the turns of ``bench/floors_turn.py``), on SQLite; prints the top functions by
+cumulative and own time.
 
 Run: ``.venv/bin/python bench/profile_turn.py [--sizes 1000 10000] [--turns 2]``
 """

@@ -127,8 +127,9 @@ class _Memo:
         same conversation sent (the same content objects, the same roles) taken from it.
 
         Keeps the last call's pieces of up to ``CHAINS`` conversations, about ``max_bytes`` of
-        them at most (besides the entries: a chain can hold pieces the entries dropped; a
-        rebuilt system message's new size is not counted)."""
+        them at most, or the newest one alone when it is larger (besides the entries: a chain
+        can hold pieces the entries dropped; a rebuilt system message's new size is not
+        counted)."""
         contents = list(map(_content, messages))
         if not contents:
             return []
@@ -156,10 +157,14 @@ class _Memo:
             replaced = self._chains.pop(key, None)
             if replaced is not None:
                 self._chain_bytes -= replaced[3]
-            if weight <= self._max_bytes:
-                self._chains[key] = (contents, roles, pieces, weight)
-                self._chain_bytes += weight
-            while self._chain_bytes > self._max_bytes or len(self._chains) > CHAINS:
+            self._chains[key] = (contents, roles, pieces, weight)
+            self._chain_bytes += weight
+            # The newest chain stays even alone over the bound: a conversation larger than the
+            # memo (100 000 messages) otherwise evicts its own oldest entries each call and is
+            # encoded whole again at every call (a call's body holds as much anyway).
+            while len(self._chains) > 1 and (
+                self._chain_bytes > self._max_bytes or len(self._chains) > CHAINS
+            ):
                 self._chain_bytes -= self._chains.popitem(last=False)[1][3]
         return pieces
 

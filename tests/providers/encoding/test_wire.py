@@ -108,6 +108,20 @@ def test_a_full_memo_drops_old_messages_and_stays_exact(
 
 
 @pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+def test_a_conversation_larger_than_the_memo_grows_exactly(
+    body: Body, encode: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Its last call's pieces are kept though over the bound; each next body is still exact.
+    for name in ("_openai_memo", "_anthropic_memo", "_responses_memo"):
+        monkeypatch.setattr(wire, name, wire._Memo(max_bytes=200))
+    conversation = _conversation(30)
+    for step in range(4):
+        conversation = [*conversation, msg("assistant", text(f"step {step}"))]
+        request = _with(f"sys {step}", conversation)
+        assert body(request, model="m-1", stream=True) == expected(encode, request)
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
 def test_text_that_holds_the_placeholder_still_gives_the_exact_body(
     body: Body, encode: Any
 ) -> None:

@@ -23,6 +23,7 @@ from app.core.errors import Conflict, InvalidInput, TooLarge
 from app.providers.base import ModelClient, ModelResponse
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.proxy.contract import (
     AnswerEvent,
@@ -59,6 +60,8 @@ class _Stored:
     length: int
     chain_end: str
     forked_from: str | None
+    # The session's model, resolved in the same transaction (prepare needs it again).
+    model: ModelEntry
 
 
 class ProxyCall:
@@ -177,7 +180,7 @@ class ProxyService:
         if session_id is not None:
             await self._tenancy.check_owner(tenant_id, session_id)
         stored = await self._store_request(request, tenant_id, session_id)
-        prepared = await self._prepare.prepare_call(stored.session_id)
+        prepared = await self._prepare.prepare_call(stored.session_id, stored.model)
         budget = prepared.prepared.budget
         if budget.estimated_input_tokens > budget.effective_input_tokens:
             raise TooLarge(
@@ -202,9 +205,10 @@ class ProxyService:
             if session_id is not None:
                 # A named session's own model is called (spec §21.1), under its lock.
                 session = await SessionRepository(db).require(session_id, for_update=True)
-                model_id = session.model_id
+                model = await resolve_model(db, session.model_id, session.tenant_id)
             else:
-                model_id = (await resolve_model(db, request.model, tenant_id)).id
+                model = await resolve_model(db, request.model, tenant_id)
+            model_id = model.id
             family = family_digest(tenant_id, model_id, request.system, request.tools)
             chain = chain_digests(family, keys)
             match = await find_match(db, chain, tenant_id, family, session_id)
@@ -230,7 +234,7 @@ class ProxyService:
                     target, tenant_id=tenant_id, family=family, ends=[(len(chain), chain[-1])]
                 )
             end = chain[-1] if chain else family
-            return _Stored(target, family, tenant_id, len(chain), end, forked_from)
+            return _Stored(target, family, tenant_id, len(chain), end, forked_from, model)
 
     async def _new_session(
         self,

@@ -33,7 +33,7 @@ from app.services.proxy.contract import (
     ReasoningDelta,
     TextDelta,
 )
-from app.services.proxy.digests import chain_digests, family_digest, message_key
+from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
 from app.services.session_prepare import PreparedSessionCall, SessionPrepareService
 from app.services.sessions import SessionService
@@ -159,6 +159,7 @@ class ProxyService:
         self._prepare = session_prepare
         self._clients = model_clients
         self._tenancy = tenancy
+        self._chains = ChainCache()
 
     async def begin(
         self,
@@ -200,7 +201,6 @@ class ProxyService:
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None
     ) -> _Stored:
-        keys = [message_key(m.role, m.content) for m in request.messages]
         async with unit_of_work(self._db) as db:
             if session_id is not None:
                 # A named session's own model is called (spec §21.1), under its lock.
@@ -210,7 +210,7 @@ class ProxyService:
                 model = await resolve_model(db, request.model, tenant_id)
             model_id = model.id
             family = family_digest(tenant_id, model_id, request.system, request.tools)
-            chain = chain_digests(family, keys)
+            chain = self._chains.chain(family, request.messages)
             match = await find_match(db, chain, tenant_id, family, session_id)
             ends = ProxyEndRepository(db)
             forked_from = None

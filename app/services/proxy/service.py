@@ -228,7 +228,7 @@ class ProxyService:
                 new = request.messages
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
-                await self._messages.append_in(db, target, batch)
+                await self._messages.append_in(db, target, batch, model=model)
             if chain:
                 await ends.add(
                     target, tenant_id=tenant_id, family=family, ends=[(len(chain), chain[-1])]
@@ -301,7 +301,7 @@ class ProxyService:
         (end,) = chain_digests(stored.chain_end, [key])
         async with unit_of_work(self._db) as db:
             await self._messages.append_in(
-                db, stored.session_id, [("assistant", "normal", content)]
+                db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
             )
             await ProxyEndRepository(db).add(
                 stored.session_id,

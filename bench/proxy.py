@@ -22,7 +22,8 @@ call) or straight to the fake (the direct call), over one keep-alive ``httpx`` c
    old tool results and compacts at the model's line, which changes the prefix.
 
 Run: ``.venv/bin/python bench/proxy.py`` (``--rounds 30 --calls 200``; ``--json PATH`` also
-writes the figures).
+writes the figures; ``--messages 100 1000`` the histories measured; ``--overhead-only`` skips
+part 2). Old beside new: run it from two work trees in turn, alternating.
 """
 
 from __future__ import annotations

@@ -133,16 +133,21 @@ def variants(size: int, calls: int) -> dict[str, Callable[[], float]]:
 
 
 def _without_message_memo(size: int, calls: int, counter: TokenCounter) -> float:
-    original = wire._openai_memo.get
+    original, chained = wire._openai_memo.get, wire._openai_memo.pieces
 
     def build(message: Any, make: Callable[[Any], bytes], _: Callable[[bytes], int]) -> bytes:
         return make(message)
 
+    def pieces(messages: Any, make: Callable[[Any], bytes], _: Callable[[bytes], int]) -> Any:
+        return [make(m) for m in messages]  # no conversation's chain either
+
     wire._openai_memo.get = build  # type: ignore[method-assign,assignment]
+    wire._openai_memo.pieces = pieces  # type: ignore[method-assign]
     try:
         return turn_loop(size, calls, counter, remember=True)
     finally:
         wire._openai_memo.get = original  # type: ignore[method-assign]
+        wire._openai_memo.pieces = chained  # type: ignore[method-assign]
 
 
 def fresh() -> None:

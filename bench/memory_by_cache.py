@@ -37,8 +37,8 @@ from app.core.content import Item
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PruningWatermark
 from app.providers.encoding import wire
-from app.services.request_prefix import prefixed_extending
 from app.services.conversation import ActiveConversation
+from app.services.request_prefix import prefixed_extending
 from app.services.salient_memo import SALIENT_LINES
 from app.services.tokens import CountedConversation
 from app.storage.repositories.records import StoredMessage
@@ -101,9 +101,7 @@ def measure(messages: int, pruned: float) -> dict[str, int]:
         watermark,
         salient=SALIENT_LINES,
     )
-    prepared, basis = prefixed_extending(
-        prepared, list(items), None, None, identify_stored=True
-    )
+    prepared, basis = prefixed_extending(prepared, list(items), None, None, identify_stored=True)
     with_salient = _now()
     SALIENT_LINES.clear()
     called = _now()
@@ -113,7 +111,8 @@ def measure(messages: int, pruned: float) -> dict[str, int]:
     encoded = _now()
     wire.owned_by(None)
     tracemalloc.stop()
-    assert counted is not None and basis is not None  # held until here
+    assert counted is not None
+    assert basis is not None
     return {
         "json": json_bytes,
         "read": read - start,

@@ -43,9 +43,9 @@ __all__ = [
     "anthropic_messages_body",
     "dumps",
     "forget",
-    "owned_by",
     "openai_chat_body",
     "openai_responses_body",
+    "owned_by",
 ]
 
 MEMO_BYTES = 64 * 1024 * 1024

@@ -1,0 +1,96 @@
+"""The process memory a kept session context is counted as (``conversation_cache.process_bytes``,
+what ``CTXSVC_CONVERSATION_CACHE_BYTES`` bounds) against what ``tracemalloc`` sees it take: an
+operator sizing a worker by the setting gets a bound that holds, within a factor."""
+
+from __future__ import annotations
+
+import gc
+import random
+import tracemalloc
+from typing import Any
+
+import httpx
+import pytest
+
+from app.providers.encoding import wire
+from app.services.conversation_cache import ConversationCache
+from tests.api.helpers import append, assistant_calls, new_session, tool_result, user
+from tests.conftest import client_for, make_settings
+
+pytestmark = pytest.mark.anyio
+
+# The estimate may be off by this factor either way, and no more.
+FACTOR = 2.0
+
+
+def _output(rng: random.Random, index: int) -> str:
+    # Distinct text per result (as real outputs are), a few KB like a file read.
+    lines = [f"{index}:{n}: " + "".join(rng.choices("abcdefgh ", k=60)) for n in range(30)]
+    return "\n".join(lines)
+
+
+async def _fill(api: httpx.AsyncClient, sid: str, rounds: int) -> None:
+    rng = random.Random(3)
+    for n in range(rounds):
+        call = f"call_{n}"
+        messages = [
+            user(f"step {n}: look at module {n}"),
+            assistant_calls((call, "read")),
+            tool_result(call, _output(rng, n)),
+        ]
+        assert (await append(api, sid, *messages)).status_code == 201
+
+
+def _traced() -> int:
+    gc.collect()
+    return tracemalloc.get_traced_memory()[0]
+
+
+async def test_a_kept_context_takes_what_it_is_counted_as_within_a_factor(
+    database_url: str,
+) -> None:
+    async for api in client_for(make_settings(database_url)):
+        container: Any = api._transport.app.state.container  # type: ignore[attr-defined]
+        cache: ConversationCache = container.conversations
+        sid = await new_session(api)
+        await _fill(api, sid, 100)
+        tracemalloc.start()
+        try:
+            before = _traced()
+            response = await api.get(f"/v1/sessions/{sid}/context")
+            assert response.status_code == 200, response.text
+            del response
+            counted = cache.held_bytes
+            with_context = _traced()
+            cache.discard(sid)
+            without = _traced()
+        finally:
+            tracemalloc.stop()
+        taken = with_context - without
+        assert counted > 0
+        assert with_context > before
+        assert counted / FACTOR <= taken <= counted * FACTOR, (taken, counted)
+
+
+def test_the_memo_a_context_keeps_takes_about_the_json_it_counts() -> None:
+    rng = random.Random(5)
+    messages = [
+        {"role": "user", "content": [{"type": "text", "text": _output(rng, n)}]} for n in range(300)
+    ]
+    memo = wire.OwnedMemo()
+    tracemalloc.start()
+    try:
+        before = _traced()
+        wire.owned_by(memo)
+        try:
+            body = wire.openai_chat_body({"messages": messages}, model="m", stream=True)
+        finally:
+            wire.owned_by(None)
+        del body
+        taken = _traced() - before
+    finally:
+        tracemalloc.stop()
+    assert memo.held_bytes > 300 * 1000
+    # Each message's JSON in a bytes object of its own size, and an entry for it; orjson's
+    # buffers (8 KiB each, whatever the JSON's length) would take several times the count.
+    assert memo.held_bytes <= taken <= memo.held_bytes * 1.3, (taken, memo.held_bytes)

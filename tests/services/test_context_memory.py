@@ -7,13 +7,19 @@ from __future__ import annotations
 import gc
 import random
 import tracemalloc
+from datetime import UTC, datetime
 from typing import Any
 
 import httpx
 import pytest
 
+from app.core.counting import ESTIMATE
 from app.providers.encoding import wire
-from app.services.conversation_cache import ConversationCache
+from app.providers.encoding.openai_chat import encode_openai_chat
+from app.services.conversation import ActiveConversation
+from app.services.conversation_cache import ConversationCache, process_bytes
+from app.services.tokens import CountedConversation
+from app.storage.models import AgentSession
 from tests.api.helpers import append, assistant_calls, new_session, tool_result, user
 from tests.conftest import client_for, make_settings
 
@@ -94,3 +100,47 @@ def test_the_memo_a_context_keeps_takes_about_the_json_it_counts() -> None:
     # Each message's JSON in a bytes object of its own size, and an entry for it; orjson's
     # buffers (8 KiB each, whatever the JSON's length) would take several times the count.
     assert memo.held_bytes <= taken <= memo.held_bytes * 1.3, (taken, memo.held_bytes)
+
+
+def _session() -> AgentSession:
+    return AgentSession(id="s1", created_at=datetime(2026, 12, 5, tzinfo=UTC))
+
+
+def _messages(texts: list[str]) -> list[dict[str, Any]]:
+    return [{"role": "user", "content": [{"type": "text", "text": t}]} for t in texts]
+
+
+def test_a_contexts_encoded_json_is_counted_with_it_and_the_shared_memo_stays_empty() -> None:
+    wire.forget()
+    cache = ConversationCache(max_bytes=10**6)
+    context = cache.context_for(_session(), ESTIMATE)
+    request = {"messages": _messages(["one", "two"])}
+    wire.owned_by(context.encoded)  # as ``SessionContext.prepare`` does for a kept context
+    try:
+        body = wire.openai_chat_body(request, model="m", stream=True)
+    finally:
+        wire.owned_by(None)
+    assert body == wire.dumps(encode_openai_chat(request, model="m", stream=True))
+    one = len(wire.dumps({"role": "user", "content": "one"}))
+    assert context.encoded.held_bytes == 2 * one
+    assert wire._openai_memo._bytes == 0
+    read = CountedConversation(ActiveConversation([], None, []))
+    context.remember(read)
+    assert cache.held_bytes == process_bytes(0, 0, 2 * one)
+    cache.discard("s1")  # evicted: its encoded JSON goes with it
+    assert cache.held_bytes == 0
+
+
+def test_a_memo_drops_what_its_requests_no_longer_hold() -> None:
+    memo = wire.OwnedMemo()
+    long = {"messages": _messages([f"m{n:03d}" for n in range(200)])}
+    short = {"messages": long["messages"][-10:]}  # as after a compaction
+    wire.owned_by(memo)
+    try:
+        wire.openai_chat_body(long, model="m", stream=True)
+        assert memo.held_bytes == 200 * len(wire.dumps({"role": "user", "content": "m000"}))
+        body = wire.openai_chat_body(short, model="m", stream=True)
+    finally:
+        wire.owned_by(None)
+    assert body == wire.dumps(encode_openai_chat(short, model="m", stream=True))
+    assert memo.held_bytes == 10 * len(wire.dumps({"role": "user", "content": "m000"}))

@@ -192,7 +192,9 @@ def _getter(
 
 
 def forget() -> None:
-    """Drop every remembered message (tests start from an empty memo)."""
+    """Drop every remembered message, and encode with the shared memos from here on (tests
+    start from an empty memo, whatever an earlier test's context left in this thread)."""
+    _OWNER.set(None)
     for memo in (_openai_memo, _anthropic_memo, _responses_memo):
         memo.clear()
 

@@ -5,11 +5,13 @@ operator sizing a worker by the setting gets a bound that holds, within a factor
 from __future__ import annotations
 
 import gc
+import json
 import random
 import tracemalloc
 from datetime import UTC, datetime
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -20,8 +22,17 @@ from app.services.conversation import ActiveConversation
 from app.services.conversation_cache import ConversationCache, process_bytes
 from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
-from tests.api.helpers import append, assistant_calls, new_session, tool_result, user
+from tests.api.helpers import (
+    append,
+    assistant_calls,
+    fake_provider_model,
+    new_session,
+    run_turn,
+    tool_result,
+    user,
+)
 from tests.conftest import client_for, make_settings
+from tests.providers.fakes import FakeProviderServer, FakeToolCall, StreamReply, openai_stream
 
 pytestmark = pytest.mark.anyio
 
@@ -144,3 +155,36 @@ def test_a_memo_drops_what_its_requests_no_longer_hold() -> None:
         wire.owned_by(None)
     assert body == wire.dumps(encode_openai_chat(short, model="m", stream=True))
     assert memo.held_bytes == 10 * len(wire.dumps({"role": "user", "content": "m000"}))
+
+
+async def test_a_turns_calls_encode_with_the_sessions_context_not_the_shared_memo(
+    database_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXSVC_TEST_FAKE_KEY", "sk-test")
+    wire.forget()
+    with FakeProviderServer() as provider:
+        async for api in client_for(make_settings(database_url)):
+            container: Any = api._transport.app.state.container  # type: ignore[attr-defined]
+            cache: ConversationCache = container.conversations
+            model = await fake_provider_model(api, provider.base_url, "openai_chat")
+            sid = await new_session(api, model_id=model)
+            await _fill(api, sid, 20)
+            arguments = json.dumps({"plan": [{"step": "look", "status": "in_progress"}]})
+            call = FakeToolCall("call-plan-1", "update_plan", [arguments])
+            provider.enqueue(
+                StreamReply(openai_stream(tool_calls=[call], finish_reason="tool_calls")),
+                StreamReply(openai_stream(text=["done"])),
+            )
+            with anyio.fail_after(60):
+                turn = await run_turn(api, sid)
+            assert turn["status"] == "completed", turn
+            assert turn["model_calls"] == 2
+            entry = cache._entries.get(sid)
+            assert entry is not None
+            context = entry.context
+            # Both calls' messages (60 stored, 20 of them results of ~2 KB, and the turn's
+            # own) are in the context's memo, counted in what the cache holds; the
+            # process-wide memo took none of them.
+            assert context.encoded.held_bytes > 20 * 2000
+            assert cache.held_bytes >= context.encoded.held_bytes
+            assert wire._openai_memo._bytes == 0

@@ -31,9 +31,10 @@ __all__ = ["PER_JSON_BYTE", "PER_MESSAGE", "ConversationCache", "process_bytes",
 # a session of 10 000 messages, 17 MB of JSON, half its results pruned): per byte of its read's
 # stored JSON, the decoded content the read's rows and items share (1.5×) and the last call's
 # request built from it (0.5×); per message, what is not content (the row, its item, origin and
-# measure, the request's message dict). The encoded JSON of the context's memo comes on top.
+# measure, the decoded containers, the request's message dict: ~1 400 bytes measured for
+# one-line messages, where the JSON counts little). The context's memo comes on top.
 PER_JSON_BYTE = 2
-PER_MESSAGE = 500
+PER_MESSAGE = 1200
 
 
 def process_bytes(json_bytes: int, messages: int, encoded_bytes: int) -> int:

@@ -40,20 +40,20 @@ pytestmark = pytest.mark.anyio
 FACTOR = 2.0
 
 
-def _output(rng: random.Random, index: int) -> str:
+def _output(rng: random.Random, index: int, lines: int = 30) -> str:
     # Distinct text per result (as real outputs are), a few KB like a file read.
-    lines = [f"{index}:{n}: " + "".join(rng.choices("abcdefgh ", k=60)) for n in range(30)]
-    return "\n".join(lines)
+    text = [f"{index}:{n}: " + "".join(rng.choices("abcdefgh ", k=60)) for n in range(lines)]
+    return "\n".join(text)
 
 
-async def _fill(api: httpx.AsyncClient, sid: str, rounds: int) -> None:
+async def _fill(api: httpx.AsyncClient, sid: str, rounds: int, lines: int = 30) -> None:
     rng = random.Random(3)
     for n in range(rounds):
         call = f"call_{n}"
         messages = [
             user(f"step {n}: look at module {n}"),
             assistant_calls((call, "read")),
-            tool_result(call, _output(rng, n)),
+            tool_result(call, _output(rng, n, lines)),
         ]
         assert (await append(api, sid, *messages)).status_code == 201
 
@@ -63,14 +63,16 @@ def _traced() -> int:
     return tracemalloc.get_traced_memory()[0]
 
 
+# Results of a few KB (JSON dominates), and of one short line (the per-message part does).
+@pytest.mark.parametrize("lines", [30, 1])
 async def test_a_kept_context_takes_what_it_is_counted_as_within_a_factor(
-    database_url: str,
+    database_url: str, lines: int
 ) -> None:
     async for api in client_for(make_settings(database_url)):
         container: Any = api._transport.app.state.container  # type: ignore[attr-defined]
         cache: ConversationCache = container.conversations
         sid = await new_session(api)
-        await _fill(api, sid, 100)
+        await _fill(api, sid, 100, lines)
         tracemalloc.start()
         try:
             before = _traced()

@@ -97,14 +97,18 @@ class SessionPrepareService:
         result["world_state_message_ids"] = call.world_state_message_ids
         return result
 
-    async def prepare_call(self, session_id: str) -> PreparedSessionCall:
+    async def prepare_call(
+        self, session_id: str, model: ModelEntry | None = None
+    ) -> PreparedSessionCall:
         """``prepare`` before its JSON: the prepared call itself, for a caller in this process
-        that sends it (the compatible endpoints, ``app.services.proxy``)."""
+        that sends it (the compatible endpoints, ``app.services.proxy``). ``model``: the
+        session's model as the caller already resolved it (one transaction fewer)."""
         request_id = f"prepare-{uuid.uuid4().hex}"
         compacted = False
-        async with unit_of_work(self._db, read_only=True) as db:
-            session = await SessionRepository(db).require(session_id)
-            model = await resolve_model(db, session.model_id, session.tenant_id)
+        if model is None:
+            async with unit_of_work(self._db, read_only=True) as db:
+                session = await SessionRepository(db).require(session_id)
+                model = await resolve_model(db, session.model_id, session.tenant_id)
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         written = list(sampled.message_ids)
 

@@ -30,7 +30,6 @@ logger = logging.getLogger(__name__)
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 
-
 def required_string(body: Mapping[str, Any], key: str, *, code: str) -> str:
     value = body.get(key)
     if not isinstance(value, str) or not value:

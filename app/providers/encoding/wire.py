@@ -12,10 +12,12 @@ serialized each time. A cache plan changes the rest (the last tool, the last sys
 OpenAI key) and the few messages it marks, which are encoded afresh: the memo keeps unmarked
 blocks only, so a message marked in one call and not in the next is exact in both.
 
-Bounded: at most ``MEMO_BYTES / 2`` of message JSON per protocol; the oldest entries are dropped
-first. A protocol no model of the process speaks holds nothing. (The joined JSON of a whole
-Conversation was remembered too, once: turning it off could not be told apart from keeping it,
-``bench/context_caches.py``, so it went.)
+Where the pieces are kept: with the session context that prepared the request (``OwnedMemo``,
+set for the task by ``owned_by``: counted in that context's size and dropped with it), else in
+the process's shared memo, at most ``MEMO_BYTES / 2`` of message JSON per protocol, the oldest
+entries dropped first. A protocol no model of the process speaks holds nothing. (The joined
+JSON of a whole Conversation was remembered too, once: turning it off could not be told apart
+from keeping it, ``bench/context_caches.py``, so it went.)
 """
 
 from __future__ import annotations

@@ -198,13 +198,42 @@ class OwnedMemo:
     owner's cache counts its ``held_bytes``. Reads and inserts are single dict operations; two
     callers racing can only encode a message twice."""
 
-    __slots__ = ("_protocols", "held_bytes")
+    __slots__ = ("_last", "_protocols", "held_bytes")
 
     def __init__(self) -> None:
         # Per protocol, id(content) → (content, role, what it encodes to, its size): the entry
         # keeps the content alive, so its id cannot stand for another object meanwhile.
         self._protocols: list[dict[int, tuple[Any, str, Any, int]]] = [{}, {}, {}]
         self.held_bytes = 0
+        # Per protocol, the last request's contents, roles and pieces (the same objects as
+        # the entries': a few pointers a message besides them, not counted).
+        self._last: list[tuple[list[Any], list[str], list[Any]] | None] = [None, None, None]
+
+    def pieces(
+        self,
+        protocol: int,
+        messages: Sequence[Mapping[str, Any]],
+        build: Callable[[Mapping[str, Any]], T],
+        size: Callable[[T], int],
+    ) -> list[T]:
+        """``[get(m, build, size) for m in messages]``: where ``messages`` continue the last
+        request (the same content objects under the same roles, but for its rebuilt leading
+        system messages) its pieces are taken at once, compared in C, and only the rest are
+        looked up: a lookup each was ~3 ms a call at 10 000 messages."""
+        get = self.getter(protocol, messages)
+        contents = list(map(_content, messages))
+        roles = list(map(_role, messages))
+        start, pieces = 0, []
+        last = self._last[protocol]
+        if last is not None:
+            again = _continued(last[0], last[1], contents, roles)
+            if again is not None:
+                start, pieces = len(last[0]), last[2][:]
+                for index in again:
+                    pieces[index] = get(messages[index], build, size)
+        pieces.extend(get(m, build, size) for m in islice(messages, start, None))
+        self._last[protocol] = (contents, roles, pieces)
+        return pieces
 
     def getter(
         self, protocol: int, messages: Sequence[Mapping[str, Any]]
@@ -240,6 +269,22 @@ class OwnedMemo:
         return get
 
 
+def _continued(
+    old_contents: list[Any], old_roles: list[str], contents: list[Any], roles: list[str]
+) -> list[int] | None:
+    """``None`` unless ``contents`` and ``roles`` continue the old ones: the same roles, the
+    same content objects after the leading system messages; else the indexes of the old
+    leading system messages whose content is another object (to look up again)."""
+    known = len(old_contents)
+    if known > len(contents) or old_roles != roles[:known]:
+        return None
+    first = next((i for i, role in enumerate(roles) if role != "system"), 0)
+    same = list(map(is_, old_contents, contents))
+    if not all(islice(same, first, None)):
+        return None
+    return [i for i in range(min(first, known)) if not same[i]]
+
+
 # The memo of the owner whose request this task encodes (``owned_by``), else the shared ones.
 _OWNER: ContextVar[OwnedMemo | None] = ContextVar("wire_owner", default=None)
 _CHAT, _RESPONSES, _ANTHROPIC = 0, 1, 2
@@ -258,13 +303,12 @@ def _pieces(
     build: Callable[[Mapping[str, Any]], T],
     size: Callable[[T], int],
 ) -> list[T]:
-    """Every message's JSON: from the owner's memo (a lookup each), else from the shared memo,
-    whose conversations' chains take a previous call's pieces at once."""
+    """Every message's JSON, from the owner's memo, else from the shared memo: either takes a
+    previous call's pieces at once where the messages continue it."""
     owner = _OWNER.get()
     if owner is None:
         return shared.pieces(messages, build, size)
-    get = owner.getter(protocol, messages)
-    return [get(m, build, size) for m in messages]
+    return owner.pieces(protocol, messages, build, size)
 
 
 def forget() -> None:

@@ -181,3 +181,23 @@ def test_a_remembered_conversation_is_reused_only_where_it_still_holds(
     assert body(changed, model="m-1", stream=True) == expected(encode, changed)
     # And back: the first conversation (its entry may have been replaced) is exact too.
     assert body(first, model="m-1", stream=True) == expected(encode, first)
+
+
+@pytest.mark.parametrize(("body", "encode"), PROTOCOLS)
+@pytest.mark.parametrize("edit", list(EDITS), ids=list(EDITS))
+def test_a_session_memo_reuses_its_last_request_only_where_it_still_holds(
+    edit: str, body: Body, encode: Any
+) -> None:
+    # The same edits through a session context's own memo (the turn path): exact bytes.
+    token = wire.owned_by(wire.OwnedMemo())
+    try:
+        conversation = _conversation(6)
+        first = _with("sys", conversation)
+        assert body(first, model="m-1", stream=True) == expected(encode, first)
+        changed = _with("sys again", EDITS[edit](conversation))
+        assert body(changed, model="m-1", stream=True) == expected(encode, changed)
+        assert body(first, model="m-1", stream=True) == expected(encode, first)
+        grown = _with("sys", [*conversation, msg("user", text("one more"))])
+        assert body(grown, model="m-1", stream=True) == expected(encode, grown)
+    finally:
+        wire._OWNER.reset(token)

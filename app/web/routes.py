@@ -25,6 +25,7 @@ from app.api.deps import ContainerDep
 from app.api.problems import status_of
 from app.api.render.compactions import checkpoint_json, checkpoint_summary_json
 from app.api.render.messages import stored_json
+from app.api.render.turns import turn_page_json
 from app.container import Container
 from app.core.chat_rules import MAX_SEQUENCE
 from app.core.errors import ServiceError
@@ -161,7 +162,7 @@ async def context_part_html(container: Container, caller: Principal, session_id:
         await container.pins.proposals(session_id, "open", limit=PROPOSALS_SHOWN),
         inspection,
     )
-    view = views.context_map(session, inspection, listed, turns["turns"], pins)
+    view = views.context_map(session, inspection, listed, turn_page_json(turns)["turns"], pins)
     return render("parts/context.html", map=view)
 
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.services.turns.mailbox import QueuedMessage
 from app.services.turns.service import TurnList
 from app.services.turns.views import awaiting_calls, iso
 from app.services.turns.waiting import tool_results_remaining
 from app.storage.models import Turn
 
-__all__ = ["tool_results_json", "turn_json", "turn_page_json"]
+__all__ = ["queued_message_json", "tool_results_json", "turn_json", "turn_page_json"]
 
 
 def turn_json(turn: Turn) -> dict[str, Any]:
@@ -53,3 +54,13 @@ def tool_results_json(turn: Turn) -> dict[str, Any]:
     body = turn_json(turn)
     body["missing_tool_call_ids"] = [c["tool_call_id"] for c in awaiting_calls(turn)]
     return body
+
+
+def queued_message_json(queued: QueuedMessage) -> dict[str, Any]:
+    """``AgentMessageOut``: the message waits in the mailbox for the next model call."""
+    return {
+        "agent_message_id": queued.agent_message_id,
+        "status": "queued",
+        "duplicate": queued.duplicate,
+        "tokens": queued.tokens,
+    }

@@ -22,7 +22,8 @@ call) or straight to the fake (the direct call), over one keep-alive ``httpx`` c
    old tool results and compacts at the model's line, which changes the prefix.
 
 Run: ``.venv/bin/python bench/proxy.py`` (``--rounds 30 --calls 200``; ``--json PATH`` also
-writes the figures).
+writes the figures; ``--messages 100 1000`` the histories measured; ``--overhead-only`` skips
+part 2). Old beside new: run it from two work trees in turn, alternating.
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ import anyio
 import httpx
 
 from app.storage.migrate import upgrade_to_head
-from bench.caching_provider import TASK_MARK, CachingAnthropicServer
+from bench.caching_provider import TASK_MARK, CachingProviderServer
 from bench.caching_session import AGENT_TOOLS, SYSTEM_PROMPT, tool_output
 from tests.servers import REPO_ROOT, ServerProcess, clean_env, free_port, uvicorn_command
 
@@ -149,7 +150,7 @@ def history_of(messages: int) -> list[dict[str, Any]]:
 
 
 def overhead(
-    server: ServerProcess, fake: CachingAnthropicServer, messages: int, streamed: bool, rounds: int
+    server: ServerProcess, fake: CachingProviderServer, messages: int, streamed: bool, rounds: int
 ) -> Overhead:
     history = history_of(messages)
     pid = server.process.pid if server.process is not None else 0
@@ -257,7 +258,7 @@ def drive(client: httpx.Client, path: str, model: str, calls: int, marked: bool)
             history.append({"role": "user", "content": f"{TASK_MARK}{task}] Next change."})
 
 
-def caching_figures(route: str, fake: CachingAnthropicServer) -> Caching:
+def caching_figures(route: str, fake: CachingProviderServer) -> Caching:
     usages = [call.usage for call in fake.calls]
     read = sum(u.cache_read_input_tokens for u in usages)
     written = sum(u.cache_creation_input_tokens for u in usages)
@@ -269,7 +270,7 @@ def caching_figures(route: str, fake: CachingAnthropicServer) -> Caching:
 def caching(tmp: Path, calls: int, calls_per_task: int, window: int) -> list[Caching]:
     out: list[Caching] = []
     for route in ("proxied", "direct, breakpoint on the last block", "direct, no breakpoint"):
-        fake = CachingAnthropicServer(calls_per_task=calls_per_task, total_calls=calls)
+        fake = CachingProviderServer(calls_per_task=calls_per_task, total_calls=calls)
         with fake:
             if route == "proxied":
                 url = f"sqlite+aiosqlite:///{tmp}/caching.db"
@@ -292,6 +293,10 @@ def main() -> None:
     parser.add_argument("--calls-per-task", type=int, default=8)
     parser.add_argument("--window", type=int, default=100_000)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--messages", type=int, nargs="+", default=[100, 1000], help="the histories measured"
+    )
+    parser.add_argument("--overhead-only", action="store_true", help="skip the caching part")
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key"  # the server inherits it (not a CTXSVC_ variable)
     results: dict[str, Any] = {}
@@ -300,11 +305,11 @@ def main() -> None:
         url = f"sqlite+aiosqlite:///{tmp}/overhead.db"
         anyio.run(upgrade_to_head, url)
         rows: list[Overhead] = []
-        fake = CachingAnthropicServer(calls_per_task=1, total_calls=10**9)  # always a text answer
+        fake = CachingProviderServer(calls_per_task=1, total_calls=10**9)  # always a text answer
         with fake, service(url, tmp) as server:
             register(server, fake.base_url, 1_000_000)
             print("overhead (floor: the direct call = 1.0)")
-            for messages in (100, 1000):
+            for messages in args.messages:
                 for streamed in (False, True):
                     row = overhead(server, fake, messages, streamed, args.rounds)
                     rows.append(row)
@@ -315,6 +320,10 @@ def main() -> None:
                         f"service CPU {row.service_cpu_ms_per_call:6.1f} ms per call"
                     )
         results["overhead"] = [asdict(r) for r in rows]
+        if args.overhead_only:
+            if args.json is not None:
+                args.json.write_text(json.dumps(results, indent=2) + "\n")
+            return
         print(f"caching ({args.calls} calls, tasks of {args.calls_per_task})")
         figures = caching(tmp, args.calls, args.calls_per_task, args.window)
         floor = figures[1]  # the direct session with the documented breakpoint

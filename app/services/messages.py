@@ -72,11 +72,18 @@ class MessageService:
             return await self.append_in(db, session_id, batch)
 
     async def append_in(
-        self, db: AsyncSession, session_id: str, batch: Sequence[tuple[str, str, list[Block]]]
+        self,
+        db: AsyncSession,
+        session_id: str,
+        batch: Sequence[tuple[str, str, list[Block]]],
+        *,
+        model: ModelEntry | None = None,
     ) -> list[StoredMessage]:
-        """``append`` in the caller's transaction."""
-        session = await SessionRepository(db).require(session_id)
-        model = await resolve_model(db, session.model_id, session.tenant_id)
+        """``append`` in the caller's transaction; ``model``: the session's model, when the
+        caller has already resolved it in this transaction or call (not read again)."""
+        if model is None:
+            session = await SessionRepository(db).require(session_id)
+            model = await resolve_model(db, session.model_id, session.tenant_id)
         counter = self._counters(model.capabilities.token_counter)
         # The repository checks the spec §5 rules (app.core.chat_rules) under the session
         # lock, so concurrent appenders on any replica are judged one after the other.

@@ -80,15 +80,20 @@ class SessionPrepareService:
         self._conversations = conversations or ConversationCache(0)
         self._apply_calibration = apply_calibration
 
-    async def prepare_call(self, session_id: str) -> PreparedSessionCall:
+    async def prepare_call(
+        self, session_id: str, model: ModelEntry | None = None
+    ) -> PreparedSessionCall:
         """Sample World State (stored), prepare, and compact when the trigger line is reached:
         the prepared call itself, for the route to render (``app/api/render/prepare.py``) or a
-        caller in this process to send (the compatible endpoints, ``app.services.proxy``)."""
+        caller in this process to send (the compatible endpoints, ``app.services.proxy``).
+        ``model``: the session's model as the caller already resolved it (one transaction
+        fewer)."""
         request_id = f"prepare-{uuid.uuid4().hex}"
         compacted = False
-        async with unit_of_work(self._db, read_only=True) as db:
-            session = await SessionRepository(db).require(session_id)
-            model = await resolve_model(db, session.model_id, session.tenant_id)
+        if model is None:
+            async with unit_of_work(self._db, read_only=True) as db:
+                session = await SessionRepository(db).require(session_id)
+                model = await resolve_model(db, session.model_id, session.tenant_id)
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         written = list(sampled.message_ids)
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import httpx
 
-from bench.caching_provider import CachingAnthropicServer
+from bench.caching_provider import CachingProviderServer
 from bench.prefix_cache import PrefixCache, block_tokens, prompt_blocks
 
 MARK = {"type": "ephemeral"}
@@ -137,7 +137,7 @@ def test_without_breakpoints_nothing_is_read_or_written() -> None:
 
 
 def test_the_fake_provider_reports_the_cache_usage_on_the_wire_streamed_or_not() -> None:
-    with CachingAnthropicServer(calls_per_task=2, total_calls=10) as fake:
+    with CachingProviderServer(calls_per_task=2, total_calls=10) as fake:
         request = {
             "model": "claude-fake",
             "max_tokens": 100,

@@ -8,6 +8,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from app.api.problems import status_of
 from app.core.content import ToolResultState
 from app.core.errors import InvalidInput, ServiceError
 from app.core.pipeline.prepared_call import ToolDefinition
@@ -27,22 +28,6 @@ logger = logging.getLogger(__name__)
 
 # The schema of a tool that declares no parameters (both protocols allow leaving it out).
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
-
-# ``ServiceError.kind`` → HTTP status, as ``app.api.problems`` maps it (the codecs pick the
-# protocol's error type from the status; the API layer is not imported from here).
-_KIND_STATUS: dict[str, int] = {
-    "invalid": 400,
-    "unprocessable": 422,
-    "not_found": 404,
-    "conflict": 409,
-    "too_large": 413,
-    "unauthorized": 401,
-    "forbidden": 403,
-    "rate_limited": 429,
-    "upstream": 502,
-    "unavailable": 503,
-    "timeout": 504,
-}
 
 
 def required_string(body: Mapping[str, Any], key: str, *, code: str) -> str:
@@ -101,6 +86,6 @@ def failure(exc: Exception) -> tuple[int, str, str]:
     ``ServiceError``: a provider's error, a limit) keeps its code and detail; anything else is a
     bug, logged here and told without its text (which may hold internals)."""
     if isinstance(exc, ServiceError):
-        return _KIND_STATUS.get(exc.kind, 500), exc.code, exc.detail
+        return status_of(exc), exc.code, exc.detail
     logger.error("a compatible answer failed mid-stream", exc_info=exc)
     return 500, "internal_error", "the service failed while answering; retry the request"

@@ -145,7 +145,14 @@ def _messages(value: Any) -> list[ProxyMessage]:
             raise InvalidInput("invalid_messages", f"{where} needs role user or assistant")
         content = message.get("content")
         if isinstance(content, str):
-            content = [{"type": "text", "text": content}]
+            # Plain text, the common case: the blocks the general path below makes of it
+            # (an assistant's empty text is no block), without building an answer for it.
+            text: list[Block] = [{"type": "text", "text": content}]
+            if message["role"] == "user":
+                out.append(ProxyMessage("user", text))
+            else:
+                out.append(ProxyMessage("assistant", text if content else []))
+            continue
         if not isinstance(content, list) or not content:
             raise InvalidInput("invalid_messages", f"{where}.content must be text or blocks")
         if message["role"] == "assistant":

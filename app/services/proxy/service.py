@@ -23,6 +23,7 @@ from app.core.errors import Conflict, InvalidInput, TooLarge
 from app.providers.base import ModelClient, ModelResponse
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
+from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.proxy.contract import (
     AnswerEvent,
@@ -32,7 +33,7 @@ from app.services.proxy.contract import (
     ReasoningDelta,
     TextDelta,
 )
-from app.services.proxy.digests import chain_digests, family_digest, message_key
+from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
 from app.services.session_prepare import PreparedSessionCall, SessionPrepareService
 from app.services.sessions import SessionService
@@ -59,6 +60,8 @@ class _Stored:
     length: int
     chain_end: str
     forked_from: str | None
+    # The session's model, resolved in the same transaction (prepare needs it again).
+    model: ModelEntry
 
 
 class ProxyCall:
@@ -156,6 +159,7 @@ class ProxyService:
         self._prepare = session_prepare
         self._clients = model_clients
         self._tenancy = tenancy
+        self._chains = ChainCache()
 
     async def begin(
         self,
@@ -177,7 +181,7 @@ class ProxyService:
         if session_id is not None:
             await self._tenancy.check_owner(tenant_id, session_id)
         stored = await self._store_request(request, tenant_id, session_id)
-        prepared = await self._prepare.prepare_call(stored.session_id)
+        prepared = await self._prepare.prepare_call(stored.session_id, stored.model)
         budget = prepared.prepared.budget
         if budget.estimated_input_tokens > budget.effective_input_tokens:
             raise TooLarge(
@@ -197,16 +201,16 @@ class ProxyService:
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None
     ) -> _Stored:
-        keys = [message_key(m.role, m.content) for m in request.messages]
         async with unit_of_work(self._db) as db:
             if session_id is not None:
                 # A named session's own model is called (spec §21.1), under its lock.
                 session = await SessionRepository(db).require(session_id, for_update=True)
-                model_id = session.model_id
+                model = await resolve_model(db, session.model_id, session.tenant_id)
             else:
-                model_id = (await resolve_model(db, request.model, tenant_id)).id
+                model = await resolve_model(db, request.model, tenant_id)
+            model_id = model.id
             family = family_digest(tenant_id, model_id, request.system, request.tools)
-            chain = chain_digests(family, keys)
+            chain = self._chains.chain(family, request.messages)
             match = await find_match(db, chain, tenant_id, family, session_id)
             ends = ProxyEndRepository(db)
             forked_from = None
@@ -224,13 +228,13 @@ class ProxyService:
                 new = request.messages
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
-                await self._messages.append_in(db, target, batch)
+                await self._messages.append_in(db, target, batch, model=model)
             if chain:
                 await ends.add(
                     target, tenant_id=tenant_id, family=family, ends=[(len(chain), chain[-1])]
                 )
             end = chain[-1] if chain else family
-            return _Stored(target, family, tenant_id, len(chain), end, forked_from)
+            return _Stored(target, family, tenant_id, len(chain), end, forked_from, model)
 
     async def _new_session(
         self,
@@ -297,7 +301,7 @@ class ProxyService:
         (end,) = chain_digests(stored.chain_end, [key])
         async with unit_of_work(self._db) as db:
             await self._messages.append_in(
-                db, stored.session_id, [("assistant", "normal", content)]
+                db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
             )
             await ProxyEndRepository(db).add(
                 stored.session_id,

@@ -56,8 +56,9 @@ class ProxyEndRepository(Repository):
                 best = max(n for _, n in rows)
                 sessions = [s for s, n in rows if n == best]
                 heads = await self.heads(sessions)
-                created = await self._created(sessions)
-                sessions.sort(key=lambda s: created.get(s, ""), reverse=True)
+                if len(sessions) > 1:  # one session (the usual case) needs no order
+                    created = await self._created(sessions)
+                    sessions.sort(key=lambda s: created.get(s, ""), reverse=True)
                 return [EndHit(s, best, heads.get(s, best)) for s in sessions]
             stop = start
         return []

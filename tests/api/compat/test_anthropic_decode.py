@@ -255,3 +255,19 @@ def test_max_tokens_boundary_and_absence() -> None:
 
 def test_every_code_it_refuses_with_is_listed_for_the_api_description() -> None:
     assert {code for _, code in REFUSED} == set(REFUSALS)
+
+
+@pytest.mark.parametrize("text", ["Hello.", ""])
+def test_plain_string_content_reads_as_its_single_text_block_would(text: str) -> None:
+    def messages(content: Any) -> list[Any]:
+        return [
+            {"role": "user", "content": content},
+            {"role": "assistant", "content": content},
+            {"role": "user", "content": "next"},
+        ]
+
+    as_blocks = [{"type": "text", "text": text}]
+    plain = CODEC.decode(body(messages=messages(text))).messages
+    assert plain == CODEC.decode(body(messages=messages(as_blocks))).messages
+    # An assistant's empty text is no block: nothing of it is stored.
+    assert plain[1].content == ([{"type": "text", "text": text}] if text else [])

@@ -91,10 +91,12 @@ class Settings(BaseSettings):
     # How long a turn waits for the caller's tool results before it ends (``failed``,
     # ``tool_results_timeout``); a session's agent may set its own.
     tool_results_timeout_seconds: float = Field(default=3600.0, gt=0, description=_SECONDS)
-    # Stored JSON a process keeps of its sessions' last Conversation reads (Σ content bytes),
-    # so the next prepare or turn decodes only what was stored since (0: nothing is kept).
+    # Process memory a process spends on its sessions' contexts (the last Conversation read, the
+    # last call prepared from it, its messages' encoded JSON), so the next prepare or turn
+    # decodes, walks and encodes only what was stored since (0: nothing is kept); estimated
+    # by ``conversation_cache.process_bytes``.
     conversation_cache_bytes: int = Field(
-        default=256 * 1024 * 1024, ge=0, description="a number of bytes, 0 or more"
+        default=768 * 1024 * 1024, ge=0, description="a number of bytes, 0 or more"
     )
     # Live updates: how often a stream re-reads the event log (other replicas' events), and
     # the comment-line heartbeat that keeps proxies from closing an idle stream.

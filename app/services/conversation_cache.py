@@ -7,12 +7,11 @@ prepares on the last prepared call, so a prepare decodes only what is new and wa
 and digests only what is new. One context per session is kept (the last counter used); a
 calibrated counter's context is never kept (its figures follow a ratio that moves): ``shared``.
 
-Bounded by bytes: the stored JSON of the messages the context's read holds (their
-``content_bytes``, the estimate's measure), at most ``max_bytes`` in all
-(``CTXSVC_CONVERSATION_CACHE_BYTES``); the decoded objects take about two to three times that
-in memory, and the context's last prepared call shares them (its request dicts and prefix
-record come on top: ``docs/performance.md``, "Memory"). The least recently used sessions go
-first; a context whose read is larger than the whole bound is not kept.
+Bounded by process memory: at most ``max_bytes`` in all (``CTXSVC_CONVERSATION_CACHE_BYTES``)
+of what the kept contexts take, each estimated from what it holds (``process_bytes``: its read's
+stored JSON and messages, and the encoded JSON of its memo; ``tests/services/
+test_context_memory.py`` checks the estimate against ``tracemalloc``). The least recently used
+sessions go first; a context larger than the whole bound is not kept.
 """
 
 from __future__ import annotations
@@ -26,7 +25,22 @@ from app.services.session_context import SessionContext
 from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
 
-__all__ = ["ConversationCache", "shared"]
+__all__ = ["PER_JSON_BYTE", "PER_MESSAGE", "ConversationCache", "process_bytes", "shared"]
+
+# What a kept context takes in process memory (``tracemalloc``, ``bench/memory_by_cache.py``,
+# a session of 10 000 messages, 17 MB of JSON, half its results pruned): per byte of its read's
+# stored JSON, the decoded content the read's rows and items share (1.5×) and the last call's
+# request built from it (0.5×); per message, what is not content (the row, its item, origin and
+# measure, the decoded containers, the request's message dict: ~1 400 bytes measured for
+# one-line messages, where the JSON counts little). The context's memo comes on top.
+PER_JSON_BYTE = 2
+PER_MESSAGE = 1200
+
+
+def process_bytes(json_bytes: int, messages: int, encoded_bytes: int) -> int:
+    """The process memory a context is counted as: ``json_bytes`` of stored JSON in
+    ``messages`` messages, and ``encoded_bytes`` of encoded JSON in its memo."""
+    return PER_JSON_BYTE * json_bytes + PER_MESSAGE * messages + encoded_bytes
 
 
 def shared(counter: TokenCounter) -> bool:
@@ -62,7 +76,7 @@ def _size(
 class _Entry:
     context: SessionContext
     sized: CountedConversation  # the read its size was taken of
-    size: int
+    json_bytes: int  # the stored JSON that read holds
 
 
 class ConversationCache:
@@ -103,9 +117,10 @@ class ConversationCache:
         entry = self._entries.get(session_id)
         earlier = None
         if entry is not None and entry.context is context:
-            earlier = (entry.sized, entry.size)
-        size = _size(counted, earlier)
-        self._entries.put(session_id, _Entry(context, counted, size), size)
+            earlier = (entry.sized, entry.json_bytes)
+        json_bytes = _size(counted, earlier)
+        held = process_bytes(json_bytes, len(counted.active.stored), context.encoded.held_bytes)
+        self._entries.put(session_id, _Entry(context, counted, json_bytes), held)
 
     def discard(self, session_id: str) -> None:
         self._entries.discard(session_id)

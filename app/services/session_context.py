@@ -44,6 +44,7 @@ from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.pipeline.prepare import prepare
 from app.core.pipeline.prepared_call import PreparedModelCall
+from app.providers.encoding.wire import OwnedMemo, owned_by
 from app.services.conversation import system_context_of, tool_surface_of, watermark_of
 from app.services.request_prefix import prefixed_extending, rewind_of
 from app.services.salient_memo import SALIENT_LINES
@@ -72,6 +73,10 @@ class SessionContext:
         # The last call prepared (and its record's basis): the next ``prepare`` extends them.
         self.prepared: PreparedModelCall | None = None
         self.basis: RecordBasis | None = None
+        # What the messages of the calls prepared here encode to (the adapters' memo), kept
+        # and dropped with this context: a separate process-wide memo held fewer sessions
+        # than the cache of contexts does, and round robin then encoded every call afresh.
+        self.encoded = OwnedMemo()
         # Told when ``remember`` changes what the context holds (the cache re-sizes it).
         self._kept = kept
 
@@ -131,6 +136,10 @@ class SessionContext:
             rewind_compaction_id=rewind_of(counted.active),
         )
         self.prepared = prepared
+        # The call this task makes next (and the task it starts to make it) encodes with this
+        # context's memo, if the context is kept (else the process's shared memo outlives
+        # it); the bytes sent are the same whichever memo holds them.
+        owned_by(self.encoded if self._kept is not None else None)
         return prepared
 
 

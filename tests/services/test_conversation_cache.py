@@ -1,5 +1,6 @@
-"""The per-process cache of session contexts (``ConversationCache``), bounded by the stored JSON
-bytes of the reads they remember."""
+"""The per-process cache of session contexts (``ConversationCache``), bounded by the process
+memory they are counted as (``process_bytes``: the stored JSON and messages of the reads they
+remember, and their memos' encoded JSON)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import Any, cast
 from app.core.counting import ESTIMATE, CounterWrapper
 from app.services.calibration import CalibratedCounter
 from app.services.conversation import ActiveConversation
-from app.services.conversation_cache import ConversationCache
+from app.services.conversation_cache import ConversationCache, process_bytes
 from app.services.tokens import CountedConversation
 from app.storage.models import AgentSession
 from app.storage.repositories.records import StoredMessage
@@ -20,6 +21,15 @@ CREATED = datetime(2026, 11, 30, tzinfo=UTC)
 
 def _session(session_id: str, created_at: datetime = CREATED) -> AgentSession:
     return AgentSession(id=session_id, created_at=created_at)
+
+
+def held(json_bytes: int, messages: int = 4) -> int:
+    """What a context remembering ``_read(json_bytes, messages)`` is counted as."""
+    return process_bytes(json_bytes, messages, 0)
+
+
+# Room for reads of 100 bytes of JSON in 4 messages each (``_read``'s).
+BUDGET = held(100)
 
 
 def _read(size: int, messages: int = 4) -> CountedConversation:
@@ -54,7 +64,7 @@ def put(cache: ConversationCache, session: AgentSession, counter: str, read: Any
 
 
 def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=BUDGET)
     read = _read(10)
     put(cache, _session("s1"), "o200k_base", read)
     assert cache.get(_session("s1"), "o200k_base") is read
@@ -65,21 +75,22 @@ def test_a_read_is_found_for_the_same_session_row_and_counter() -> None:
 
 
 def test_least_recently_used_sessions_go_first_beyond_the_byte_budget() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=held(40) + held(40) + held(20))
     put(cache, _session("s1"), "estimate", _read(40))
     put(cache, _session("s2"), "estimate", _read(40))
     assert cache.get(_session("s1"), "estimate") is not None  # s1 is now the most recent
     put(cache, _session("s3"), "estimate", _read(20))  # exactly at the budget: all kept
+    assert cache.held_bytes == held(40) + held(40) + held(20)
     assert all(cache.get(_session(s), "estimate") is not None for s in ("s1", "s2", "s3"))
-    put(cache, _session("s4"), "estimate", _read(1))  # one over: the oldest use (s1) goes
+    put(cache, _session("s4"), "estimate", _read(1, 1))  # over: the oldest use (s1) goes
     assert cache.get(_session("s1"), "estimate") is None
     assert all(cache.get(_session(s), "estimate") is not None for s in ("s2", "s3", "s4"))
 
 
 def test_a_read_larger_than_the_budget_is_not_kept_and_replaces_the_older_one() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=BUDGET)
     put(cache, _session("s1"), "estimate", _read(10))
-    put(cache, _session("s1"), "estimate", _read(101))
+    put(cache, _session("s1"), "estimate", _read(101))  # just over the budget
     assert cache.get(_session("s1"), "estimate") is None
     # The budget counts only what is held: the dropped read freed its share.
     put(cache, _session("s2"), "estimate", _read(100))
@@ -93,20 +104,20 @@ def test_a_zero_budget_keeps_nothing() -> None:
 
 
 def test_a_read_that_extends_the_kept_one_is_sized_by_what_it_adds() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=held(70, 5) + held(30))
     first = _read(40)
     put(cache, _session("s1"), "estimate", first)
     more = cast(list[StoredMessage], [cast(Any, SimpleNamespace(content_bytes=30))])
     extended = CountedConversation(ActiveConversation([], None, [*first.active.stored, *more]))
     put(cache, _session("s1"), "estimate", extended)
-    assert cache.held_bytes == 70
-    put(cache, _session("s2"), "estimate", _read(31))  # 101: the older session goes
+    assert cache.held_bytes == held(70, 5)
+    put(cache, _session("s2"), "estimate", _read(31))  # over the budget: the older one goes
     assert cache.get(_session("s1"), "estimate") is None
-    assert cache.held_bytes == 31
+    assert cache.held_bytes == held(31)
 
 
 def test_a_context_is_the_same_object_for_the_same_session_row_and_counter() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=BUDGET)
     context = cache.context_for(_session("s1"), ESTIMATE)
     # Nothing remembered yet: nothing is held, and the next caller starts afresh too.
     assert cache.held_bytes == 0
@@ -119,7 +130,7 @@ def test_a_context_is_the_same_object_for_the_same_session_row_and_counter() -> 
 
 
 def test_a_calibrated_counters_context_is_never_kept() -> None:
-    cache = ConversationCache(max_bytes=100)
+    cache = ConversationCache(max_bytes=BUDGET)
     calibrated = CalibratedCounter(ESTIMATE, 1.5)
     context = cache.context_for(_session("s1"), calibrated)
     context.remember(_read(10))

@@ -6,6 +6,7 @@ connection: plain tuples into ``StoredMessage``, no ORM row processing. The appe
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Collection, Iterable
 from typing import Any, cast
 
@@ -199,5 +200,25 @@ class MessageReads(Repository):
 
 
 def _stored(session_id: str, row: Row[Any]) -> StoredMessage:
-    # The selected columns are in StoredMessage's field order after session_id.
-    return StoredMessage(session_id, *row)  # type: ignore[call-arg]
+    # The selected columns are in StoredMessage's field order after session_id. A driver
+    # returns each row's strings as new objects; the few values many rows repeat (role, kind,
+    # tool name, turn id) are interned, one object for all: a session's context keeps its rows
+    # (``services/conversation_cache.py``), and ~250 bytes a row of copies added up.
+    (seq, message_id, role, kind, content, call_id, tool, turn, section, size, counts, at) = cast(
+        "tuple[Any, ...]", row
+    )
+    return StoredMessage(
+        session_id,
+        seq,
+        message_id,
+        cast(Role, sys.intern(role)),
+        cast(Kind, sys.intern(kind)),
+        content,
+        call_id,
+        None if tool is None else sys.intern(tool),
+        None if turn is None else sys.intern(turn),
+        section,
+        size,
+        counts,
+        at,
+    )

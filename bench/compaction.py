@@ -22,6 +22,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # run as a script too
 
 from app.api.render.compactions import checkpoint_json
+from app.api.render.prepare import inspection_json
 from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
@@ -92,6 +93,11 @@ async def timed(coro: Any) -> tuple[Any, float]:
     return result, (time.perf_counter() - started) * 1000
 
 
+async def _inspect(container: Container, sid: str) -> dict[str, Any]:
+    """``GET .../context`` without HTTP: the inspection and its JSON."""
+    return inspection_json(await container.inspection.inspection(sid), encode_as=None)
+
+
 async def run(size: int, directory: Path) -> None:
     url = f"sqlite+aiosqlite:///{directory}/bench-{size}.db"
     await upgrade_to_head(url)
@@ -100,7 +106,7 @@ async def run(size: int, directory: Path) -> None:
         sid = await build_session(container, size)
         inspections = []
         for _ in range(3):
-            _, ms = await timed(container.inspection.inspect(sid))
+            _, ms = await timed(_inspect(container, sid))
             inspections.append(ms)
         moved, prune_ms = await timed(container.compactor.prune(sid))
         row, total_ms = await timed(container.compactor.compact(sid))

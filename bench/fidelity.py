@@ -42,6 +42,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from app.api.render.prepare import inspection_json
 from app.api.schemas.sessions import SessionCreate
 from app.container import Container
 from app.core.capabilities import ModelCapabilities
@@ -137,7 +138,8 @@ async def run_session(
         if round_ == 1 and before > 20_000:
             record.reductions.append(before / after)
         if round_ in MEASURED:
-            text = sent_text(await container.inspection.inspect(sid))
+            inspection = await container.inspection.inspection(sid)
+            text = sent_text(inspection_json(inspection, encode_as=None))
             for kind, facts in scenario.facts_now().items():
                 for fact in facts:
                     found = fact in text

@@ -30,6 +30,18 @@ FREE_FORM: dict[str, str] = {
     "a type check each (a row another version or a hand edit wrote is a 409, never a 500)",
     "app/services/tool_schemas.py unresolvable_reference": "a tool's input_schema: the JSON "
     "Schema of its arguments, any schema the caller wrote",
+    "app/services/turns/tools.py _schema_error": "a tool's input_schema, which the model's "
+    "arguments are validated against: any JSON Schema the caller wrote",
+    "app/services/turns/model_call.py call_model": "the provider request body as prepared "
+    "(spec §2): the client encodes it for its provider",
+    "app/services/sessions.py _with_profile": "the agent as stored on the session row: the "
+    "caller's agent (its tools' schemas included) with its resolved profile",
+    "app/services/sessions.py _profile_json": "the same stored agent, for a row written before "
+    "agents chose a profile",
+    "app/services/compaction/source.py _plan_of": "a turn row's stored plan in either of its "
+    "two shapes, parsed with checks (a bad row is a runtime_state_error)",
+    "app/services/world_state.py _ProvidedCache.inputs": "a session's workspace.provided value "
+    "as the caller wrote it, compared with the cached one before it is parsed again",
     # A drop-in endpoint speaks the provider's own protocol: bodies in and out are its JSON.
     "app/services/proxy/contract.py Codec.decode": "a provider protocol's request body",
     "app/services/proxy/contract.py Codec.render": "a provider protocol's answer body",
@@ -37,7 +49,7 @@ FREE_FORM: dict[str, str] = {
 }
 
 # The functions outside FREE_FORM that still take or return ``dict[str, Any]``.
-CEILING = 38
+CEILING = 1
 
 
 def _found() -> list[str]:

@@ -2,25 +2,23 @@
 
 The same loader and the same ``prepare()`` as a real model call, so what a client sees is what the
 model would get; no World State sampling, nothing written (the stable prefix is measured against
-the session's previous request, whose record stays as it is).
+the session's previous request, whose record stays as it is). ``app/api/render/prepare.py`` writes
+the answer.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from app.core.content import Item
 from app.core.counting import TokenCounter
 from app.core.pipeline.prepared_call import PreparedModelCall, PruningWatermark
-from app.services.budget import auto_compact_percent
 from app.services.calibration import Calibration, calibrated_counter
 from app.services.conversation import watermark_of
 from app.services.conversation_cache import ConversationCache
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
-from app.services.prepare import prepared_to_json
 from app.services.request_prefix import stored_previous
 from app.services.tokens import persist_counts
 from app.storage.database import SessionFactory, unit_of_work
@@ -42,20 +40,6 @@ class Inspection:
     watermark: PruningWatermark
     calibration: Calibration | None
 
-    def to_json(self, *, encode_as: str | None = None) -> dict[str, Any]:
-        """The ``GET .../context`` answer."""
-        result = prepared_to_json(
-            self.prepared,
-            encode_as=encode_as,
-            model_name=self.model.provider.model_name,
-            prompt_caching=self.model.capabilities.prompt_caching,
-            cache_seed=self.session_id,
-            reasoning=self.model.capabilities.reasoning,
-        )
-        result["auto_compact_percent"] = auto_compact_percent(self.prepared.budget)
-        result["calibration"] = None if self.calibration is None else self.calibration.to_json()
-        return result
-
 
 class InspectionService:
     def __init__(
@@ -70,9 +54,6 @@ class InspectionService:
         self._counters = counters
         self._conversations = conversations or ConversationCache(0)
         self._apply_calibration = apply_calibration
-
-    async def inspect(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
-        return (await self.inspection(session_id)).to_json(encode_as=encode_as)
 
     async def inspection(self, session_id: str) -> Inspection:
         async with unit_of_work(self._db, read_only=True) as db:

@@ -15,14 +15,13 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
 from app.core.pipeline.prepared_call import PreparedModelCall
-from app.services.budget import TurnCallEvidence, auto_compact_percent
+from app.services.budget import TurnCallEvidence
 from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
 from app.services.conversation_cache import ConversationCache
@@ -30,7 +29,6 @@ from app.services.events import EventEmitter, messages_appended
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
-from app.services.prepare import prepared_to_json
 from app.services.request_prefix import remember, stored_previous
 from app.services.session_context import fit
 from app.services.world_state import WorldStateSampler
@@ -82,27 +80,14 @@ class SessionPrepareService:
         self._conversations = conversations or ConversationCache(0)
         self._apply_calibration = apply_calibration
 
-    async def prepare(self, session_id: str, *, encode_as: str | None = None) -> dict[str, Any]:
-        """Sample World State (stored), prepare, and compact when the trigger line is reached."""
-        call = await self.prepare_call(session_id)
-        result = prepared_to_json(
-            call.prepared,
-            encode_as=encode_as,
-            model_name=call.model.provider.model_name,
-            prompt_caching=call.model.capabilities.prompt_caching,
-            cache_seed=session_id,
-            reasoning=call.model.capabilities.reasoning,
-        )
-        result["auto_compact_percent"] = auto_compact_percent(call.prepared.budget)
-        result["world_state_message_ids"] = call.world_state_message_ids
-        return result
-
     async def prepare_call(
         self, session_id: str, model: ModelEntry | None = None
     ) -> PreparedSessionCall:
-        """``prepare`` before its JSON: the prepared call itself, for a caller in this process
-        that sends it (the compatible endpoints, ``app.services.proxy``). ``model``: the
-        session's model as the caller already resolved it (one transaction fewer)."""
+        """Sample World State (stored), prepare, and compact when the trigger line is reached:
+        the prepared call itself, for the route to render (``app/api/render/prepare.py``) or a
+        caller in this process to send (the compatible endpoints, ``app.services.proxy``).
+        ``model``: the session's model as the caller already resolved it (one transaction
+        fewer)."""
         request_id = f"prepare-{uuid.uuid4().hex}"
         compacted = False
         if model is None:

@@ -25,11 +25,12 @@ from app.api.deps import ContainerDep
 from app.api.problems import status_of
 from app.api.render.compactions import checkpoint_json, checkpoint_summary_json
 from app.api.render.messages import stored_json
+from app.api.render.turns import turn_page_json
 from app.container import Container
 from app.core.chat_rules import MAX_SEQUENCE
 from app.core.errors import ServiceError
 from app.core.tenancy import OPEN_PRINCIPAL, Principal
-from app.web import views
+from app.web import panels, views
 from app.web.render import html, render
 
 __all__ = ["install_web"]
@@ -156,12 +157,12 @@ async def context_part_html(container: Container, caller: Principal, session_id:
     checkpoints = await container.compactor.list(session_id, limit=CHECKPOINTS_SHOWN)
     listed = [checkpoint_summary_json(c) for c in checkpoints.compactions]
     turns = await container.turns.list(session_id, limit=TURNS_SHOWN, cursor=None)
-    pins = views.pins_view(
+    pins = panels.pins_view(
         await container.pins.pins(session_id),
         await container.pins.proposals(session_id, "open", limit=PROPOSALS_SHOWN),
         inspection,
     )
-    view = views.context_map(session, inspection, listed, turns["turns"], pins)
+    view = views.context_map(session, inspection, listed, turn_page_json(turns)["turns"], pins)
     return render("parts/context.html", map=view)
 
 
@@ -222,10 +223,10 @@ async def checkpoint_part_html(
     following = transcript.page.next_after_sequence if transcript.page.has_more else None
     return render(
         "parts/checkpoint.html",
-        checkpoint=views.checkpoint_view(checkpoint, None),
+        checkpoint=panels.checkpoint_view(checkpoint, None),
         summary=checkpoint["summary"],
         reminder=checkpoint["runtime_reminder"],
-        messages=[views.transcript_message(stored_json(m)) for m in transcript.messages],
+        messages=[panels.transcript_message(stored_json(m)) for m in transcript.messages],
         session_id=session_id,
         next_url=_url(page_url, after_sequence=following) if following is not None else None,
         first_url=page_url if after_sequence else None,

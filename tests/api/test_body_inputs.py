@@ -21,6 +21,7 @@ from app.api.inputs.appends import AppendInput
 from app.api.inputs.prepare import PrepareInput
 from app.api.inputs.tokens import TokenCountInput
 from app.api.jsonbody import BodyInput
+from app.api.render.prepare import stateless_json
 from app.api.schemas.prepare import PrepareBody
 from app.api.schemas.sessions import AppendBody
 from app.api.schemas.tokens import TokenCountBody
@@ -77,13 +78,13 @@ def answer(body: PrepareInput) -> Any:
             body.model.to_core(),
             body.pruning,
             fastjson.ESTIMATE,
-            encode_as=body.encode,
             model_name=body.model.model_name,
             previous_request_digest=body.previous_request_digest,
         )
+        rendered = stateless_json(result, encode_as=body.encode)
     except ServiceError as error:
         return (error.code, error.detail)
-    return fastjson.dumps(result)
+    return fastjson.dumps(rendered)
 
 
 @PROPERTY

@@ -111,19 +111,19 @@ async def test_a_prepare_after_one_append_tokenizes_only_the_new_message(
 ) -> None:
     session_id = await new_session(container)
     await write_without_counts(container, session_id, 10_000, first=0)
-    first = await container.inspection.inspect(session_id)
+    first = (await container.inspection.inspection(session_id)).prepared.budget
     o200k = counters.by_name[O200K]
     # Stored without figures: each message is tokenized once, on the first read ...
     assert len(o200k.take()) == 10_000
-    again = await container.inspection.inspect(session_id)
+    again = (await container.inspection.inspection(session_id)).prepared.budget
     # ... and never again: the figures were stored.
     assert o200k.take() == []
-    assert again["budget"] == first["budget"]
+    assert again == first
 
     await container.messages.append(session_id, [("user", "normal", [text_block("one more")])])
-    after = await container.inspection.inspect(session_id)
+    after = (await container.inspection.inspection(session_id)).prepared.budget
     assert texts(o200k.take()) == ["one more"]  # at append, and nothing at prepare
-    grown = after["budget"]["conversation_tokens"] - first["budget"]["conversation_tokens"]
+    grown = after.conversation_tokens - first.conversation_tokens
     assert grown == get_counter(O200K).measure_message("user", [text_block("one more")])
 
 
@@ -135,9 +135,9 @@ async def test_messages_written_without_figures_are_counted_once(
     await write_without_counts(container, session_id, 1, first=7)  # e.g. a World State message
     counters.by_name[O200K].take()
 
-    first = await container.inspection.inspect(session_id)
+    first = (await container.inspection.inspection(session_id)).prepared.budget
     assert texts(counters.by_name[O200K].take()) == ["message 7 says hi"]
-    second = await container.inspection.inspect(session_id)
+    second = (await container.inspection.inspection(session_id)).prepared.budget
     assert counters.by_name[O200K].take() == []
     # The cached figures give exactly what counting everything from scratch gives.
     scratch = get_counter(O200K)
@@ -145,8 +145,8 @@ async def test_messages_written_without_figures_are_counted_once(
         scratch.measure_message(role, [text_block(t)])
         for role, t in (("user", "hello"), ("assistant", "message 7 says hi"))
     )
-    assert first["budget"]["conversation_tokens"] == expected
-    assert second["budget"] == first["budget"]
+    assert first.conversation_tokens == expected
+    assert second == first
 
 
 async def test_a_fill_keeps_the_figures_of_other_counters(container: Container) -> None:
@@ -163,7 +163,7 @@ async def test_a_fill_keeps_the_figures_of_other_counters(container: Container) 
                 )
             ],
         )
-    await container.inspection.inspect(session_id)
+    await container.inspection.inspection(session_id)
     async with unit_of_work(container.db, read_only=True) as db:
         (row,) = await MessageRepository(db).load(session_id)
     assert row.token_counts[CL100K] == 9

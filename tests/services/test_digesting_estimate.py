@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from app import fastjson
+from app.api.render.prepare import stateless_json
 from app.core.caching import prefix_record
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, RealOrigin, text_block
@@ -40,17 +41,10 @@ def conversation() -> list[Item]:
 
 
 def answer(counter: Any) -> bytes:
-    return fastjson.dumps(
-        stateless.run_prepare(
-            SYSTEM,
-            conversation(),
-            TOOLS,
-            CAPS,
-            PruningWatermark(through_sequence=4),
-            counter,
-            encode_as=None,
-        )
+    result = stateless.run_prepare(
+        SYSTEM, conversation(), TOOLS, CAPS, PruningWatermark(through_sequence=4), counter
     )
+    return fastjson.dumps(stateless_json(result, encode_as=None))
 
 
 def test_the_stateless_answer_is_the_plain_estimates(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -160,8 +160,9 @@ async def test_concurrent_prepares_of_one_session_send_each_section_once(
     container: Container, repo: Path
 ) -> None:
     sid = await new_session(container, {"working_directory": str(repo)})
-    results = await asyncio.gather(*(container.session_prepare.prepare(sid) for _ in range(4)))
-    assert sorted(len(r["world_state_message_ids"]) for r in results) == [0, 0, 0, 3]
+    calls = (container.session_prepare.prepare_call(sid) for _ in range(4))
+    results = await asyncio.gather(*calls)
+    assert sorted(len(r.world_state_message_ids) for r in results) == [0, 0, 0, 3]
     assert [r.world_state_section for r in await rows(container, sid)] == SECTIONS
 
 

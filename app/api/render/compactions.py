@@ -6,12 +6,12 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.render.messages import stored_json
+from app.api.render.prepare import prepared_json
 from app.api.render.sessions import timestamp
 from app.core.compaction.shrink import shrink_notice
 from app.core.content import Item, RealOrigin
 from app.services.compaction.reads import CheckpointPage, Replay, Transcript
 from app.services.compaction.service import Reloaded, SummaryRequest
-from app.services.prepare import prepared_to_json
 from app.storage.models import Compaction
 
 __all__ = [
@@ -126,7 +126,7 @@ def transcript_json(transcript: Transcript) -> dict[str, Any]:
 
 def summary_request_json(request: SummaryRequest, *, encode_as: str | None) -> dict[str, Any]:
     """The prepare answer of the summary request, and what it covers."""
-    result = prepared_to_json(
+    result = prepared_json(
         request.prepared,
         encode_as=encode_as,
         model_name=request.model.provider.model_name,

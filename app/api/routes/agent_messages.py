@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.turns import queued_message_json
 from app.api.responses import MODEL, SEQUENCES, SESSION, TOKENIZER, problems
 from app.api.schemas.turns import AgentMessageBody, AgentMessageOut
 
@@ -32,11 +33,5 @@ async def deliver_agent_message(
     container: ContainerDep,
 ) -> Response:
     """Queue an agent message; it never starts a turn and is read before the next model call."""
-    queued = await container.agent_messages.deliver(
-        session_id,
-        task=body.task,
-        kind=body.kind,
-        body=body.body,
-        agent_message_id=body.agent_message_id,
-    )
-    return json_response(queued, status_code=202)
+    queued = await container.agent_messages.deliver(session_id, body)
+    return json_response(queued_message_json(queued), status_code=202)

@@ -13,6 +13,7 @@ from app.api.deps import ContainerDep
 from app.api.inputs.prepare import PrepareInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
+from app.api.render.prepare import stateless_json
 from app.api.responses import NAMED_MODEL, PIPELINE, problems
 from app.api.schemas.prepare import EncodeName, StatelessPrepareResponse
 from app.services.prepare import run_prepare
@@ -53,8 +54,8 @@ async def prepare_stateless(
             capabilities,
             body.pruning,
             container.counter(capabilities.token_counter),
-            encode_as=encode or body.encode,
             model_name=model_name,
             previous_request_digest=body.previous_request_digest,
         )
-    return json_response(result)
+        answer = stateless_json(result, encode_as=encode or body.encode)
+    return json_response(answer)

@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.prepare import session_prepared_json
 from app.api.responses import (
     COMPACTION,
     MODEL,
@@ -70,5 +71,6 @@ async def prepare_session(
     """Sample World State into the session, then prepare the next request of its Conversation."""
     encode_as = encode or (body.encode if body is not None else None)
     with container.observability.prepare("session"):
-        result = await container.session_prepare.prepare(session_id, encode_as=encode_as)
-    return json_response(result)
+        call = await container.session_prepare.prepare_call(session_id)
+        answer = session_prepared_json(session_id, call, encode_as=encode_as)
+    return json_response(answer)

@@ -14,6 +14,7 @@ from app.api.inputs.appends import AppendInput
 from app.api.jsonbody import JsonBodyRoute
 from app.api.jsonresponse import json_response
 from app.api.render.messages import appended_json, message_page_json
+from app.api.render.prepare import inspection_json
 from app.api.render.sessions import session_json, session_page_json
 from app.api.responses import (
     MODEL,
@@ -185,5 +186,6 @@ async def inspect_context(
 ) -> Response:
     """The next request for the active Conversation, read-only (no World State sampling)."""
     with container.observability.prepare("inspection"):
-        result = await container.inspection.inspect(session_id, encode_as=encode)
-    return json_response(result)
+        inspection = await container.inspection.inspection(session_id)
+        answer = inspection_json(inspection, encode_as=encode)
+    return json_response(answer)

@@ -10,6 +10,7 @@ from fastapi.responses import Response
 from app.api import examples
 from app.api.deps import ContainerDep
 from app.api.jsonresponse import json_response
+from app.api.render.turns import tool_results_json, turn_json, turn_page_json
 from app.api.responses import (
     MODEL,
     SEQUENCES,
@@ -68,13 +69,8 @@ async def start_turn(
     wait: Wait = False,
 ) -> Response:
     """Start a turn (202), or return the one accepted for this client_request_id and input (200)."""
-    turn, created = await container.turns.start(
-        session_id,
-        client_request_id=body.client_request_id,
-        input_items=[i.model_dump() for i in body.input],
-        wait=wait,
-    )
-    return json_response(turn, status_code=202 if created else 200)
+    started = await container.turns.start(session_id, body, wait=wait)
+    return json_response(turn_json(started.turn), status_code=202 if started.created else 200)
 
 
 @router.get("", response_model=TurnPage, responses=problems(SESSION, {422: ("invalid_cursor",)}))
@@ -92,7 +88,8 @@ async def list_turns(
     ] = "",
 ) -> Response:
     """The session's turns, newest first, cursor-paginated."""
-    return json_response(await container.turns.list(session_id, limit=limit, cursor=cursor or None))
+    page = await container.turns.list(session_id, limit=limit, cursor=cursor or None)
+    return json_response(turn_page_json(page))
 
 
 @router.get("/{turn_id}", response_model=TurnOut, responses=problems(_TURN))
@@ -101,8 +98,8 @@ async def get_turn(
 ) -> Response:
     """Status, phase, outcome, pending tool calls, plan and token usage of a turn."""
     if wait:
-        return json_response(await container.turns.wait(session_id, turn_id))
-    return json_response(await container.turns.get(session_id, turn_id))
+        return json_response(turn_json(await container.turns.wait(session_id, turn_id)))
+    return json_response(turn_json(await container.turns.get(session_id, turn_id)))
 
 
 @router.post(
@@ -132,10 +129,8 @@ async def post_tool_results(
     wait: Wait = False,
 ) -> Response:
     """Results of caller-executed tool calls; the turn resumes once every call has one."""
-    results = [r.model_dump() for r in body.results]
-    return json_response(
-        await container.turns.post_tool_results(session_id, turn_id, results, wait=wait)
-    )
+    turn = await container.turns.post_tool_results(session_id, turn_id, body.results, wait=wait)
+    return json_response(tool_results_json(turn))
 
 
 @router.post(
@@ -145,4 +140,4 @@ async def post_tool_results(
 )
 async def cancel_turn(session_id: SessionId, turn_id: TurnId, container: ContainerDep) -> Response:
     """Cancel the running turn; answers once it is terminal (bounded wait)."""
-    return json_response(await container.turns.cancel(session_id, turn_id))
+    return json_response(turn_json(await container.turns.cancel(session_id, turn_id)))

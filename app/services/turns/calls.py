@@ -10,7 +10,7 @@ provider's call order, so the stored order is the order the model asked in.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, cast
+from typing import Any, TypedDict, cast
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,6 +24,8 @@ from app.storage.repositories.records import NewMessage
 __all__ = [
     "NOT_EXECUTED_TEXT",
     "CallEntry",
+    "CallFinished",
+    "CallResult",
     "entries_of",
     "error_result",
     "finished_payload",
@@ -37,6 +39,26 @@ __all__ = [
 NOT_EXECUTED_TEXT = "tool was not executed because the turn already terminated"
 
 CallEntry = dict[str, Any]
+
+
+class CallResult(TypedDict):
+    """An entry's ``result``: how the call ended, its output blocks and the caller's artifacts
+    (stored, never sent)."""
+
+    state: str
+    output: list[Any]  # blocks as stored: ``text_block`` or the caller's validated output
+    artifacts: list[Any]
+
+
+class CallFinished(TypedDict):
+    """The ``tool_call_finished`` update (spec §16)."""
+
+    tool_call_id: str
+    tool_name: str
+    state: str
+    is_error: bool
+    output: list[Any]
+    artifacts: list[Any]
 
 
 def stored_entries(pending: Any) -> list[CallEntry]:
@@ -76,11 +98,11 @@ def entries_of(
     return entries
 
 
-def error_result(text: str, state: str = "error") -> dict[str, Any]:
+def error_result(text: str, state: str = "error") -> CallResult:
     return {"state": state, "output": [text_block(text)], "artifacts": []}
 
 
-def finished_payload(entry: CallEntry) -> dict[str, Any]:
+def finished_payload(entry: CallEntry) -> CallFinished:
     result = entry["result"]
     return {
         "tool_call_id": entry["tool_call_id"],
@@ -109,7 +131,7 @@ async def write_results(
         await MessageRepository(db).append(session_id, messages)
 
 
-def result_content(entry: CallEntry, result: dict[str, Any]) -> list[Block]:
+def result_content(entry: CallEntry, result: CallResult) -> list[Block]:
     """The content of the tool message that answers ``entry`` with ``result``."""
     block: dict[str, Any] = {
         "type": "tool_result",

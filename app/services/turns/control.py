@@ -3,14 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
+from app.api.schemas.turns import ToolResultIn
 from app.core.errors import Conflict, InvalidInput, NotFound
 from app.core.limits.messages import check_message_bytes
 from app.fastjson import ESTIMATE
 from app.services.models import resolve_model
 from app.services.turns.calls import (
     CallEntry,
+    CallResult,
     finished_payload,
     result_content,
     stored_entries,
@@ -80,13 +81,22 @@ def _doom_of(entries: Sequence[CallEntry]) -> DoomRecord | None:
     return None
 
 
-def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) -> None:
+def _result_of(posted: ToolResultIn) -> CallResult:
+    """A posted result as the entry stores it (the blocks as the caller sent them)."""
+    dumped = posted.model_dump()
+    return {
+        "state": dumped["state"],
+        "output": dumped["output"],
+        "artifacts": dumped["artifacts"] or [],
+    }
+
+
+def _check_results(entries: list[CallEntry], results: Sequence[tuple[str, CallResult]]) -> None:
     if not results:
         raise InvalidInput("no_tool_results", "post at least one result")
     by_id = {e["tool_call_id"]: e for e in entries if e.get("caller")}
     seen: set[str] = set()
-    for index, result in enumerate(results):
-        call_id = result["tool_call_id"]
+    for index, (call_id, result) in enumerate(results):
         if call_id in seen:
             raise InvalidInput(
                 "duplicate_tool_result",
@@ -119,7 +129,7 @@ def _check_results(entries: list[CallEntry], results: Sequence[dict[str, Any]]) 
 
 
 async def post_tool_results(
-    deps: TurnDeps, owner: str, session_id: str, turn_id: str, results: Sequence[dict[str, Any]]
+    deps: TurnDeps, owner: str, session_id: str, turn_id: str, results: Sequence[ToolResultIn]
 ) -> ResultsOutcome:
     """Record results (partial posts allowed). When every call has one, write all tool messages
     in call order, take the lease and tell the caller to resume the runner here."""
@@ -134,15 +144,12 @@ async def post_tool_results(
         if tool_results_overdue(turn):
             raise DeadlinePassed(turn_id)  # too late: no result is taken after the deadline
         entries = stored_entries(turn.pending_tool_calls)
-        _check_results(entries, results)
+        posted = [(r.tool_call_id, _result_of(r)) for r in results]
+        _check_results(entries, posted)
         by_id = {e["tool_call_id"]: e for e in entries}
-        for result in results:
-            entry = by_id[result["tool_call_id"]]
-            entry["result"] = {
-                "state": result["state"],
-                "output": result["output"],
-                "artifacts": result.get("artifacts") or [],
-            }
+        for call_id, result in posted:
+            entry = by_id[call_id]
+            entry["result"] = result
             await deps.events.emit(
                 db, session_id, "tool_call_finished", finished_payload(entry), turn_id=turn_id
             )

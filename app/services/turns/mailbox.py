@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import uuid
-from typing import Any
+from dataclasses import dataclass
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.api.schemas.turns import AgentMessageBody
 from app.core.content import Block, text_block
 from app.core.counting import TokenCounter
 from app.core.pipeline.item_caps import check_agent_message
@@ -19,7 +20,7 @@ from app.storage.repositories.records import NewMessage
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.state import MailboxRepository
 
-__all__ = ["AgentMessageService", "agent_message_text", "drain_mailbox"]
+__all__ = ["AgentMessageService", "QueuedMessage", "agent_message_text", "drain_mailbox"]
 
 
 def agent_message_text(task: str, kind: str, body: str) -> str:
@@ -78,16 +79,24 @@ async def drain_mailbox(
     return delivered
 
 
+@dataclass(frozen=True, slots=True)
+class QueuedMessage:
+    """An agent message in the session's mailbox (``app/api/render/turns.py`` writes it)."""
+
+    agent_message_id: str
+    duplicate: bool  # this id was queued already: a retried delivery, not queued again
+    tokens: int
+
+
 class AgentMessageService:
     def __init__(self, deps: TurnDeps) -> None:
         self._deps = deps
 
-    async def deliver(
-        self, session_id: str, *, task: str, kind: str, body: str, agent_message_id: str | None
-    ) -> dict[str, Any]:
+    async def deliver(self, session_id: str, command: AgentMessageBody) -> QueuedMessage:
         """Check the envelope against the 4000-token cap and queue it (202). A repeated
         ``agent_message_id`` is a retried delivery: it is queued once."""
-        message_id = agent_message_id or f"am-{uuid.uuid4().hex}"
+        task, kind, body = command.task, command.kind, command.body
+        message_id = command.agent_message_id or f"am-{uuid.uuid4().hex}"
         async with unit_of_work(self._deps.db) as db:
             session = await SessionRepository(db).require(session_id)
             model = await resolve_model(db, session.model_id, session.tenant_id)
@@ -96,9 +105,4 @@ class AgentMessageService:
             queued = await MailboxRepository(db).enqueue(
                 session_id, agent_message_id=message_id, task=task, kind=kind, body=body
             )
-        return {
-            "agent_message_id": message_id,
-            "status": "queued",
-            "duplicate": not queued,
-            "tokens": tokens,
-        }
+        return QueuedMessage(message_id, duplicate=not queued, tokens=tokens)

@@ -4,14 +4,17 @@ is no longer this runner's), and the shapes the runner's steps hand each other."
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from app.core.pipeline.prepared_call import PreparedModelCall
 from app.providers.base import ModelResponse
 from app.services.turns.calls import CallEntry
 from app.storage.models import AgentSession
 
-__all__ = ["Ready", "Stored", "TurnEnded", "TurnLost", "failed", "internal_failure"]
+__all__ = ["Outcome", "Ready", "Stored", "TurnEnded", "TurnLost", "failed", "internal_failure"]
+
+# A terminal turn's ``outcome``: ``{final_text}`` (completed), ``{code, message}`` (failed) or
+# ``{}`` (cancelled; spec §6).
+Outcome = dict[str, str | None]
 
 
 class TurnLost(Exception):
@@ -29,7 +32,7 @@ class TurnEnded(Exception):
     # The last model response when it is not stored yet: stored in the step that ends the turn.
     response: Stored | None = None
 
-    def outcome(self) -> dict[str, Any]:
+    def outcome(self) -> Outcome:
         if self.status == "completed":
             return {"final_text": self.final_text or ""}
         if self.status == "failed":

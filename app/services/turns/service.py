@@ -11,8 +11,9 @@ import asyncio
 import functools
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
-from typing import Any
+from dataclasses import dataclass
 
+from app.api.schemas.turns import ToolResultIn, TurnStart
 from app.services.cursors import TURN_CURSOR, decode_cursor, encode_cursor
 from app.services.events import Delta, Signal
 from app.services.model_types import ModelEntry
@@ -30,17 +31,30 @@ from app.services.turns.overlap import signals_sent
 from app.services.turns.start import RunningTurnExpired, Started, busy, start_turn
 from app.services.turns.stream import open_event_stream
 from app.services.turns.supervisor import RunnerSupervisor
-from app.services.turns.views import awaiting_calls, turn_to_json
 from app.services.turns.waiting import expire_waiting, tool_results_overdue
 from app.storage.database import unit_of_work
 from app.storage.models import Turn
 from app.storage.repositories.sessions import SessionRepository
 from app.storage.repositories.turns import TurnRepository
 
-__all__ = ["TurnService"]
+__all__ = ["StartedTurn", "TurnList", "TurnService"]
 
 # How often a waiting reader re-reads the turn for changes made on other replicas.
 _WAIT_POLL_SECONDS = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class StartedTurn:
+    turn: Turn
+    created: bool  # False: the turn already accepted for this client_request_id and input
+
+
+@dataclass(frozen=True, slots=True)
+class TurnList:
+    """A page of a session's turns, newest first."""
+
+    turns: list[Turn]
+    next_cursor: str | None
 
 
 def _settled(turn: Turn) -> bool:
@@ -55,28 +69,23 @@ class TurnService(RunnerSupervisor):
     # ----- use cases -------------------------------------------------------------------------
 
     async def start(
-        self,
-        session_id: str,
-        *,
-        client_request_id: str,
-        input_items: Sequence[dict[str, Any]],
-        wait: bool = False,
-    ) -> tuple[dict[str, Any], bool]:
+        self, session_id: str, command: TurnStart, *, wait: bool = False
+    ) -> StartedTurn:
         self._refuse_while_stopping()
         try:
-            started = await self._start(session_id, client_request_id, input_items)
+            started = await self._start(session_id, command)
         except RunningTurnExpired as expired:
             await reap_expired(self._deps)
             await expire_waiting(self._deps, session_id, expired.turn_id)
             try:
-                started = await self._start(session_id, client_request_id, input_items)
+                started = await self._start(session_id, command)
             except RunningTurnExpired as still:  # not reaped (e.g. its lease renewed meanwhile)
                 raise busy(still.turn_id) from None
         turn, created = started.turn, started.created
         if created:
             model_id = started.model.id if started.model is not None else None
             self._deps.observability.turns.accepted(
-                turn, model_id=model_id, input_items=len(input_items)
+                turn, model_id=model_id, input_items=len(command.input)
             )
             self._spawn(session_id, turn.turn_id, started=started)
             if started.pending is not None:
@@ -85,19 +94,10 @@ class TurnService(RunnerSupervisor):
                 await asyncio.shield(started.pending.done)
         if wait:
             turn = await self._wait(session_id, turn.turn_id, _settled)
-        return turn_to_json(turn), created
+        return StartedTurn(turn, created)
 
-    async def _start(
-        self, session_id: str, client_request_id: str, input_items: Sequence[dict[str, Any]]
-    ) -> Started:
-        start = functools.partial(
-            start_turn,
-            self._deps,
-            self.owner,
-            session_id,
-            client_request_id=client_request_id,
-            input_items=input_items,
-        )
+    async def _start(self, session_id: str, command: TurnStart) -> Started:
+        start = functools.partial(start_turn, self._deps, self.owner, session_id, command)
         try:
             return await start(first_call=self._first_call, overlap=self._overlaps)
         except FirstCallFailed:
@@ -111,10 +111,10 @@ class TurnService(RunnerSupervisor):
         # Only asked what kind of client it is: no call is made, so no session's script moves.
         return signals_sent(self._deps.model_clients.for_model(model, session_id=""))
 
-    async def get(self, session_id: str, turn_id: str) -> dict[str, Any]:
-        return turn_to_json(await self._read(session_id, turn_id))
+    async def get(self, session_id: str, turn_id: str) -> Turn:
+        return await self._read(session_id, turn_id)
 
-    async def list(self, session_id: str, *, limit: int, cursor: str | None) -> dict[str, Any]:
+    async def list(self, session_id: str, *, limit: int, cursor: str | None) -> TurnList:
         """The session's turns, newest first, cursor-paginated (404 for no session)."""
         before = decode_cursor(cursor, TURN_CURSOR) if cursor else None
         async with unit_of_work(self._deps.db, read_only=True) as db:
@@ -126,22 +126,21 @@ class TurnService(RunnerSupervisor):
             )
         page = rows[:limit]
         last = page[-1] if len(rows) > limit else None
-        return {
-            "turns": [turn_to_json(t) for t in page],
-            "next_cursor": None if last is None else encode_cursor(last.created_at, last.turn_id),
-        }
+        return TurnList(
+            page, None if last is None else encode_cursor(last.created_at, last.turn_id)
+        )
 
-    async def wait(self, session_id: str, turn_id: str) -> dict[str, Any]:
-        return turn_to_json(await self._wait(session_id, turn_id, _settled))
+    async def wait(self, session_id: str, turn_id: str) -> Turn:
+        return await self._wait(session_id, turn_id, _settled)
 
     async def post_tool_results(
         self,
         session_id: str,
         turn_id: str,
-        results: Sequence[dict[str, Any]],
+        results: Sequence[ToolResultIn],
         *,
         wait: bool = False,
-    ) -> dict[str, Any]:
+    ) -> Turn:
         self._refuse_while_stopping()
         try:
             outcome = await post_tool_results(self._deps, self.owner, session_id, turn_id, results)
@@ -153,11 +152,9 @@ class TurnService(RunnerSupervisor):
             self._spawn(session_id, turn_id, outcome.doom, resumed_from=turn.trace_context or "")
             if wait:
                 turn = await self._wait(session_id, turn_id, _settled)
-        body = turn_to_json(turn)
-        body["missing_tool_call_ids"] = [c["tool_call_id"] for c in awaiting_calls(turn)]
-        return body
+        return turn
 
-    async def cancel(self, session_id: str, turn_id: str) -> dict[str, Any]:
+    async def cancel(self, session_id: str, turn_id: str) -> Turn:
         """Request cancellation and answer once the turn is terminal (bounded wait)."""
         try:
             flagged = await cancel_waiting_or_flag(self._deps, session_id, turn_id)
@@ -168,9 +165,7 @@ class TurnService(RunnerSupervisor):
             local = self._runners.get((session_id, turn_id))
             if local is not None:
                 local[0].cancel.set()  # a pending model call is abandoned at once
-            return turn_to_json(
-                await self._wait(session_id, turn_id, lambda t: t.status != "running")
-            )
+            return await self._wait(session_id, turn_id, lambda t: t.status != "running")
         return await self.get(session_id, turn_id)
 
     async def events(self, session_id: str, after: int) -> AsyncIterator[bytes]:

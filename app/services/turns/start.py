@@ -8,10 +8,10 @@ import uuid
 from collections.abc import Callable, Sequence
 from contextlib import AsyncExitStack
 from dataclasses import dataclass
-from typing import Any
 
 import anyio
 
+from app.api.schemas.turns import InputItem, SkillInput, TextInput, TurnStart
 from app.core.content import Block, is_blank, text_block
 from app.core.counting import TokenCounter
 from app.core.errors import Conflict, InvalidInput
@@ -84,8 +84,8 @@ def reused(turn: Turn) -> InvalidInput:
     )
 
 
-def _texts(input_items: Sequence[dict[str, Any]]) -> list[str]:
-    texts = [i["text"] for i in input_items if i["type"] == "text" and not is_blank(i["text"])]
+def _texts(input_items: Sequence[InputItem]) -> list[str]:
+    texts = [i.text for i in input_items if isinstance(i, TextInput) and not is_blank(i.text)]
     if not texts:
         raise InvalidInput(
             "empty_input",
@@ -110,7 +110,7 @@ def _snapshot(session: AgentSession, name: str, roots: Sequence[str]) -> SkillSn
 
 async def _skill_messages(
     session: AgentSession,
-    input_items: Sequence[dict[str, Any]],
+    input_items: Sequence[InputItem],
     roots: Sequence[str],
     counter: TokenCounter,
 ) -> list[NewMessage]:
@@ -119,9 +119,9 @@ async def _skill_messages(
     messages: list[NewMessage] = []
     seen: set[str] = set()
     for item in input_items:
-        if item["type"] != "skill":
+        if not isinstance(item, SkillInput):
             continue
-        snapshot = await anyio.to_thread.run_sync(_snapshot, session, item["name"], roots)
+        snapshot = await anyio.to_thread.run_sync(_snapshot, session, item.name, roots)
         if snapshot.path in seen:
             continue
         seen.add(snapshot.path)
@@ -142,9 +142,8 @@ async def start_turn(
     deps: TurnDeps,
     owner: str,
     session_id: str,
+    command: TurnStart,
     *,
-    client_request_id: str,
-    input_items: Sequence[dict[str, Any]],
     first_call: FirstCallPreparer | None = None,
     overlap: Callable[[ModelEntry], bool] | None = None,
 ) -> Started:
@@ -157,6 +156,9 @@ async def start_turn(
     when ``overlap`` says the model's client tells when a request is written, the transaction is
     handed to the runner to commit while it sends that call (``Started.pending``).
     A running turn past its deadline for tool results raises ``RunningTurnExpired`` too."""
+    client_request_id, input_items = command.client_request_id, command.input
+    # The input as stored and compared with a repeated start's: its items as the caller sent them.
+    stored_input = [i.model_dump() for i in input_items]
     texts = _texts(input_items)
     async with AsyncExitStack() as stack:
         db = await stack.enter_async_context(unit_of_work(deps.db))
@@ -177,7 +179,7 @@ async def start_turn(
         if running is not None and (lease_expired(running) or tool_results_overdue(running)):
             raise RunningTurnExpired(running.turn_id)
         if existing is not None:
-            if existing.input != [dict(i) for i in input_items]:
+            if existing.input != stored_input:
                 raise reused(existing)
             return Started(existing, False, session, None)
         if running is not None:
@@ -190,7 +192,7 @@ async def start_turn(
             session_id=session_id,
             turn_id=f"turn-{uuid.uuid4().hex}",
             client_request_id=client_request_id,
-            input=[dict(i) for i in input_items],
+            input=stored_input,
             phase="running_model" if merged else "starting",
             model_call_index=1 if merged else 0,
             lease_owner=owner,

@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import AsyncIterator
-from typing import Any
+from collections.abc import AsyncIterator, Mapping
 
 from app.core.content import compact_json
 from app.services.events import Delta, Signal
@@ -36,7 +35,7 @@ _PAGE = 500
 _LINE_BREAKS = str.maketrans({"\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
 
 
-def _data(value: dict[str, Any]) -> str:
+def _data(value: Mapping[str, object]) -> str:
     return compact_json(value).translate(_LINE_BREAKS)
 
 

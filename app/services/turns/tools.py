@@ -31,7 +31,7 @@ from app.core.turn_plan import PLAN_UPDATED_TEXT, UPDATE_PLAN_TOOL, PlanArgument
 from app.core.turn_plan import parse_update_plan_arguments as parse_plan
 from app.services.events import EventEmitter
 from app.services.lru import BytesLRU
-from app.services.turns.calls import CallEntry, error_result, finished_payload
+from app.services.turns.calls import CallEntry, CallResult, error_result, finished_payload
 from app.storage.base import utc_now
 
 __all__ = ["DoomRecord", "ToolRound", "check_call", "handle_calls"]
@@ -152,7 +152,7 @@ def _schema_error(name: str, schema: dict[str, Any], value: Any) -> str | None:
 
 def check_call(
     name: str, raw_input: str, tools: dict[str, ToolDefinition]
-) -> tuple[str | None, dict[str, Any] | None]:
+) -> tuple[str | None, CallResult | None]:
     """``(canonical arguments, None)`` for a call that may run, else ``(None, error result)``."""
     # Arguments past the limits every accepted JSON value keeps (too deep to read back safely,
     # too large) are answered like arguments that are not JSON: the model sees why.
@@ -176,18 +176,21 @@ def check_call(
 
 async def _update_plan(
     db: AsyncSession, events: EventEmitter, session_id: str, turn_id: str, raw: str
-) -> tuple[dict[str, Any], dict[str, Any] | None]:
+) -> tuple[CallResult, dict[str, object] | None]:
     """The call's result and the turn's new plan (``None`` when the arguments are refused)."""
     try:
         plan = parse_plan(raw)
     except PlanArgumentsInvalid as exc:
         return error_result(exc.detail), None
-    stored = {**plan.to_json(), "updated_at": utc_now().isoformat().replace("+00:00", "Z")}
+    stored: dict[str, object] = {
+        **plan.to_json(),
+        "updated_at": utc_now().isoformat().replace("+00:00", "Z"),
+    }
     await events.emit(db, session_id, "plan_updated", stored, turn_id=turn_id)
     return {"state": "success", "output": [text_block(PLAN_UPDATED_TEXT)], "artifacts": []}, stored
 
 
-async def _conversation_history(db: AsyncSession, session_id: str, raw: str) -> dict[str, Any]:
+async def _conversation_history(db: AsyncSession, session_id: str, raw: str) -> CallResult:
     try:
         from app.services.compaction.history import conversation_history_result
     except ImportError:  # the transcript service is not part of this build
@@ -223,7 +226,7 @@ async def handle_calls(
             turn_id=turn_id,
         )
         canonical: str | None = None
-        rejected: dict[str, Any] | None = None
+        rejected: CallResult | None = None
         if "refused" in entry:  # its arguments were not stored (``entries_of``)
             rejected = error_result(entry["refused"])
         else:

@@ -4,13 +4,13 @@ costs no transaction of its own)."""
 
 from __future__ import annotations
 
-from typing import Any, Final
+from typing import Any, Final, TypedDict
 
 from app.core.pipeline.prepared_call import Budget
 from app.providers.base import Usage
 from app.services.budget import budget_to_json
 
-__all__ = ["USAGE_FIELDS", "model_call_finished", "usage_columns"]
+__all__ = ["USAGE_FIELDS", "ModelCallFinished", "model_call_finished", "usage_columns"]
 
 # The turn's usage columns, each the Σ of the same ``Usage`` figure over its model calls.
 USAGE_FIELDS: Final = (
@@ -22,6 +22,15 @@ USAGE_FIELDS: Final = (
 )
 
 
+class ModelCallFinished(TypedDict):
+    """The ``model_call_finished`` update (spec §16)."""
+
+    model_call_index: int
+    model_id: str
+    usage: dict[str, int]
+    budget: dict[str, Any]  # ``BudgetOut``, as ``services/budget.py`` writes it
+
+
 def usage_columns(usage: Usage) -> dict[str, int]:
     """The figures to add to the turn (0 where the provider reported nothing)."""
     return {name: getattr(usage, name) or 0 for name in USAGE_FIELDS}
@@ -29,7 +38,7 @@ def usage_columns(usage: Usage) -> dict[str, int]:
 
 def model_call_finished(
     *, index: int, model_id: str, usage: dict[str, int], budget: Budget
-) -> dict[str, Any]:
+) -> ModelCallFinished:
     """The update's payload: which call, what the provider reported (``input_tokens`` the whole
     prompt, cache reads and writes included) and the budget of the request as sent, serialized
     as every prepare answer serializes it."""

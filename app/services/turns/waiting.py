@@ -17,7 +17,6 @@ lease expiry is.
 from __future__ import annotations
 
 from datetime import datetime, timedelta
-from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -25,6 +24,7 @@ from app.services.models import resolve_model
 from app.services.session_config import agent_of
 from app.services.turns.calls import stored_entries, write_results
 from app.services.turns.deps import TurnDeps
+from app.services.turns.outcomes import Outcome
 from app.storage.base import utc_now
 from app.storage.database import unit_of_work
 from app.storage.models import AgentSession, Turn
@@ -89,7 +89,7 @@ async def end_waiting(
     turn: Turn,
     *,
     status: str,
-    outcome: dict[str, Any],
+    outcome: Outcome,
 ) -> Turn | None:
     """End a turn that waits for the caller, in ``db``'s transaction (the session row locked):
     the results posted so far and, for every call still without one, the fixed not-executed
@@ -118,7 +118,7 @@ async def end_waiting(
     return finished
 
 
-def _timeout_outcome(turn: Turn) -> dict[str, Any]:
+def _timeout_outcome(turn: Turn) -> Outcome:
     missing = [
         c["tool_call_id"]
         for c in stored_entries(turn.pending_tool_calls)

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from app.core.caching import prefix_comparison
 from app.core.caching import prefix_record as prefix
 from app.core.content import Block, Item
 from app.core.errors import InvalidInput
@@ -134,8 +135,8 @@ def prefixed_extending(
 def _compared(
     prepared: PreparedModelCall, record: prefix.RequestRecord, previous: bytes | None
 ) -> PreparedModelCall:
-    comparison = prefix.compare(prepared, record, prefix.decode(previous))
-    return prefix.with_prefix(prepared, record, comparison)
+    comparison = prefix_comparison.compare(prepared, record, prefix.decode(previous))
+    return prefix_comparison.with_prefix(prepared, record, comparison)
 
 
 async def stored_previous(db: AsyncSession, session_id: str) -> bytes | None:

@@ -9,6 +9,7 @@ from dataclasses import replace
 
 import pytest
 
+from app.core.caching import prefix_comparison
 from app.core.caching import prefix_record as prefix
 from app.core.capabilities import ModelCapabilities
 from app.core.content import Item, SyntheticOrigin, text_block
@@ -57,8 +58,8 @@ def prepared_with(
     record = prefix.record_request(
         prepared, conversation, identify_stored=identify_stored, rewind_compaction_id=rewind
     )
-    comparison = prefix.compare(prepared, record, prefix.decode(previous))
-    return prefix.with_prefix(prepared, record, comparison)
+    comparison = prefix_comparison.compare(prepared, record, prefix.decode(previous))
+    return prefix_comparison.with_prefix(prepared, record, comparison)
 
 
 def record(prepared: PreparedModelCall) -> bytes:

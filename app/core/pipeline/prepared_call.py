@@ -136,9 +136,9 @@ class PreparedModelCall:
     # Each item's measure by ``counter`` (Σ = the Conversation region's measure).
     measures: list[int]
     counter: TokenCounter
-    # The request's prefix record (``app.core.caching.prefix_record``), once a service compared it;
-    # and how
-    # many leading request messages lie wholly in the stable prefix (``PrefixComparison``).
+    # The request's prefix record (``app.core.caching.prefix_record``), once a service
+    # compared it; and how many leading request messages lie wholly in the stable prefix
+    # (``app.core.caching.prefix_comparison``).
     prefix_record: bytes | None = None
     stable_messages: int | None = None
     # The pruning watermark the request was prepared with (the cache plan anchors on it).

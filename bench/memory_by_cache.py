@@ -12,7 +12,7 @@ slack comes on top):
   measures, the walk, the prefix record and its basis), the first ``--pruned`` of the messages
   pruned, as after the service's pruning; salient lines it found are not counted here;
 - ``salient memo``: what the cut results left in ``SALIENT_LINES``;
-- ``message memo``: each message's JSON for the OpenAI Chat body (``wire.OwnedMemo``, the
+- ``message memo``: each message's JSON for the OpenAI Chat body (``memos.OwnedMemo``, the
   session context's).
 
 Printed: each part in MB and as a multiple of the session's stored JSON (the bytes the

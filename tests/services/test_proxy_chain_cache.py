@@ -42,3 +42,18 @@ def test_families_do_not_share_chains_and_the_oldest_is_forgotten() -> None:
     assert cache.chain(OTHER, HISTORY) == _full(OTHER, HISTORY)
     assert cache.chain(FAMILY, HISTORY) == _full(FAMILY, HISTORY)
     assert len(cache._last) == 1
+
+
+def test_the_messages_held_are_bounded_and_a_request_over_the_bound_is_not_kept() -> None:
+    cache = ChainCache(max_messages=len(HISTORY))
+    # Equal to the bound: kept.
+    assert cache.chain(FAMILY, HISTORY) == _full(FAMILY, HISTORY)
+    assert list(cache._last) == [FAMILY]
+    # One more message held in all: the oldest family goes.
+    assert cache.chain(OTHER, HISTORY[:1]) == _full(OTHER, HISTORY[:1])
+    assert list(cache._last) == [OTHER]
+    # One over the bound alone: answered, not kept (and the family's older entry is gone).
+    longer = [*HISTORY, _text("user", "one more")]
+    assert cache.chain(OTHER, longer) == _full(OTHER, longer)
+    assert list(cache._last) == []
+    assert cache._held == 0

@@ -88,12 +88,16 @@ class ChainCache:
     family, which usually repeats them and adds a few: only the messages after the common
     prefix are keyed and chained, so a call's digesting grows with what is new, not with the
     history (the prefix is compared as content, which is cheaper than keying it; equal content
-    has an equal key). Bounded: the ``size`` families used last. In-process only: a miss (a
-    restart, another replica, another conversation of the family) only costs the full keying.
+    has an equal key). Bounded: the ``size`` families used last, holding ``max_messages``
+    decoded messages in all (a request over that alone is not kept: its next call keys it
+    whole, as before this cache). In-process only: a miss (a restart, another replica, another
+    conversation of the family) only costs the full keying.
     """
 
-    def __init__(self, size: int = 64) -> None:
+    def __init__(self, size: int = 64, max_messages: int = 50_000) -> None:
         self._size = size
+        self._max_messages = max_messages
+        self._held = 0  # messages held by all families
         self._last: OrderedDict[str, tuple[list[ProxyMessage], list[str]]] = OrderedDict()
 
     def chain(self, family: str, messages: Sequence[ProxyMessage]) -> list[str]:
@@ -110,8 +114,12 @@ class ChainCache:
         start = known[reused - 1] if reused else family
         rest = [message_key(m.role, m.content) for m in messages[reused:]]
         chain = known[:reused] + chain_digests(start, rest)
-        self._last[family] = (list(messages), chain)
-        self._last.move_to_end(family)
-        while len(self._last) > self._size:
-            self._last.popitem(last=False)
+        replaced = self._last.pop(family, None)
+        if replaced is not None:
+            self._held -= len(replaced[0])
+        if len(messages) <= self._max_messages:
+            self._last[family] = (list(messages), chain)
+            self._held += len(messages)
+        while len(self._last) > self._size or self._held > self._max_messages:
+            self._held -= len(self._last.popitem(last=False)[1][0])
         return chain

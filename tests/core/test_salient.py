@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.pipeline import salient
+from app.core.pipeline import salient_search
 from app.core.pipeline.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
@@ -189,13 +189,13 @@ def test_remembered_lines_are_the_lines_found_afresh() -> None:
 
 def _one_search_per_keyword(text: str) -> list[tuple[int, int]]:
     """``_first_matches`` as it was before keywords shared searches: a search per keyword."""
-    low = text.lower() if text.isascii() else text.translate(salient._ASCII_LOWER)
+    low = text.lower() if text.isascii() else text.translate(salient_search._ASCII_LOWER)
     first: dict[int, int] = {}
-    for keyword in salient._KEYWORDS:
+    for keyword in salient_search._KEYWORDS:
         at = low.find(keyword)
         while at >= 0:
             line = low.rfind("\n", 0, at) + 1
-            if salient._matches_at(text, low, at, keyword, line):
+            if salient_search.matches_at(text, low, at, keyword, line):
                 first[line] = min(first.get(line, at), at)
                 at = low.find("\n", at)
                 if at < 0:
@@ -217,4 +217,4 @@ _PIECES = st.sampled_from(
 @settings(max_examples=1500, deadline=None)
 @given(st.lists(_PIECES, max_size=30).map("".join))
 def test_shared_searches_find_what_a_search_per_keyword_finds(text: str) -> None:
-    assert salient._first_matches(text, 0, len(text)) == _one_search_per_keyword(text)
+    assert salient_search.first_matches(text, 0, len(text)) == _one_search_per_keyword(text)

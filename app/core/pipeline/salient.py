@@ -46,7 +46,8 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Final
+
+from app.core.pipeline.salient_search import KeywordFinder, first_matches
 
 __all__ = [
     "SALIENT_LINE_CHARS",
@@ -65,68 +66,6 @@ SALIENT_LINE_CHARS = 300
 # A long line is shown from this many characters before its first match.
 _WINDOW_LEAD = 100
 
-# The case-insensitive part of the rule, tried on the lowered text where a keyword was found
-# (``match``, not ``search``: Python's ``re`` tries an alternation at every position of a log,
-# ~6 ms per 60 KB, while ``str.find`` of the keywords and one anchored match per hit cost a
-# small fraction of that).
-_WORD_AT = re.compile(
-    r"""
-    (?<![a-z0-9_])
-    (?:errors?|fatal|panic(?:ked)?|exceptions?|fail(?:s|ed|ing|ure|ures)?|assert(?:ion)?
-      |abort(?:ed)?|killed|oomkilled|denied|segmentation\ fault|core\ dumped|out\ of\ memory
-      |timed\ out|no\ such\ file|not\ found|undefined\ reference|non-zero\ exit)
-    (?![a-z0-9_])
-    | (?<![a-z0-9_])exit(?:ed)?(?:\ with)?\ (?:status|code)[\s:=]*-?0*[1-9]
-    | (?<![a-z0-9_])(?:expected\s*[:<]|received\s*:|actual\s*:|but\ was\b)
-    """,
-    re.VERBOSE,
-)
-# Every match of the rule starts with one of these (lowered); ``_matches_at`` tests each hit.
-_KEYWORDS = (
-    "error",
-    "fatal",
-    "panic",
-    "exception",
-    "fail",
-    "assert",
-    "abort",
-    "killed",
-    "oomkilled",
-    "denied",
-    "segmentation fault",
-    "core dumped",
-    "out of memory",
-    "timed out",
-    "no such file",
-    "not found",
-    "undefined reference",
-    "non-zero exit",
-    "exit",
-    "expected",
-    "received",
-    "actual",
-    "but was",
-    "err!",
-    "e  ",
-)
-# The searches of the lowered text that find every keyword: a search's text and the keywords a
-# hit of it may start, at the hit plus an offset. Each search is a pass over the text (~0.2 ms
-# per 360 000 characters: the whole of a cold prepare's salient-line cost), so a keyword that
-# holds another whole is found through that one's search (``oomkilled`` ends in ``killed``,
-# ``non-zero exit`` in ``exit``), and ``error`` and ``err!`` share ``err``: 22 passes, not 25.
-_SHARED: Final[tuple[tuple[str, tuple[tuple[str, int], ...]], ...]] = (
-    ("err", (("error", 0), ("err!", 0))),
-    ("killed", (("killed", 0), ("oomkilled", -len("oom")))),
-    ("exit", (("exit", 0), ("non-zero exit", -len("non-zero ")))),
-)
-_SEARCHES = (
-    *_SHARED,
-    *(
-        (keyword, ((keyword, 0),))
-        for keyword in _KEYWORDS
-        if not any(keyword == k for _, starts in _SHARED for k, _ in starts)
-    ),
-)
 # Counts of nothing, blanked out of a line before it is tested again.
 _NOTHING = re.compile(
     r"""
@@ -135,8 +74,6 @@ _NOTHING = re.compile(
     """,
     re.IGNORECASE | re.VERBOSE,
 )
-_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_")
-_ASCII_LOWER: Final = str.maketrans("ABCDEFGHIJKLMNOPQRSTUVWXYZ", "abcdefghijklmnopqrstuvwxyz")
 _TRACEBACK = "Traceback (most recent call last):"
 
 _HEADER = "[salient lines of the cut part (line number: text)]\n"
@@ -178,7 +115,10 @@ class SalientLineMemo:
     MAX_CHARS = 8_000_000
     MAX_ENTRIES = 4096
 
-    def __init__(self) -> None:
+    def __init__(self, finder: KeywordFinder | None = None) -> None:
+        # How the lines of a text not remembered are looked for (``salient_search.py``): the
+        # caller's one-pass search, or ``None`` for the standard library's.
+        self.finder = finder
         self._entries: OrderedDict[tuple[str, int, int], _Found] = OrderedDict()
         self._chars = 0
         self._lock = threading.Lock()
@@ -222,7 +162,7 @@ def salient_lines(
     key = (text, start, stop)
     found = None if memo is None else memo.get(key)
     if found is None:
-        found = _find(text, start, stop)
+        found = _find(text, start, stop, None if memo is None else memo.finder)
         if memo is not None:
             memo.put(key, found)
     spans, lines = found
@@ -239,20 +179,20 @@ def salient_lines_of(text: str) -> Sequence[SalientLine]:
     return _find(text, 0, len(text))[1] if text else ()
 
 
-def _find(text: str, start: int, stop: int) -> _Found:
+def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None) -> _Found:
     """The ``(begin, end)`` of every salient line in the range, and the lines collapsed."""
     begin = text.rfind("\n", 0, start) + 1
     end = _line_end(text, stop - 1)
     found: dict[int, tuple[int, int, int]] = {}  # line start → (line end, match at, number)
     number = text.count("\n", 0, begin) + 1
     counted_to = begin
-    for line_start, match_at in _first_matches(text, begin, end):
+    for line_start, match_at in first_matches(text, begin, end, finder):
         line_end = _line_end(text, line_start)
         line = text[line_start:line_end]
         if _NOTHING.search(line) is not None:
             # Blank the counts of nothing (same length: offsets kept) and test what is left.
             blanked = _NOTHING.sub(lambda m: " " * len(m.group()), line)
-            rest = _first_matches(blanked, 0, len(blanked))
+            rest = first_matches(blanked, 0, len(blanked), finder)
             if not rest:
                 continue
             match_at = line_start + rest[0][1]
@@ -269,59 +209,6 @@ def _find(text: str, start: int, stop: int) -> _Found:
 def _line_end(text: str, at: int) -> int:
     end = text.find("\n", at)
     return len(text) if end < 0 else end
-
-
-def _first_matches(text: str, begin: int, end: int) -> list[tuple[int, int]]:
-    """``(line start, first match)`` of each line of ``text[begin:end]`` the rule matches, in
-    order; ``begin`` is a line start."""
-    region = text[begin:end]
-    # ASCII-only lowering keeps every offset where it was (``str.lower`` may not).
-    low = region.lower() if region.isascii() else region.translate(_ASCII_LOWER)
-    first: dict[int, int] = {}
-    for needle, starts in _SEARCHES:
-        at = low.find(needle)
-        while at >= 0:
-            line = low.rfind("\n", 0, at) + 1
-            hit = -1
-            for keyword, offset in starts:
-                start = at + offset
-                if (
-                    start >= line
-                    and (hit < 0 or start < hit)
-                    and low.startswith(keyword, start)
-                    and _matches_at(region, low, start, keyword, line)
-                ):
-                    hit = start
-            if hit >= 0:
-                if first.get(line, hit + 1) > hit:
-                    first[line] = hit
-                # One hit per line and search is enough: a later hit of this search on the
-                # line starts its keywords further on (none of them repeats within another).
-                at = low.find("\n", at)
-                if at < 0:
-                    break
-            at = low.find(needle, at + 1)
-    return sorted((begin + line, begin + at) for line, at in first.items())
-
-
-def _matches_at(text: str, low: str, at: int, keyword: str, line: int) -> bool:
-    """Whether the rule matches where ``keyword`` was found in ``low`` (``text`` lowered)."""
-    if keyword == "e  ":
-        return at == line and text[at] == "E"  # pytest's detail line: ``E`` and two spaces
-    if keyword == "err!":
-        return text[at : at + 4] == "ERR!" and (at == 0 or low[at - 1] not in _NAME_CHARS)
-    if _WORD_AT.match(low, at) is not None:
-        return True
-    if keyword in ("error", "exception"):
-        # The end of a name that starts with a capital: ``ValueError``, ``IOException``.
-        after = at + len(keyword)
-        if text[at] != "E" or (after < len(text) and text[after] in _NAME_CHARS):
-            return False
-        name = at
-        while name > 0 and text[name - 1] in _NAME_CHARS:
-            name -= 1
-        return name < at and "A" <= text[name] <= "Z"
-    return False
 
 
 def _traceback_last_lines(text: str, stop: int) -> list[tuple[int, int]]:

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.core.pipeline import salient_search
+from app.core.pipeline import salient, salient_search
 from app.core.pipeline.salient import (
     SALIENT_LINE_CHARS,
     SalientLine,
@@ -218,3 +218,20 @@ _PIECES = st.sampled_from(
 @given(st.lists(_PIECES, max_size=30).map("".join))
 def test_shared_searches_find_what_a_search_per_keyword_finds(text: str) -> None:
     assert salient_search.first_matches(text, 0, len(text)) == _one_search_per_keyword(text)
+
+
+@settings(max_examples=1500, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                "0", "No", "NO", "zero", "ZERO", "without", "WİTHOUT", "wıthout", "Without",
+                " ", "\t", "errors", "Failures", "failed", "FAIL", "exceptions", ":", "=",
+                "x", "ſ", "K", "İ", "1",
+            ]
+        ),
+        max_size=12,
+    ).map("".join)
+)  # fmt: skip
+def test_the_quick_look_lets_through_every_line_the_counts_of_nothing_match(line: str) -> None:
+    assert salient._may_count_nothing(line) or salient._NOTHING.search(line) is None

@@ -189,7 +189,7 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
     for line_start, match_at in first_matches(text, begin, end, finder):
         line_end = _line_end(text, line_start)
         line = text[line_start:line_end]
-        if _NOTHING.search(line) is not None:
+        if _may_count_nothing(line) and _NOTHING.search(line) is not None:
             # Blank the counts of nothing (same length: offsets kept) and test what is left.
             blanked = _NOTHING.sub(lambda m: " " * len(m.group()), line)
             rest = first_matches(blanked, 0, len(blanked), finder)
@@ -204,6 +204,17 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
             found[line_start] = (line_end, 0, text.count("\n", 0, line_start) + 1)
     spans = tuple((begin, found[begin][0]) for begin in sorted(found))
     return spans, _collapsed(text, found)
+
+
+def _may_count_nothing(line: str) -> bool:
+    """Whether ``_NOTHING`` may match: a match holds ``0`` or, lowered, ``no``, ``zero`` or
+    ``without`` (looked for by its ``out``: ``i`` has non-ASCII case twins in ``re``, these
+    letters none). Most salient lines hold none of them, and this costs a fraction of the
+    pattern's case-insensitive search (~1 µs a line)."""
+    if "0" in line:
+        return True
+    low = line.lower()
+    return "no" in low or "zero" in low or "out" in low
 
 
 def _line_end(text: str, at: int) -> int:
@@ -240,19 +251,21 @@ def _shown(line: str, match_at: int) -> str:
 
 
 def _collapsed(text: str, found: dict[int, tuple[int, int, int]]) -> tuple[SalientLine, ...]:
-    lines: list[SalientLine] = []
-    index: dict[str, int] = {}
+    # Shown text → [first number, repeats, last number]: a line of a log often repeats (the
+    # same error at every step), and a ``SalientLine`` is made once for all of them.
+    seen: dict[str, list[int]] = {}
     for begin in sorted(found):
         end, match_at, number = found[begin]
         shown = _shown(text[begin:end], match_at)
-        seen = index.get(shown)
-        if seen is None:
-            index[shown] = len(lines)
-            lines.append(SalientLine(number, shown))
+        figures = seen.get(shown)
+        if figures is None:
+            seen[shown] = [number, 0, 0]
         else:
-            first = lines[seen]
-            lines[seen] = SalientLine(first.number, shown, first.repeats + 1, number)
-    return tuple(lines)
+            figures[1] += 1
+            figures[2] = number
+    return tuple(
+        SalientLine(first, shown, more, last) for shown, (first, more, last) in seen.items()
+    )
 
 
 def salient_section(

@@ -183,27 +183,44 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
     """The ``(begin, end)`` of every salient line in the range, and the lines collapsed."""
     begin = text.rfind("\n", 0, start) + 1
     end = _line_end(text, stop - 1)
-    found: dict[int, tuple[int, int, int]] = {}  # line start → (line end, match at, number)
+    found: dict[int, tuple[int, str, int]] = {}  # line start → (line end, as shown, number)
+    # A line and its first match → as shown (``None``: only counts of nothing). A log repeats
+    # its lines (the same error at every step: 3 300 salient lines, a handful distinct, in a
+    # 10 000-message prepare), and each is looked at once.
+    shown_of: dict[tuple[str, int], str | None] = {}
     number = text.count("\n", 0, begin) + 1
     counted_to = begin
     for line_start, match_at in first_matches(text, begin, end, finder):
         line_end = _line_end(text, line_start)
-        line = text[line_start:line_end]
-        if _may_count_nothing(line) and _NOTHING.search(line) is not None:
-            # Blank the counts of nothing (same length: offsets kept) and test what is left.
-            blanked = _NOTHING.sub(lambda m: " " * len(m.group()), line)
-            rest = first_matches(blanked, 0, len(blanked), finder)
-            if not rest:
-                continue
-            match_at = line_start + rest[0][1]
+        key = (text[line_start:line_end], match_at - line_start)
+        if key in shown_of:
+            shown = shown_of[key]
+        else:
+            shown = shown_of[key] = _salient_shown(*key, finder)
+        if shown is None:
+            continue
         number += text.count("\n", counted_to, line_start)
         counted_to = line_start
-        found[line_start] = (line_end, match_at - line_start, number)
+        found[line_start] = (line_end, shown, number)
     for line_start, line_end in _traceback_last_lines(text, stop):
         if line_end > start and line_start not in found:
-            found[line_start] = (line_end, 0, text.count("\n", 0, line_start) + 1)
-    spans = tuple((begin, found[begin][0]) for begin in sorted(found))
-    return spans, _collapsed(text, found)
+            shown = _shown(text[line_start:line_end], 0)
+            found[line_start] = (line_end, shown, text.count("\n", 0, line_start) + 1)
+    starts = sorted(found)
+    return tuple((at, found[at][0]) for at in starts), _collapsed(found, starts)
+
+
+def _salient_shown(line: str, match_at: int, finder: KeywordFinder | None) -> str | None:
+    """``line`` as shown, its first match at ``match_at``; ``None`` if its only matches are
+    counts of nothing."""
+    if _may_count_nothing(line) and _NOTHING.search(line) is not None:
+        # Blank the counts of nothing (same length: offsets kept) and test what is left.
+        blanked = _NOTHING.sub(lambda m: " " * len(m.group()), line)
+        rest = first_matches(blanked, 0, len(blanked), finder)
+        if not rest:
+            return None
+        match_at = rest[0][1]
+    return _shown(line, match_at)
 
 
 def _may_count_nothing(line: str) -> bool:
@@ -250,13 +267,14 @@ def _shown(line: str, match_at: int) -> str:
     return ("…" if lead else "") + window + ("…" if lead + SALIENT_LINE_CHARS < len(line) else "")
 
 
-def _collapsed(text: str, found: dict[int, tuple[int, int, int]]) -> tuple[SalientLine, ...]:
-    # Shown text → [first number, repeats, last number]: a line of a log often repeats (the
-    # same error at every step), and a ``SalientLine`` is made once for all of them.
+def _collapsed(
+    found: dict[int, tuple[int, str, int]], starts: list[int]
+) -> tuple[SalientLine, ...]:
+    # Shown text → [first number, repeats, last number]: a ``SalientLine`` is made once for
+    # all the repeats of a line.
     seen: dict[str, list[int]] = {}
-    for begin in sorted(found):
-        end, match_at, number = found[begin]
-        shown = _shown(text[begin:end], match_at)
+    for begin in starts:
+        _, shown, number = found[begin]
         figures = seen.get(shown)
         if figures is None:
             seen[shown] = [number, 0, 0]

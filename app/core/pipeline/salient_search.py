@@ -167,34 +167,61 @@ def _searched(region: str, low: str) -> dict[int, int]:
 
 
 def _found(region: str, low: str, matches: Sequence[tuple[int, int, int]]) -> dict[int, int]:
-    """Line start → first match, from a finder's matches (in order of start)."""
+    """Line start → first match, from a finder's matches (in order of start), a line at once."""
     first: dict[int, int] = {}
-    # The line last given a match: ``[done_at, done_to)`` can hold no earlier one. (A finder
-    # that lists overlapping matches may list one before a place tried inside an earlier one.)
-    done_at = done_to = 0
+    # A line's text → its first match's offset in it (-1: none). A log repeats its lines (the
+    # same error at every step: 3 300 hits, a handful of lines distinct, in a 10 000-message
+    # prepare), and what the rule finds in a line depends on the line alone, unless a keyword
+    # whose match may run on into the next line is in it (``_REACHING``).
+    known: dict[str, int] = {}
+    decided_to = 0  # the end of the last line looked at
     if low.startswith("e  ") and matches_at(region, low, 0, "e  ", 0):  # no break before it
         first[0] = 0
-        done_to = _end(low, 0)
-    starts: list[tuple[int, str]] = []  # ``(start, keyword)`` to try, in order
-    for index, at, _ in matches:
-        if done_at <= at < done_to:
+        decided_to = _end(low, 0)
+    count = len(matches)
+    i = 0
+    while i < count:
+        index, at, _ = matches[i]
+        start = at + _NEEDLE_KEYWORD[index][1]
+        if start < decided_to:
+            i += 1
             continue
+        line = low.rfind("\n", 0, start) + 1
+        decided_to = _end(low, start)
+        j = i + 1  # the matches of this line: ``matches[i:j]``
+        while j < count and matches[j][1] + _NEEDLE_KEYWORD[matches[j][0]][1] < decided_to:
+            j += 1
+        text = region[line:decided_to]
+        offset = known.get(text)
+        if offset is None:
+            offset = _line_first(region, low, line, matches[i:j])
+            if all(low.find(keyword, line, decided_to) < 0 for keyword in _REACHING):
+                known[text] = offset
+        if offset >= 0:
+            first[line] = line + offset
+        i = j
+    return first
+
+
+# The keywords whose match may run past its line's end (``\s*`` before a ``:`` or a status).
+_REACHING = ("exit", "expected", "received", "actual")
+
+
+def _line_first(region: str, low: str, line: int, matches: Sequence[tuple[int, int, int]]) -> int:
+    """The offset in its line of the first place where the rule matches, trying each needle
+    found and each that may start inside it (``_OVERLAPS``); -1 if none."""
+    starts: list[tuple[int, str]] = []
+    for index, at, _ in matches:
         keyword, shift = _NEEDLE_KEYWORD[index]
         starts.append((at + shift, keyword))
         for offset, other in _OVERLAPS[index]:
             if low.startswith(FINDER_NEEDLES[other], at + offset):
                 keyword, shift = _NEEDLE_KEYWORD[other]
                 starts.append((at + offset + shift, keyword))
-        starts.sort()
-        for start, keyword in starts:
-            line = low.rfind("\n", 0, start) + 1
-            if first.get(line, start + 1) > start and matches_at(region, low, start, keyword, line):
-                first[line] = start
-                if start >= done_to:
-                    done_to = _end(low, start)
-                done_at = start
-        starts.clear()
-    return first
+    for start, keyword in sorted(starts):
+        if matches_at(region, low, start, keyword, line):
+            return start - line
+    return -1
 
 
 def _end(low: str, at: int) -> int:

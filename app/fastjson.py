@@ -147,6 +147,19 @@ class FastEstimateCounter(EstimateCounter):
             return len(content_bytes(content_without_artifacts(content)))
         return len(data)
 
+    def measure_message(self, role: str, content: Sequence[Block]) -> int:
+        # ``measure_content`` (the role is not counted: spec §3.1) with its usual case written
+        # out: a prepare of a conversation never seen runs this for every message, and the two
+        # calls it saves were ~0.2 µs a message, ~5 % of a 1 000-message prepare.
+        for block in content:
+            kind = block.get("type") if type(block) is dict else None
+            if kind not in _STRING_BLOCKS or (kind == "tool_result" and "artifacts" in block):
+                return self.measure_content(content)
+        try:
+            return len(_orjson_dumps(content, option=_OPTIONS))
+        except _EncodeError:
+            return self.measure_content(content)
+
     def measure_tools(self, tools: Sequence[Any]) -> int:
         return len(spec_bytes(list(tools))) if tools else 0
 

@@ -5,7 +5,7 @@ passes: ~65 % of a prepare of a conversation never seen, docs/performance.md); R
 aho-corasick crate (``ahocorasick-rs``) finds them all in one pass, with a SIMD prefilter, ~60x
 faster on the bench's logs. The core stays standard-library only and keeps its own search as
 the reference: this is handed to it (``app.core.pipeline.salient_search.KeywordFinder``), and
-``tests/core/test_salient_finder.py`` checks that both find the same lines.
+``tests/services/test_salient_finder.py`` checks that both find the same lines.
 """
 
 from __future__ import annotations

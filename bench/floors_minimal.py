@@ -1,13 +1,16 @@
 """What the stack alone costs against the turn step's floor (``bench/floors_turn.py``), in CPU.
 
 ``bench/minimal_app.py`` in its own uvicorn process answers the caller's turn request with 5
-model calls, each a bare ``aiohttp`` POST of the conversation to the same fake provider plus (in
-the "+ AsyncSession step" rows) one step-shaped transaction through SQLAlchemy's
-``AsyncSession`` on the service's own engine; its CPU per model call (process CPU, all threads,
-over a turn) is set against the same floor as ``bench/floors_turn.py``'s: a bare ``aiohttp``
-POST of the same body from this process plus one raw-driver step (``bench/raw_step.py``). A
-ratio above 2.0 here says the turn-step target cannot be met on FastAPI + SQLAlchemy's session
-whatever the service's own code does.
+model calls, each a bare ``aiohttp`` POST of the conversation to the same fake provider plus one
+step-shaped transaction (``bench/raw_step.py``'s statements) on the service's own engine, four
+ways: none (FastAPI + transport alone); through SQLAlchemy's ``AsyncSession`` (the session row
+read through the ORM under its lock, the writes executed one by one); the same with the writes
+deferred to the raw driver at the commit (``app.storage.deferred``, as a turn step sends them);
+and SQLAlchemy Core on an ``AsyncConnection`` (no ORM session). Its CPU per model call (process
+CPU, all threads, over a turn) is set against the same floor as ``bench/floors_turn.py``'s: a
+bare ``aiohttp`` POST of the same body from this process plus one raw-driver step. A ratio above
+2.0 here says the turn-step target cannot be met on that stack whatever the service's own code
+does.
 
 Run: ``.venv/bin/python bench/floors_minimal.py [--sizes 100 1000] [--backend both]``
 """
@@ -38,7 +41,7 @@ from bench.transport import conversation_body
 from bench.turns import one_call
 from tests.servers import PYTHON, REPO_ROOT, clean_env, free_port, running
 
-_VARIANTS = ("none", "session", "deferred")
+_VARIANTS = ("none", "session", "deferred", "core")
 
 
 async def minimal_turn(api: httpx.AsyncClient, provider: ProviderProcess, n: int, db: str) -> float:
@@ -83,7 +86,9 @@ async def run_backend(
                         t, r = await floor_calls(http, provider, body, step)
                         figures["t"].append(t)
                         figures["r"].append(r)
-                    none, session, deferred, t, r = (statistics.median(v) for v in figures.values())
+                    none, session, deferred, core, t, r = (
+                        statistics.median(v) for v in figures.values()
+                    )
                     floor = t + r
                     print(
                         f"{n:>7} msgs: floor {floor * 1e3:6.2f} ms (transport {t * 1e3:.2f} + "
@@ -92,7 +97,9 @@ async def run_backend(
                         f"{session / floor:5.2f} (the step alone {(session - none) * 1e3:.2f} ms"
                         f" ÷ raw {r * 1e3:.3f} = {(session - none) / r:5.1f}×); its writes "
                         f"deferred {deferred * 1e3:6.2f} ms = {deferred / floor:5.2f} (the step "
-                        f"alone {(deferred - none) * 1e3:.2f} ms = {(deferred - none) / r:5.1f}×)"
+                        f"alone {(deferred - none) * 1e3:.2f} ms = {(deferred - none) / r:5.1f}×); "
+                        f"Core on an AsyncConnection {core * 1e3:6.2f} ms = {core / floor:5.2f} "
+                        f"(the step alone {(core - none) * 1e3:.2f} ms = {(core - none) / r:5.1f}×)"
                     )
     step.close()
 

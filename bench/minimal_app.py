@@ -1,6 +1,6 @@
 """The least a turn step can be on this stack: a FastAPI route (``bench/floors_minimal.py``).
 
-``POST /v1/sessions/{sid}/turns?messages=N&db=none|session|deferred`` answers a caller's turn
+``POST /v1/sessions/{sid}/turns?messages=N&db=none|session|deferred|core`` answers a caller's turn
 request (the body ``bench/turns.py`` posts) with 5 model calls, each: one ``aiohttp`` POST of
 the same conversation's body to the provider (built once per size, not per call), its stream
 read to the end, then (``session``, ``deferred``) one ``AsyncSession`` transaction on the
@@ -8,7 +8,8 @@ service's own engine (``app.storage.database``: same pragmas, same driver) shape
 ``bench/raw_step.py``'s: the session row read under its lock through the ORM, two message rows,
 the call's record, one event, the session row moved on, COMMIT (``deferred``: those writes
 queued and sent by the raw driver at the commit, ``app.storage.deferred``, as a turn step sends
-them). ``none`` leaves the transaction out. ``GET /bench/cpu`` gives the process's CPU time (all
+them; ``core``: the same statements on an ``AsyncConnection``, SQLAlchemy Core without the ORM
+session). ``none`` leaves the transaction out. ``GET /bench/cpu`` gives the process's CPU time (all
 threads), as ``bench/floor_app.py`` does.
 
 It does what the service cannot do less of (transport, a transaction through SQLAlchemy's
@@ -107,6 +108,29 @@ _INSERT_EVENT = insert(MinEvent)
 _MOVE = update(MinSession).where(MinSession.id == bindparam("k_id")).values(last_seq=bindparam("v"))
 
 
+_GET_ROW = select(MinSession.last_seq).where(MinSession.id == bindparam("k_id")).with_for_update()
+
+
+async def _core_step(sid: str) -> None:
+    """The same transaction on an ``AsyncConnection`` (SQLAlchemy Core, no ORM session)."""
+    async with engine.begin() as connection:
+        last = (await connection.execute(_GET_ROW, {"k_id": sid})).scalar_one_or_none()
+        if last is None:
+            await connection.execute(insert(MinSession), {"id": sid, "last_seq": 0})
+            last = 0
+        seq = last + 2
+        await connection.execute(
+            _INSERT_MESSAGES,
+            [
+                {"session_id": sid, "seq": seq, "role": "assistant", "content": _CALL},
+                {"session_id": sid, "seq": seq + 1, "role": "tool", "content": _RESULT},
+            ],
+        )
+        await connection.execute(_INSERT_CALL, {"session_id": sid, "seq": seq, "usage": _USAGE})
+        await connection.execute(_INSERT_EVENT, {"session_id": sid, "seq": seq, "payload": _EVENT})
+        await connection.execute(_MOVE, {"k_id": sid, "v": seq + 1})
+
+
 async def _step(sid: str, deferred: bool) -> None:
     async with unit_of_work(factory) as db:
         if deferred:
@@ -156,7 +180,9 @@ async def turn(sid: str, body: TurnBody, request: Request) -> dict[str, Any]:
         async with http.post(_PROVIDER, data=data, headers=_HEADERS) as response:
             async for _chunk in response.content.iter_any():
                 pass
-        if db != "none":
+        if db == "core":
+            await _core_step(sid)
+        elif db != "none":
             await _step(sid, deferred=db == "deferred")
     return {
         "status": "completed",

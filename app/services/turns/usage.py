@@ -4,11 +4,11 @@ costs no transaction of its own)."""
 
 from __future__ import annotations
 
-from dataclasses import asdict, fields
 from typing import Any, Final, TypedDict
 
 from app.core.pipeline.prepared_call import Budget
 from app.providers.base import Usage
+from app.services.budget import budget_to_json
 
 __all__ = ["USAGE_FIELDS", "ModelCallFinished", "model_call_finished", "usage_columns"]
 
@@ -36,19 +36,6 @@ def usage_columns(usage: Usage) -> dict[str, int]:
     return {name: getattr(usage, name) or 0 for name in USAGE_FIELDS}
 
 
-# The budget's fields, in order; all but ``prefix_break`` are ints, bools and strings.
-_BUDGET_FIELDS: Final = tuple(f.name for f in fields(Budget) if f.name != "prefix_break")
-
-
-def _budget_json(budget: Budget) -> dict[str, Any]:
-    """``budget_to_json(budget)`` (``app.services.budget``), the same dict in the same order,
-    without ``asdict``'s deep copy of every scalar field (a tenth of a millisecond per call)."""
-    out = {name: getattr(budget, name) for name in _BUDGET_FIELDS}
-    prefix_break = budget.prefix_break
-    out["prefix_break"] = None if prefix_break is None else asdict(prefix_break)
-    return out
-
-
 def model_call_finished(
     *, index: int, model_id: str, usage: dict[str, int], budget: Budget
 ) -> ModelCallFinished:
@@ -59,5 +46,5 @@ def model_call_finished(
         "model_call_index": index,
         "model_id": model_id,
         "usage": dict(usage),
-        "budget": _budget_json(budget),
+        "budget": budget_to_json(budget),
     }

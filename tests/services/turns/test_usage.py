@@ -1,7 +1,10 @@
-"""The ``model_call_finished`` payload carries the budget exactly as every answer serializes it
-(``budget_to_json``), key order included: the turn builds it without ``asdict``."""
+"""The budget every answer and ``model_call_finished`` carry (``budget_to_json``) is exactly
+``asdict`` of the core's ``Budget``, key order included: it is built without ``asdict``'s deep
+copy, and ``prefix_break`` must stay the last key."""
 
 from __future__ import annotations
+
+from dataclasses import asdict, fields
 
 import orjson
 import pytest
@@ -32,7 +35,12 @@ def _budget(prefix_break: PrefixBreak | None) -> Budget:
 
 
 @pytest.mark.parametrize("prefix_break", [None, PrefixBreak(3, "history_changed")])
-def test_the_budget_is_the_answers_budget_byte_for_byte(prefix_break: PrefixBreak | None) -> None:
+def test_the_budget_is_asdict_byte_for_byte(prefix_break: PrefixBreak | None) -> None:
     budget = _budget(prefix_break)
+    assert orjson.dumps(budget_to_json(budget)) == orjson.dumps(asdict(budget))
     payload = model_call_finished(index=2, model_id="m", usage={"input_tokens": 1}, budget=budget)
-    assert orjson.dumps(payload["budget"]) == orjson.dumps(budget_to_json(budget))
+    assert orjson.dumps(payload["budget"]) == orjson.dumps(asdict(budget))
+
+
+def test_prefix_break_is_the_budgets_last_field() -> None:
+    assert [f.name for f in fields(Budget)][-1] == "prefix_break"

@@ -6,7 +6,8 @@ step-shaped transaction (``bench/raw_step.py``'s statements) on the service's ow
 ways: none (FastAPI + transport alone); through SQLAlchemy's ``AsyncSession`` (the session row
 read through the ORM under its lock, the writes executed one by one); the same with the writes
 deferred to the raw driver at the commit (``app.storage.deferred``, as a turn step sends them);
-and SQLAlchemy Core on an ``AsyncConnection`` (no ORM session). Its CPU per model call (process
+SQLAlchemy Core on an ``AsyncConnection`` (no ORM session); and the raw driver (``sqlite3``,
+``psycopg`` pipelined) in the server. Its CPU per model call (process
 CPU, all threads, over a turn) is set against the same floor as ``bench/floors_turn.py``'s: a
 bare ``aiohttp`` POST of the same body from this process plus one raw-driver step. A ratio above
 2.0 here says the turn-step target cannot be met on that stack whatever the service's own code
@@ -41,7 +42,7 @@ from bench.transport import conversation_body
 from bench.turns import one_call
 from tests.servers import PYTHON, REPO_ROOT, clean_env, free_port, running
 
-_VARIANTS = ("none", "session", "deferred", "core")
+_VARIANTS = ("none", "session", "deferred", "core", "raw")
 
 
 async def minimal_turn(api: httpx.AsyncClient, provider: ProviderProcess, n: int, db: str) -> float:
@@ -86,7 +87,7 @@ async def run_backend(
                         t, r = await floor_calls(http, provider, body, step)
                         figures["t"].append(t)
                         figures["r"].append(r)
-                    none, session, deferred, core, t, r = (
+                    none, session, deferred, core, raw_in, t, r = (
                         statistics.median(v) for v in figures.values()
                     )
                     floor = t + r
@@ -99,7 +100,11 @@ async def run_backend(
                         f"deferred {deferred * 1e3:6.2f} ms = {deferred / floor:5.2f} (the step "
                         f"alone {(deferred - none) * 1e3:.2f} ms = {(deferred - none) / r:5.1f}×); "
                         f"Core on an AsyncConnection {core * 1e3:6.2f} ms = {core / floor:5.2f} "
-                        f"(the step alone {(core - none) * 1e3:.2f} ms = {(core - none) / r:5.1f}×)"
+                        f"(the step alone {(core - none) * 1e3:.2f} ms = "
+                        f"{(core - none) / r:5.1f}×); "
+                        f"the raw driver in the server {raw_in * 1e3:6.2f} ms = "
+                        f"{raw_in / floor:5.2f} (the step alone {(raw_in - none) * 1e3:.2f} ms = "
+                        f"{(raw_in - none) / r:5.1f}×)"
                     )
     step.close()
 

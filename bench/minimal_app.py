@@ -1,30 +1,34 @@
 """The least a turn step can be on this stack: a FastAPI route (``bench/floors_minimal.py``).
 
-``POST /v1/sessions/{sid}/turns?messages=N&db=none|session|deferred|core`` answers a caller's turn
-request (the body ``bench/turns.py`` posts) with 5 model calls, each: one ``aiohttp`` POST of
-the same conversation's body to the provider (built once per size, not per call), its stream
-read to the end, then (``session``, ``deferred``) one ``AsyncSession`` transaction on the
-service's own engine (``app.storage.database``: same pragmas, same driver) shaped like
-``bench/raw_step.py``'s: the session row read under its lock through the ORM, two message rows,
-the call's record, one event, the session row moved on, COMMIT (``deferred``: those writes
-queued and sent by the raw driver at the commit, ``app.storage.deferred``, as a turn step sends
-them; ``core``: the same statements on an ``AsyncConnection``, SQLAlchemy Core without the ORM
-session). ``none`` leaves the transaction out. ``GET /bench/cpu`` gives the process's CPU time (all
-threads), as ``bench/floor_app.py`` does.
+``POST /v1/sessions/{sid}/turns?messages=N&db=...`` answers a caller's turn request (the body
+``bench/turns.py`` posts) with 5 model calls, each: one ``aiohttp`` POST of the same
+conversation's body to the provider (built once per size, not per call), its stream read to the
+end, then one transaction shaped like ``bench/raw_step.py``'s (the session row read under its
+lock, two message rows, the call's record, one event, the session row moved on, COMMIT) on the
+service's own engine (``app.storage.database``: same pragmas, same driver), by ``db``:
+``session``, through an ``AsyncSession`` (the row read through the ORM, the writes executed one
+by one); ``deferred``, the same with the writes queued and sent by the raw driver at the commit
+(``app.storage.deferred``, as a turn step sends them); ``core``, the same statements on an
+``AsyncConnection`` (SQLAlchemy Core, no ORM session); ``raw``, ``sqlite3`` / ``psycopg``
+(pipelined) directly, as ``bench/raw_step.py`` but in this process, on its event loop;
+``none``, no transaction. ``GET /bench/cpu`` gives the process's CPU time (all threads), as
+``bench/floor_app.py`` does.
 
-It does what the service cannot do less of (transport, a transaction through SQLAlchemy's
-session, FastAPI's routing and validation) and nothing else: no prepare, no provider adapter,
-no events hub, no observability, no lease.
+It does what the service cannot do less of (transport, a transaction, FastAPI's routing and
+validation) and nothing else: no prepare, no provider adapter, no events hub, no observability,
+no lease.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import time
 from typing import Any
 
 import aiohttp
+import psycopg
 from fastapi import FastAPI, Request
 from pydantic import BaseModel
 from sqlalchemy import BigInteger, Text, bindparam, insert, select, update
@@ -88,6 +92,9 @@ factory = create_session_factory(engine)
 app = FastAPI()
 _bodies: dict[int, bytes] = {}
 _http: list[aiohttp.ClientSession] = []
+# The raw driver's connection (``db=raw``): sqlite3 on the event loop's thread, or psycopg's
+# async connection.
+_raw: list[Any] = []
 
 
 @app.on_event("startup")
@@ -95,6 +102,54 @@ async def _start() -> None:
     async with engine.begin() as connection:
         await connection.run_sync(_Base.metadata.create_all)
     _http.append(aiohttp.ClientSession())
+    if engine.dialect.name == "sqlite":
+        path = engine.url.database
+        assert path is not None
+        raw = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+        raw.execute("PRAGMA journal_mode = WAL")
+        raw.execute("PRAGMA synchronous = NORMAL")
+        raw.execute("PRAGMA busy_timeout = 5000")
+        _raw.append(raw)
+    else:
+        libpq = engine.url.set(drivername="postgresql").render_as_string(hide_password=False)
+        _raw.append(await psycopg.AsyncConnection.connect(libpq))
+
+
+async def _raw_step(sid: str) -> None:
+    """The same transaction through the raw driver, in this process (as ``bench/raw_step.py``
+    runs it in the bench's)."""
+    raw = _raw[0]
+    if isinstance(raw, sqlite3.Connection):
+        raw.execute("BEGIN IMMEDIATE")
+        row = raw.execute("SELECT last_seq FROM min_sessions WHERE id = ?", (sid,)).fetchone()
+        seq = (row[0] if row is not None else 0) + 2
+        if row is None:
+            raw.execute("INSERT INTO min_sessions VALUES (?, 0)", (sid,))
+        raw.execute("INSERT INTO min_messages VALUES (?, ?, 'assistant', ?)", (sid, seq, _CALL))
+        raw.execute("INSERT INTO min_messages VALUES (?, ?, 'tool', ?)", (sid, seq + 1, _RESULT))
+        raw.execute("INSERT INTO min_calls VALUES (?, ?, ?)", (sid, seq, _USAGE))
+        raw.execute("INSERT INTO min_events VALUES (?, ?, ?)", (sid, seq, _EVENT))
+        raw.execute("UPDATE min_sessions SET last_seq = ? WHERE id = ?", (seq + 1, sid))
+        raw.execute("COMMIT")
+        return
+    async with raw.transaction():
+        cursor = await raw.execute(
+            "SELECT last_seq FROM min_sessions WHERE id = %s FOR UPDATE", (sid,)
+        )
+        row = await cursor.fetchone()
+        seq = (row[0] if row is not None else 0) + 2
+        async with raw.pipeline():
+            if row is None:
+                await raw.execute("INSERT INTO min_sessions VALUES (%s, 0)", (sid,))
+            await raw.execute(
+                "INSERT INTO min_messages VALUES (%s, %s, 'assistant', %s)", (sid, seq, _CALL)
+            )
+            await raw.execute(
+                "INSERT INTO min_messages VALUES (%s, %s, 'tool', %s)", (sid, seq + 1, _RESULT)
+            )
+            await raw.execute("INSERT INTO min_calls VALUES (%s, %s, %s)", (sid, seq, _USAGE))
+            await raw.execute("INSERT INTO min_events VALUES (%s, %s, %s)", (sid, seq, _EVENT))
+            await raw.execute("UPDATE min_sessions SET last_seq = %s WHERE id = %s", (seq + 1, sid))
 
 
 @app.get("/bench/cpu")
@@ -182,6 +237,8 @@ async def turn(sid: str, body: TurnBody, request: Request) -> dict[str, Any]:
                 pass
         if db == "core":
             await _core_step(sid)
+        elif db == "raw":
+            await _raw_step(sid)
         elif db != "none":
             await _step(sid, deferred=db == "deferred")
     return {

@@ -154,6 +154,36 @@ def _same(a: Any, b: Any) -> bool:
 
 
 @FAST
+def _any_float(value: Any) -> bool:
+    """The plain recursive reading of ``has_float``."""
+    if isinstance(value, float):
+        return True
+    if type(value) is dict:
+        return any(_any_float(v) for v in value.values())
+    if type(value) is list or type(value) is tuple:
+        return any(_any_float(v) for v in value)
+    return False
+
+
+class _Float(float):
+    pass
+
+
+@given(JSON_VALUES)
+def test_has_float_finds_what_a_plain_walk_finds(value: Any) -> None:
+    assert fastjson.has_float(value) == _any_float(value)
+    wrapped = {"a": [value, (1, "x", None, True)]}
+    assert fastjson.has_float(wrapped) == _any_float(wrapped)
+
+
+def test_has_float_finds_float_subclasses_and_tuples() -> None:
+    assert fastjson.has_float([_Float(1)])
+    assert fastjson.has_float({"a": _Float(2)})
+    assert fastjson.has_float(_Float(3))
+    assert fastjson.has_float({"k": (1.5,)})
+    assert not fastjson.has_float([True, 1, "s", None, {"x": {"y": [{"z": []}]}}])
+
+
 @given(JSON_VALUES)
 def test_dumps_reads_back_as_the_same_value(value: Any) -> None:
     decoded = fastjson.loads(fastjson.dumps(value))

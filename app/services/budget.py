@@ -9,7 +9,7 @@ tests/api/test_budget_shape.py checks them against the dataclass field by field.
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Any, NotRequired, TypedDict
 
 from app.core.pipeline.prepared_call import Budget
@@ -33,10 +33,18 @@ REGION_FIELDS = (
 )
 
 
+# The budget's fields in their order, ``prefix_break`` (the last) apart: ints, bools, a string.
+_SCALAR_FIELDS = tuple(f.name for f in fields(Budget) if f.name != "prefix_break")
+
+
 def budget_to_json(budget: Budget) -> dict[str, Any]:
     """The ``budget`` object of every answer that carries one: each field of the dataclass, in
-    its order (``prefix_break`` an object or ``null``)."""
-    return asdict(budget)
+    its order (``prefix_break`` an object or ``null``). ``asdict(budget)``, the same dict, without
+    its deep copy of each scalar (a tenth of a millisecond per model call of a turn)."""
+    out = {name: getattr(budget, name) for name in _SCALAR_FIELDS}
+    prefix_break = budget.prefix_break
+    out["prefix_break"] = None if prefix_break is None else asdict(prefix_break)
+    return out
 
 
 def budget_regions(budget: Budget) -> dict[str, int]:

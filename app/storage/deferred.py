@@ -33,13 +33,14 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, cast
 
-from sqlalchemy import event
+from sqlalchemy import bindparam, event
 from sqlalchemy.engine import Connection, Dialect, Engine
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 from sqlalchemy.orm import Session
 from sqlalchemy.pool import ConnectionPoolEntry
 from sqlalchemy.sql import Executable
+from sqlalchemy.sql.dml import Insert
 from sqlalchemy.util.concurrency import await_
 
 from app.storage.committed_writes import mark_written
@@ -111,6 +112,59 @@ def _compile(stmt: Executable, dialect: Dialect, keys: frozenset[str]) -> _Compi
         _compiled.clear()
     _compiled[key] = (stmt, made)
     return made
+
+
+# Rows of a plain INSERT sent as one multi-row ``INSERT ... VALUES (...), (...)`` statement
+# instead of an executemany of one statement per row: a turn step's live updates (six or seven
+# rows) and its messages cost one statement each, not one per row. Chunks of at most this many
+# rows: one compiled form per row count up to it, per statement (far below SQLite's 32 766 and
+# PostgreSQL's 65 535 bound parameters for any of this service's tables).
+MULTIROW_CHUNK = 16
+
+
+@dataclass(frozen=True, slots=True)
+class _MultiRow:
+    """A plain INSERT of ``n`` rows in one statement: its SQL, and where each bound value of
+    the single-row form goes (positional: concatenated rows; named: ``<key>_m<row>``)."""
+
+    sql: str
+    # Named dialects: per row, each bind's name in the statement and its single-row key.
+    names: tuple[tuple[tuple[str, str], ...], ...] | None
+
+
+def _multirow_insertable(stmt: Executable) -> bool:
+    """A plain ``insert(table)``: no values, no ON CONFLICT, no RETURNING of its own."""
+    if not isinstance(stmt, Insert):
+        return False
+    plain: Any = stmt
+    return (
+        not plain._values
+        and not plain._multi_values
+        and plain._post_values_clause is None
+        and not plain._returning
+        and plain.select is None
+    )
+
+
+def _compile_rows(stmt: Executable, dialect: Dialect, keys: frozenset[str], n: int) -> _MultiRow:
+    key = (id(stmt), dialect.name, keys, n)
+    known = _multirow.get(key)
+    if known is not None and known[0] is stmt:
+        return known[1]
+    insert: Any = stmt
+    table = insert.table
+    ordered = sorted(keys)
+    rows = [{k: bindparam(f"{k}_m{i}", type_=table.c[k].type) for k in ordered} for i in range(n)]
+    compiled: Any = insert.values(rows).compile(dialect=dialect)
+    names = tuple(tuple((f"{k}_m{i}", k) for k in ordered) for i in range(n))
+    made = _MultiRow(compiled.string, None if compiled.positional else names)
+    if len(_multirow) >= COMPILED_STATEMENTS:
+        _multirow.clear()
+    _multirow[key] = (stmt, made)
+    return made
+
+
+_multirow: dict[tuple[int, str, frozenset[str], int], tuple[Executable, _MultiRow]] = {}
 
 
 @dataclass(slots=True)
@@ -303,6 +357,28 @@ def _enqueue(
     rows = [params] if isinstance(params, Mapping) else list(params)
     if not rows:
         return
-    compiled = _compile(stmt, queue.dialect, frozenset(rows[0]))
+    keys = frozenset(rows[0])
+    compiled = _compile(stmt, queue.dialect, keys)
     bound = [compiled.bind(row) for row in rows]
-    queue.items.append(_Write(compiled, bound, len(bound) > 1, check))
+    if len(bound) == 1 or check is not None or not _multirow_insertable(stmt):
+        queue.items.append(_Write(compiled, bound, len(bound) > 1, check))
+        return
+    # Each row bound as the single-row statement binds it (the same processors, so the same
+    # stored values), then laid out as the multi-row statement's parameters.
+    for start in range(0, len(bound), MULTIROW_CHUNK):
+        chunk = bound[start : start + MULTIROW_CHUNK]
+        if len(chunk) == 1:
+            queue.items.append(_Write(compiled, chunk, False, None))
+            continue
+        multi = _compile_rows(stmt, queue.dialect, keys, len(chunk))
+        laid: Any
+        if multi.names is None:
+            laid = tuple(value for row in chunk for value in row)
+        else:
+            laid = {
+                name: row[key]
+                for names, row in zip(multi.names, chunk, strict=True)
+                for name, key in names
+            }
+        sql = _Compiled(multi.sql, compiled.compiled, compiled.order, compiled.processors)
+        queue.items.append(_Write(sql, [laid], False, None))

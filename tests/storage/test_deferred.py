@@ -86,6 +86,32 @@ async def test_deferred_writes_store_exactly_what_execute_stores(
     assert (await _stored(factory, deferred))[0] == (1, payload, _WHEN)
 
 
+@pytest.mark.parametrize("count", [3, 17, 40])
+async def test_rows_of_an_insert_go_as_multi_row_statements_storing_the_same(
+    factory: SessionFactory, make_session: MakeSession, count: int
+) -> None:
+    """Several rows of a plain INSERT are sent as ``INSERT ... VALUES (...), (...)`` in chunks
+    of at most ``MULTIROW_CHUNK`` rows (one statement each, not one per row), and the database
+    holds exactly what an executemany stores."""
+    from app.storage import deferred as module
+
+    direct, deferred = await make_session(), await make_session()
+    rows = [{"i": i, "text": f"naïve {i}", "x": [i / 3, None]} for i in range(count)]
+    async with unit_of_work(factory) as db:
+        await db.execute(_INSERT, [_event(direct, i + 1, r) for i, r in enumerate(rows)])
+    async with unit_of_work(factory) as db:
+        await defer(db)
+        await write(db, _INSERT, [_event(deferred, i + 1, r) for i, r in enumerate(rows)])
+        queue = module._queue_of(db)
+        assert queue is not None
+        chunks = -(-count // module.MULTIROW_CHUNK)
+        assert len(queue.items) == chunks
+        assert not any(item.many for item in queue.items)
+        assert queue.items[0].compiled.sql.count("), (") == min(count, 16) - 1
+    assert await _stored(factory, deferred) == await _stored(factory, direct)
+    assert await _raw_rows(factory, deferred) == await _raw_rows(factory, direct)
+
+
 async def test_a_read_sees_the_writes_queued_before_it(
     factory: SessionFactory, make_session: MakeSession
 ) -> None:

@@ -23,7 +23,7 @@ from app.services.request_prefix import stored_previous
 from app.services.session_context import SessionContext
 from app.services.turns.deps import TurnDeps, world_state_of
 from app.services.turns.loading import Loaded, load_call, turn_counter
-from app.services.turns.sampling import TwoPhaseSampling, capture
+from app.services.turns.sampling import capture, is_two_phase
 from app.storage.models import AgentSession
 
 __all__ = ["FirstCall", "FirstCallFailed", "FirstCallPreparer"]
@@ -58,7 +58,7 @@ class FirstCallPreparer:
     def applies(self, session: AgentSession) -> bool:
         """Whether the first call can be prepared in the start's transaction (no file read)."""
         sampler = world_state_of(self._deps)
-        return not isinstance(sampler, TwoPhaseSampling) or not sampler.capture_reads_files(session)
+        return not is_two_phase(sampler) or not sampler.capture_reads_files(session)
 
     async def prepare(
         self, db: AsyncSession, session: AgentSession, turn_id: str, model: ModelEntry

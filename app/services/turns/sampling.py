@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -21,7 +21,7 @@ from app.core.world_state import WorkspaceInputs
 from app.services.turns.deps import TurnDeps, world_state_of
 from app.storage.models import AgentSession
 
-__all__ = ["Captured", "TwoPhaseSampling", "capture", "sample"]
+__all__ = ["Captured", "TwoPhaseSampling", "capture", "is_two_phase", "sample"]
 
 
 @runtime_checkable
@@ -45,6 +45,16 @@ class TwoPhaseSampling(Protocol):
     ) -> list[Item]: ...
 
 
+_TWO_PHASE_MEMBERS = ("capture_reads_files", "capture", "write")
+
+
+def is_two_phase(sampler: object) -> TypeGuard[TwoPhaseSampling]:
+    """``isinstance(sampler, TwoPhaseSampling)``: the same test (the protocol's members are
+    there), without ``typing``'s runtime protocol check, which costs tens of microseconds a call
+    on Python 3.11 and ran two or three times per model call."""
+    return all(hasattr(sampler, name) for name in _TWO_PHASE_MEMBERS)
+
+
 @dataclass(frozen=True, slots=True)
 class Captured:
     workspace: dict[str, Any] | None  # the setting the inputs were read for
@@ -55,7 +65,7 @@ async def capture(deps: TurnDeps, session: AgentSession) -> Captured | None:
     """The session's workspace inputs now (raises the sampler's ``ServiceError``), or ``None``
     when there is no sampler or it samples in one operation only."""
     sampler = world_state_of(deps)
-    if not isinstance(sampler, TwoPhaseSampling):
+    if not is_two_phase(sampler):
         return None
     return Captured(session.workspace, await sampler.capture(session))
 
@@ -75,11 +85,7 @@ async def sample(
     sampler = world_state_of(deps)
     if sampler is None:
         return []
-    if (
-        captured is not None
-        and captured.workspace == session.workspace
-        and isinstance(sampler, TwoPhaseSampling)
-    ):
+    if captured is not None and captured.workspace == session.workspace and is_two_phase(sampler):
         return await sampler.write(
             db,
             session,

@@ -352,12 +352,12 @@ def main() -> None:
         with ExitStack() as stack:
             stack.enter_context(fake)
             server = stack.enter_context(service(url, tmp))
-            floor = stack.enter_context(passthrough(fake.base_url, tmp)) if args.floor else None
+            through = stack.enter_context(passthrough(fake.base_url, tmp)) if args.floor else None
             register(server, fake.base_url, 1_000_000)
             print("overhead (floor: the direct call = 1.0)")
             for messages in args.messages:
                 for streamed in (False, True):
-                    row = overhead(server, fake, messages, streamed, args.rounds, floor)
+                    row = overhead(server, fake, messages, streamed, args.rounds, through)
                     rows.append(row)
                     print(
                         f"  {messages:>5} messages {'streamed' if streamed else 'whole   '}: "

@@ -353,6 +353,11 @@ class ProxyService:
                 ends=[(stored.length + 1, end)],
             )
 
+    async def settled(self, session_id: str) -> None:
+        """Until the answers this process is writing into the session are stored (a reader of
+        its transcript, a writer of its messages; another worker's are not waited for)."""
+        await self._answers.wait([("session", session_id)])
+
     async def aclose(self) -> None:
         """Let the answers still being written finish (before the database closes)."""
         await self._answers.drain()

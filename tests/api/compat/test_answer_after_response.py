@@ -68,23 +68,49 @@ async def transcript(api: httpx.AsyncClient, sid: str) -> list[tuple[str, str]]:
     ]
 
 
+@pytest.fixture
+def slow_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each answer written a moment after the response: later than anything that follows it
+    in this test could notice, unless it waits for the write."""
+    write = ProxyService._write_answer
+
+    async def slow(self: ProxyService, *args: Any) -> None:
+        await asyncio.sleep(0.2)
+        await write(self, *args)
+
+    monkeypatch.setattr(ProxyService, "_write_answer", slow)
+
+
 @pytest.mark.parametrize("stream", [False, True])
+@pytest.mark.usefixtures("slow_writes")
 async def test_the_next_request_finds_the_answer_stored_after_the_response(
     app_api: tuple[FastAPI, httpx.AsyncClient], stream: bool
 ) -> None:
-    app, api = app_api
+    _, api = app_api
     first, history = await ask(api, hello(), stream=stream)
     sid = first.headers["x-ctxsvc-session-id"]
     # At once, while the answer may still be being written: it waits for it, and continues.
     second, history = await ask(api, [*history, {"role": "user", "content": "and?"}], stream=stream)
     assert second.headers["x-ctxsvc-session-id"] == sid
     assert "x-ctxsvc-forked-from" not in second.headers
-    await app.state.container.proxy.aclose()  # what shutdown waits for
     assert await transcript(api, sid) == [
         ("user", history[0]["content"]),
         ("assistant", history[1]["content"]),
         ("user", "and?"),
         ("assistant", history[3]["content"]),
+    ]
+
+
+@pytest.mark.usefixtures("slow_writes")
+async def test_the_transcript_holds_the_answer_as_soon_as_the_caller_has_it(
+    app_api: tuple[FastAPI, httpx.AsyncClient],
+) -> None:
+    _, api = app_api
+    first, history = await ask(api, hello())
+    sid = first.headers["x-ctxsvc-session-id"]
+    assert await transcript(api, sid) == [
+        ("user", history[0]["content"]),
+        ("assistant", history[1]["content"]),
     ]
 
 

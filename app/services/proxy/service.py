@@ -5,6 +5,10 @@ what is new, prepare the session's next request as a session prepare does (prune
 pairing, budget, World State, compaction at the model's line, cache breakpoints:
 ``SessionPrepareService.prepare_call``), refuse it when it still does not fit, send it to the
 model the request names, and store the answer with the new end of the history.
+
+Two transactions per call: what is new, its end and the prepare's first step before the
+provider is called; the answer after the caller has it (``answers``: docs/decisions.md, "The
+drop-in endpoints store the answer after the response").
 """
 
 from __future__ import annotations

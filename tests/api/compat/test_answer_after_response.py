@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import uuid
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,7 +19,8 @@ from fastapi import FastAPI
 from app.main import create_app
 from app.services.proxy.answers import PendingAnswers
 from app.services.proxy.service import ProxyService
-from tests.conftest import make_settings
+from tests.api.helpers import new_session, stored, world_state_texts
+from tests.conftest import client_for, make_settings
 
 pytestmark = pytest.mark.anyio
 
@@ -169,3 +171,27 @@ async def test_a_lost_write_is_stored_from_the_next_requests_history(
         ("user", "and?"),
         ("assistant", history[3]["content"]),
     ]
+
+
+async def test_a_named_session_whose_world_state_reads_files_is_sampled_and_answered(
+    database_url: str, tmp_path: Path
+) -> None:
+    """Its World State is read from a workspace directory, outside the transaction that stores
+    the request (no lock held while the files are read): the prepare's own transactions."""
+    root = (tmp_path / "allowed").resolve()
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    (repo / "AGENTS.md").write_text("Be brief.\n")
+    settings = make_settings(database_url, workspace_roots=[str(root)])
+    async for api in client_for(settings):
+        sid = await new_session(api, workspace={"working_directory": str(repo)})
+        response = await api.post(
+            PATH,
+            json={"model": "local", "messages": hello()},
+            headers={"X-Ctxsvc-Session-Id": sid},
+        )
+        assert response.status_code == 200, response.text
+        assert response.headers["x-ctxsvc-session-id"] == sid
+        messages = await stored(api, sid)
+        assert any("Be brief." in text for text in world_state_texts(messages))
+        assert [m["role"] for m in messages if m["kind"] == "normal"] == ["user", "assistant"]

@@ -10,8 +10,12 @@ call) or straight to the fake (the direct call), over one keep-alive ``httpx`` c
    (A/B, B/A, ...), streamed and not. Printed: the median wall time of each, the ratio of the
    medians (the floor is the direct call, 1.0), the median per-round difference, and the
    service's CPU time per proxied call (``/proc/<pid>/stat``, all the service's threads:
-   matching, storing, preparing, encoding, the provider call, rendering). The proxied session
-   is created in an unmeasured first round; each measured round continues it.
+   matching, storing, preparing, encoding, the provider call, rendering, and the answer's write
+   after the response: the service's CPU over all measured rounds ÷ rounds; beside it the part
+   spent while the call was open). The proxied session is created in an unmeasured first
+   round; each measured round continues it. ``--floor`` adds a third call to the rotation: the
+   same body through a bare pass-through (``bench/passthrough_app.py``: decode, re-encode,
+   forward, the answer's bytes back), the floor of any proxy that reads and rewrites the body.
 2. **Caching.** A tool-heavy session of ``--calls`` model calls (tasks of ``--calls-per-task``
    calls, tool outputs of ``bench.caching_session``) driven by a client that resends its whole
    history, through the proxy and, beside it, straight to the provider: once with the breakpoint
@@ -66,7 +70,10 @@ class Overhead:
     proxied_ms: float
     ratio: float
     difference_ms: float
+    # The service's CPU over the measured rounds ÷ rounds (all of it: what it does after a
+    # response is sent counted too), and the part spent while the call was open.
     service_cpu_ms_per_call: float
+    service_cpu_in_call_ms: float
     # With ``--floor``: the pass-through (``bench/passthrough_app.py``), the same figures.
     passthrough_ms: float | None = None
     passthrough_ratio: float | None = None
@@ -205,6 +212,9 @@ def overhead(
             return elapsed, response
 
         for number in range(rounds + 1):  # round 0 creates the session: not measured
+            if number == 1:
+                time.sleep(0.2)  # round 0's answer written
+                service_started = cpu_seconds(pid)
             # Which goes first turns each round (A/B, B/A; with the floor A/B/C, B/C/A, ...).
             shift = number % len(sides)
             order = sides[shift:] + sides[:shift]
@@ -232,6 +242,10 @@ def overhead(
                 {"role": "assistant", "content": answer_of(answer, streamed)},
                 {"role": "user", "content": f"Next question {number}?"},
             ]
+        # Everything the service spent over the measured rounds, the answers it wrote after
+        # their responses included (idle during the other calls).
+        time.sleep(0.2)
+        service_total = cpu_seconds(pid) - service_started
     pairs = [p - d for p, d in zip(proxied_times, direct_times, strict=True)]
     direct_median, proxied_median = (
         statistics.median(direct_times),
@@ -245,7 +259,8 @@ def overhead(
         proxied_ms=proxied_median * 1000,
         ratio=proxied_median / direct_median,
         difference_ms=statistics.median(pairs) * 1000,
-        service_cpu_ms_per_call=statistics.fmean(cpu) * 1000,
+        service_cpu_ms_per_call=service_total / rounds * 1000,
+        service_cpu_in_call_ms=statistics.fmean(cpu) * 1000,
         passthrough_ms=statistics.median(floor_times) * 1000 if floor_times else None,
         passthrough_ratio=statistics.median(floor_times) / direct_median if floor_times else None,
         passthrough_cpu_ms_per_call=statistics.fmean(floor_cpu) * 1000 if floor_cpu else None,
@@ -363,7 +378,8 @@ def main() -> None:
                         f"  {messages:>5} messages {'streamed' if streamed else 'whole   '}: "
                         f"direct {row.direct_ms:7.1f} ms, proxied {row.proxied_ms:7.1f} ms, "
                         f"ratio {row.ratio:5.2f}, +{row.difference_ms:6.1f} ms per call, "
-                        f"service CPU {row.service_cpu_ms_per_call:6.1f} ms per call"
+                        f"service CPU {row.service_cpu_ms_per_call:6.1f} ms per call "
+                        f"({row.service_cpu_in_call_ms:.1f} while it was open)"
                     )
                     if row.passthrough_ms is not None:
                         print(

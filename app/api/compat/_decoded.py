@@ -35,6 +35,8 @@ class Decoded:
     messages: list[ProxyMessage]
     # Tool call id → tool name, of the calls ``raw`` made (a later result names its call).
     names: dict[str, str]
+    # System texts ``raw`` held among its messages (Chat Completions), in order.
+    system: tuple[str, ...] = ()
 
 
 class DecodedPrefixes:

@@ -107,7 +107,7 @@ class AnthropicMessagesCodec:
         key = (model, system, first if isinstance(first, str) else None)
         decoded = _messages(value, self._decoded.extended(key, value))
         self._decoded.keep(key, decoded)
-        return decoded.messages
+        return list(decoded.messages)  # the kept list stays the memo's own
 
 
 CODEC = AnthropicMessagesCodec()

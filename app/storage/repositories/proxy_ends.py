@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy.orm import aliased
 
 from app.storage.models import AgentSession, ProxyEnd
 from app.storage.repositories.base import Repository
@@ -18,7 +19,16 @@ LOOKUP_BATCH = 64
 
 # Prebuilt, with expanding parameters: building the query with its 64 digests as literals cost
 # more than running it (each value coerced anew, the compiled form looked up by all of them).
-_ENDS = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest).where(
+# Each end found comes with its session's last end (an index lookup per row, usually one row):
+# no second query for the heads.
+_LATER = aliased(ProxyEnd)
+_HEAD = (
+    select(func.max(_LATER.length))
+    .where(_LATER.session_id == ProxyEnd.session_id)
+    .correlate(ProxyEnd)
+    .scalar_subquery()
+)
+_ENDS = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest, _HEAD).where(
     ProxyEnd.chain_digest.in_(bindparam("k_digests", expanding=True)),
     ProxyEnd.tenant_id == bindparam("k_tenant"),
 )
@@ -68,15 +78,12 @@ class ProxyEndRepository(Repository):
                 params["k_family"] = family
             if session_id is not None:
                 params["k_session"] = session_id
-            rows = [
-                (s, n)
-                for s, n, d in (await self.session.execute(query, params)).all()
-                if wanted[d] == n
-            ]
+            found = (await self.session.execute(query, params)).all()
+            rows = [(s, n) for s, n, d, _ in found if wanted[d] == n]
             if rows:
                 best = max(n for _, n in rows)
                 sessions = [s for s, n in rows if n == best]
-                heads = await self.heads(sessions)
+                heads = {s: int(h) for s, _, _, h in found if h is not None}
                 if len(sessions) > 1:  # one session (the usual case) needs no order
                     created = await self._created(sessions)
                     sessions.sort(key=lambda s: created.get(s, ""), reverse=True)

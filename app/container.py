@@ -161,6 +161,7 @@ class Container:
         )
 
     async def aclose(self) -> None:
+        await self.proxy.aclose()  # answers still being written, before the database closes
         await self.model_clients.aclose()
         await self.engine.dispose()
         await self.observability.aclose()

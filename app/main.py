@@ -114,6 +114,10 @@ def create_app(
     app.add_middleware(UnexpectedErrors, outages=container.outages)
     app.add_middleware(RequestContext, metrics=container.metrics)
     app.include_router(service.router)
+    # Authenticated by the route itself: the SDKs send the key as Bearer or x-api-key, and
+    # every answer, a refusal included, is in the protocol's shape (spec §21). Early in the
+    # table: a proxied call is matched against the routes before it (its paths overlap none).
+    app.include_router(compat.router)
     secured = [Depends(require_api_key)]  # every /v1 route; health and docs stay open
     for router in (
         prepare.router,
@@ -130,9 +134,6 @@ def create_app(
         admin.router,
     ):
         app.include_router(router, dependencies=secured)
-    # Authenticated by the route itself: the SDKs send the key as Bearer or x-api-key, and
-    # every answer, a refusal included, is in the protocol's shape (spec §21).
-    app.include_router(compat.router)
     install_web(app)  # the context map: pages open, their data parts under the same key check
     container.observability.instrument_app(app)
     return app

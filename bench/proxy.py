@@ -10,8 +10,12 @@ call) or straight to the fake (the direct call), over one keep-alive ``httpx`` c
    (A/B, B/A, ...), streamed and not. Printed: the median wall time of each, the ratio of the
    medians (the floor is the direct call, 1.0), the median per-round difference, and the
    service's CPU time per proxied call (``/proc/<pid>/stat``, all the service's threads:
-   matching, storing, preparing, encoding, the provider call, rendering). The proxied session
-   is created in an unmeasured first round; each measured round continues it.
+   matching, storing, preparing, encoding, the provider call, rendering, and the answer's write
+   after the response: the service's CPU over all measured rounds ÷ rounds; beside it the part
+   spent while the call was open). The proxied session is created in an unmeasured first
+   round; each measured round continues it. ``--floor`` adds a third call to the rotation: the
+   same body through a bare pass-through (``bench/passthrough_app.py``: decode, re-encode,
+   forward, the answer's bytes back), the floor of any proxy that reads and rewrites the body.
 2. **Caching.** A tool-heavy session of ``--calls`` model calls (tasks of ``--calls-per-task``
    calls, tool outputs of ``bench.caching_session``) driven by a client that resends its whole
    history, through the proxy and, beside it, straight to the provider: once with the breakpoint
@@ -36,7 +40,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -66,7 +70,14 @@ class Overhead:
     proxied_ms: float
     ratio: float
     difference_ms: float
+    # The service's CPU over the measured rounds ÷ rounds (all of it: what it does after a
+    # response is sent counted too), and the part spent while the call was open.
     service_cpu_ms_per_call: float
+    service_cpu_in_call_ms: float
+    # With ``--floor``: the pass-through (``bench/passthrough_app.py``), the same figures.
+    passthrough_ms: float | None = None
+    passthrough_ratio: float | None = None
+    passthrough_cpu_ms_per_call: float | None = None
 
 
 @dataclass(frozen=True)
@@ -149,17 +160,40 @@ def history_of(messages: int) -> list[dict[str, Any]]:
     return out
 
 
+@contextmanager
+def passthrough(provider_url: str, tmp: Path) -> Iterator[ServerProcess]:
+    env = clean_env(BENCH_PASSTHROUGH_PROVIDER=provider_url)
+    command = uvicorn_command(free_port())
+    command[command.index("app.main:app")] = "bench.passthrough_app:app"
+    server = ServerProcess(command, env, cwd=REPO_ROOT, log_path=tmp / "passthrough.log")
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
 def overhead(
-    server: ServerProcess, fake: CachingProviderServer, messages: int, streamed: bool, rounds: int
+    server: ServerProcess,
+    fake: CachingProviderServer,
+    messages: int,
+    streamed: bool,
+    rounds: int,
+    floor: ServerProcess | None = None,
 ) -> Overhead:
     history = history_of(messages)
     pid = server.process.pid if server.process is not None else 0
+    floor_pid = floor.process.pid if floor is not None and floor.process is not None else 0
     direct_times: list[float] = []
     proxied_times: list[float] = []
+    floor_times: list[float] = []
     cpu: list[float] = []
+    floor_cpu: list[float] = []
+    sides = ["direct", "proxied", *(["passthrough"] if floor is not None else [])]
     with (
         httpx.Client(base_url=fake.base_url, timeout=120) as direct,
         httpx.Client(base_url=server.url, timeout=120) as proxied,
+        httpx.Client(base_url=floor.url if floor else fake.base_url, timeout=120) as through,
     ):
 
         def call(client: httpx.Client, path: str, model: str) -> tuple[float, httpx.Response]:
@@ -178,10 +212,21 @@ def overhead(
             return elapsed, response
 
         for number in range(rounds + 1):  # round 0 creates the session: not measured
-            order = ("direct", "proxied") if number % 2 == 0 else ("proxied", "direct")
+            if number == 1:
+                time.sleep(0.2)  # round 0's answer written
+                service_started = cpu_seconds(pid)
+            # Which goes first turns each round (A/B, B/A; with the floor A/B/C, B/C/A, ...).
+            shift = number % len(sides)
+            order = sides[shift:] + sides[:shift]
             answer: httpx.Response | None = None
             for side in order:
-                if side == "direct":
+                if side == "passthrough":
+                    before = cpu_seconds(floor_pid)
+                    elapsed, _ = call(through, "/v1/messages", "claude-fake")
+                    if number:
+                        floor_times.append(elapsed)
+                        floor_cpu.append(cpu_seconds(floor_pid) - before)
+                elif side == "direct":
                     elapsed, _ = call(direct, "/v1/messages", "claude-fake")
                     if number:
                         direct_times.append(elapsed)
@@ -197,6 +242,10 @@ def overhead(
                 {"role": "assistant", "content": answer_of(answer, streamed)},
                 {"role": "user", "content": f"Next question {number}?"},
             ]
+        # Everything the service spent over the measured rounds, the answers it wrote after
+        # their responses included (idle during the other calls).
+        time.sleep(0.2)
+        service_total = cpu_seconds(pid) - service_started
     pairs = [p - d for p, d in zip(proxied_times, direct_times, strict=True)]
     direct_median, proxied_median = (
         statistics.median(direct_times),
@@ -210,7 +259,11 @@ def overhead(
         proxied_ms=proxied_median * 1000,
         ratio=proxied_median / direct_median,
         difference_ms=statistics.median(pairs) * 1000,
-        service_cpu_ms_per_call=statistics.fmean(cpu) * 1000,
+        service_cpu_ms_per_call=service_total / rounds * 1000,
+        service_cpu_in_call_ms=statistics.fmean(cpu) * 1000,
+        passthrough_ms=statistics.median(floor_times) * 1000 if floor_times else None,
+        passthrough_ratio=statistics.median(floor_times) / direct_median if floor_times else None,
+        passthrough_cpu_ms_per_call=statistics.fmean(floor_cpu) * 1000 if floor_cpu else None,
     )
 
 
@@ -297,6 +350,11 @@ def main() -> None:
         "--messages", type=int, nargs="+", default=[100, 1000], help="the histories measured"
     )
     parser.add_argument("--overhead-only", action="store_true", help="skip the caching part")
+    parser.add_argument(
+        "--floor",
+        action="store_true",
+        help="also measure the pass-through floor (bench/passthrough_app.py) in the rotation",
+    )
     args = parser.parse_args()
     os.environ[KEY_ENV] = "bench-key"  # the server inherits it (not a CTXSVC_ variable)
     results: dict[str, Any] = {}
@@ -306,19 +364,29 @@ def main() -> None:
         anyio.run(upgrade_to_head, url)
         rows: list[Overhead] = []
         fake = CachingProviderServer(calls_per_task=1, total_calls=10**9)  # always a text answer
-        with fake, service(url, tmp) as server:
+        with ExitStack() as stack:
+            stack.enter_context(fake)
+            server = stack.enter_context(service(url, tmp))
+            through = stack.enter_context(passthrough(fake.base_url, tmp)) if args.floor else None
             register(server, fake.base_url, 1_000_000)
             print("overhead (floor: the direct call = 1.0)")
             for messages in args.messages:
                 for streamed in (False, True):
-                    row = overhead(server, fake, messages, streamed, args.rounds)
+                    row = overhead(server, fake, messages, streamed, args.rounds, through)
                     rows.append(row)
                     print(
                         f"  {messages:>5} messages {'streamed' if streamed else 'whole   '}: "
                         f"direct {row.direct_ms:7.1f} ms, proxied {row.proxied_ms:7.1f} ms, "
                         f"ratio {row.ratio:5.2f}, +{row.difference_ms:6.1f} ms per call, "
-                        f"service CPU {row.service_cpu_ms_per_call:6.1f} ms per call"
+                        f"service CPU {row.service_cpu_ms_per_call:6.1f} ms per call "
+                        f"({row.service_cpu_in_call_ms:.1f} while it was open)"
                     )
+                    if row.passthrough_ms is not None:
+                        print(
+                            f"{'':>26}pass-through {row.passthrough_ms:7.1f} ms, "
+                            f"ratio {row.passthrough_ratio:5.2f}, its CPU "
+                            f"{row.passthrough_cpu_ms_per_call:6.1f} ms per call"
+                        )
         results["overhead"] = [asdict(r) for r in rows]
         if args.overhead_only:
             if args.json is not None:

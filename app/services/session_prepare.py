@@ -16,11 +16,14 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from sqlalchemy.ext.asyncio import AsyncSession
+
 from app.core.compaction.shrink import CompactionNotSmaller, not_installed_detail
 from app.core.content import Item, RealOrigin
 from app.core.counting import TokenCounter
 from app.core.errors import TooLarge
 from app.core.pipeline.prepared_call import PreparedModelCall
+from app.core.world_state import WorkspaceInputs
 from app.services.budget import TurnCallEvidence
 from app.services.calibration import calibrated_counter
 from app.services.compaction.source import require_idle
@@ -30,12 +33,15 @@ from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
 from app.services.ports import TurnCompactor
 from app.services.request_prefix import remember, stored_previous
-from app.services.session_context import fit
+from app.services.session_config import workspace_of
+from app.services.session_context import SessionContext, fit
+from app.services.tokens import CountedConversation
 from app.services.world_state import WorldStateSampler
-from app.storage.database import SessionFactory, unit_of_work
+from app.storage.database import SessionFactory, on_commit, unit_of_work
+from app.storage.models import AgentSession
 from app.storage.repositories.sessions import SessionRepository
 
-__all__ = ["PreparedSessionCall", "SessionPrepareService"]
+__all__ = ["FirstPrepare", "PreparedSessionCall", "SessionPrepareService"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +63,14 @@ class _Sampled:
     # The record of the session's previous request, as the first step of this one read it:
     # every re-preparation (after a pruning or a compaction) is measured against it.
     previous: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class FirstPrepare:
+    """A request's first step (sampled and prepared, its record kept), for ``finish``."""
+
+    request_id: str
+    sampled: _Sampled
 
 
 class SessionPrepareService:
@@ -89,12 +103,41 @@ class SessionPrepareService:
         ``model``: the session's model as the caller already resolved it (one transaction
         fewer)."""
         request_id = f"prepare-{uuid.uuid4().hex}"
-        compacted = False
         if model is None:
             async with unit_of_work(self._db, read_only=True) as db:
                 session = await SessionRepository(db).require(session_id)
                 model = await resolve_model(db, session.model_id, session.tenant_id)
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
+        return await self.finish(session_id, model, FirstPrepare(request_id, sampled))
+
+    async def first_in(
+        self, db: AsyncSession, session: AgentSession, model: ModelEntry
+    ) -> FirstPrepare | None:
+        """The first step of ``prepare_call`` (sample, prepare, keep the request's prefix
+        record) in the caller's write transaction, which holds the session's lock and loaded
+        ``session`` in it; ``finish`` does the rest once it committed. ``None`` when the session's
+        World State reads files (a workspace directory): that read holds no lock, so the caller
+        commits first and calls ``prepare_call``."""
+        if not _captures_in_memory(session):
+            return None
+        request_id = f"prepare-{uuid.uuid4().hex}"
+        counter = await self._counter(db, model)
+        inputs = await self._world_state.capture(session)
+        sampled, context, counted = await self._prepare_in(
+            db, session, model, counter, inputs, request_id, 1, None
+        )
+        # Committed: the next prepare decodes only what was stored since.
+        on_commit(db, lambda: context.remember(counted))
+        return FirstPrepare(request_id, sampled)
+
+    async def finish(
+        self, session_id: str, model: ModelEntry, first: FirstPrepare
+    ) -> PreparedSessionCall:
+        """What ``prepare_call`` does after its first step (``first_in``, committed): prune and
+        compact at the trigger line, each in transactions of its own."""
+        request_id = first.request_id
+        sampled = first.sampled
+        compacted = False
         written = list(sampled.message_ids)
 
         # ----- compaction at the trigger line (spec §6 loop, for a caller's own model) --------
@@ -157,57 +200,88 @@ class SessionPrepareService:
         """Sample (unless ``sample_index`` is ``None``) and prepare the active Conversation
         (``earlier``: this request's previous preparation, when it prepares again).
 
-        Its prefix record replaces the session's in the same transaction: the last preparation
-        of the request is the one handed to the caller, so its record is the one that stays.
-
         The filesystem is read before the write transaction opens, so no lock is held while it
-        is; a capture failure raises before anything is written. The prepare runs before the
-        commit: a refused one rolls back the World State just written and its baselines (spec
-        §8, bad input never changes stored state).
+        is; a capture failure raises before anything is written (``_prepare_in``).
         """
         async with unit_of_work(self._db, read_only=True) as db:
             session = await SessionRepository(db).require(session_id)
-            # The same counter as inspection and turns (calibrated when configured).
-            counter, _ = await calibrated_counter(
-                db,
-                model.id,
-                self._counters(model.capabilities.token_counter),
-                apply=self._apply_calibration,
-            )
+            counter = await self._counter(db, model)
         inputs = await self._world_state.capture(session) if sample_index is not None else None
         async with unit_of_work(self._db) as db:
             session = await SessionRepository(db).require(session_id, for_update=True)
-            # A running turn samples and compacts this session itself; interleaving a caller's
-            # own model calls with it would mix two request streams in one Conversation.
-            await require_idle(db, session_id, "prepared for a caller's own model")
-            context = self._conversations.context_for(session, counter)
-            counted = await context.load(db, session)
-            written: list[Item] = []
-            if inputs is not None and sample_index is not None:
-                written = await self._world_state.write(
-                    db,
-                    session,
-                    counted.items,
-                    inputs,
-                    turn_id=request_id,
-                    model_call_index=1,
-                    sample_index=sample_index,
-                    record_turn=False,
-                )
-                sequences = [i.sequence for i in written if i.sequence is not None]
-                if sequences:
-                    await self._events.emit(
-                        db, session_id, "messages_appended", messages_appended(sequences)
-                    )
-            if earlier is None:
-                previous_request = await stored_previous(db, session_id)
-            else:
-                previous_request = earlier.previous
-            prepared = context.prepare(
-                session, [*counted.items, *written], model.capabilities, counted, previous_request
+            sampled, context, counted = await self._prepare_in(
+                db, session, model, counter, inputs, request_id, sample_index, earlier
             )
-            await remember(db, session_id, prepared.prefix_record)
         # Committed: the next prepare decodes only what was stored since.
         context.remember(counted)
+        return sampled
+
+    async def _counter(self, db: AsyncSession, model: ModelEntry) -> TokenCounter:
+        """The same counter as inspection and turns (calibrated when configured)."""
+        base = self._counters(model.capabilities.token_counter)
+        if not self._apply_calibration:
+            # ``calibrated_counter`` hands back the base counter unless it applies: no read.
+            return base
+        counter, _ = await calibrated_counter(db, model.id, base, apply=True)
+        return counter
+
+    async def _prepare_in(
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        model: ModelEntry,
+        counter: TokenCounter,
+        inputs: WorkspaceInputs | None,
+        request_id: str,
+        sample_index: int | None,
+        earlier: _Sampled | None,
+    ) -> tuple[_Sampled, SessionContext, CountedConversation]:
+        """Sample ``inputs`` (captured) and prepare, in ``db``'s write transaction, which holds
+        the session's lock and loaded ``session`` in it.
+
+        Its prefix record replaces the session's in the same transaction: the last preparation
+        of the request is the one handed to the caller, so its record is the one that stays.
+        The prepare runs before the commit: a refused one rolls back the World State just
+        written and its baselines (spec §8, bad input never changes stored state).
+        """
+        session_id = session.id
+        # A running turn samples and compacts this session itself; interleaving a caller's
+        # own model calls with it would mix two request streams in one Conversation.
+        await require_idle(db, session_id, "prepared for a caller's own model")
+        context = self._conversations.context_for(session, counter)
+        counted = await context.load(db, session)
+        written: list[Item] = []
+        if inputs is not None and sample_index is not None:
+            written = await self._world_state.write(
+                db,
+                session,
+                counted.items,
+                inputs,
+                turn_id=request_id,
+                model_call_index=1,
+                sample_index=sample_index,
+                record_turn=False,
+            )
+            sequences = [i.sequence for i in written if i.sequence is not None]
+            if sequences:
+                await self._events.emit(
+                    db, session_id, "messages_appended", messages_appended(sequences)
+                )
+        if earlier is None:
+            previous_request = await stored_previous(db, session_id)
+        else:
+            previous_request = earlier.previous
+        prepared = context.prepare(
+            session, [*counted.items, *written], model.capabilities, counted, previous_request
+        )
+        await remember(db, session_id, prepared.prefix_record)
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
-        return _Sampled(prepared, [i for i in ids if i is not None], previous_request)
+        sampled = _Sampled(prepared, [i for i in ids if i is not None], previous_request)
+        return sampled, context, counted
+
+
+def _captures_in_memory(session: AgentSession) -> bool:
+    """Whether sampling the session's World State reads no file: no workspace, or one the
+    caller provides (``WorldStateSampler.capture``)."""
+    workspace = workspace_of(session)
+    return not workspace or workspace.get("provided") is not None

@@ -4,6 +4,7 @@ digests, the look-up batches' boundaries, and what makes two histories different
 from __future__ import annotations
 
 import uuid
+from typing import Any
 
 import pytest
 
@@ -13,6 +14,7 @@ from app.services.proxy.digests import chain_digests, family_digest, message_key
 from app.services.proxy.matching import Match, find_match
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.repositories.proxy_ends import LOOKUP_BATCH, ProxyEndRepository
+from app.storage.repositories.sessions import SessionRepository
 from tests.storage.conftest import MakeSession
 
 pytestmark = pytest.mark.anyio
@@ -156,3 +158,29 @@ async def test_a_named_session_takes_what_it_does_not_hold_as_new(
     async with unit_of_work(factory) as db:
         await ProxyEndRepository(db).reset(sid)
     assert await match(factory, chain, tenant, family, sid) == Match(sid, 0, True)
+
+
+async def test_an_end_stored_between_the_look_up_and_the_lock_is_looked_up_again(
+    factory: SessionFactory, make_session: MakeSession, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The answer to the caller's last request, written after its response (another worker's
+    task), commits while this request matches: under the lock it looks again and continues,
+    where it would otherwise fork. (SQLite's write transactions are exclusive from their BEGIN:
+    nothing commits in between there.)"""
+    tenant = f"t-{uuid.uuid4().hex[:8]}"
+    family = family_digest(tenant, "m", None, [])
+    chain = chain_digests(family, history(4))
+    sid = await make_session()
+    await record(factory, sid, tenant, family, [(2, chain[1])])
+    async with unit_of_work(factory) as db:
+        if db.get_bind().dialect.name == "sqlite":
+            pytest.skip("SQLite serializes the whole match")
+    require = SessionRepository.require
+
+    async def answer_meanwhile(self: SessionRepository, *args: Any, **kwargs: Any) -> Any:
+        monkeypatch.setattr(SessionRepository, "require", require)
+        await record(factory, sid, tenant, family, [(3, chain[2])])
+        return await require(self, *args, **kwargs)
+
+    monkeypatch.setattr(SessionRepository, "require", answer_meanwhile)
+    assert await match(factory, chain, tenant, family) == Match(sid, 3, True)

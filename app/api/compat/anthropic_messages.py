@@ -30,6 +30,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from app.api.compat._anthropic_answer import error_body, message_body, message_events
+from app.api.compat._decoded import Decoded, DecodedPrefixes
 from app.api.compat._shared import (
     optional_bool,
     positive_int,
@@ -66,14 +67,20 @@ _CONSUMED = frozenset({"model", "system", "messages", "tools", "max_tokens", "st
 class AnthropicMessagesCodec:
     protocol: Literal["anthropic_messages"] = "anthropic_messages"
 
+    def __init__(self) -> None:
+        # Each conversation's last request, decoded: the next decodes only what it adds.
+        self._decoded = DecodedPrefixes()
+
     def decode(self, body: Mapping[str, Any]) -> ProxyRequest:
         if not isinstance(body, Mapping):
             raise InvalidInput("invalid_request", "the body must be a JSON object")
+        model = required_string(body, "model", code="invalid_model")
+        system = _system(body.get("system"))
         return ProxyRequest(
             protocol=self.protocol,
-            model=required_string(body, "model", code="invalid_model"),
-            system=_system(body.get("system")),
-            messages=_messages(body.get("messages")),
+            model=model,
+            system=system,
+            messages=self._messages(body.get("messages"), model, system),
             tools=_tools(body.get("tools")),
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_tokens", code="invalid_max_tokens"),
@@ -90,6 +97,17 @@ class AnthropicMessagesCodec:
 
     def render_error(self, status: int, code: str, message: str) -> dict[str, Any]:
         return error_body(status, code, message)
+
+    def _messages(self, value: Any, model: str, system: str | None) -> list[ProxyMessage]:
+        if not isinstance(value, list) or not value:
+            raise InvalidInput("invalid_messages", "messages must be a non-empty list")
+        # A conversation is told apart by its model, system prompt and first message; another
+        # conversation under the same key only costs a comparison that fails early.
+        first = value[0].get("content") if isinstance(value[0], dict) else None
+        key = (model, system, first if isinstance(first, str) else None)
+        decoded = _messages(value, self._decoded.extended(key, value))
+        self._decoded.keep(key, decoded)
+        return list(decoded.messages)  # the kept list stays the memo's own
 
 
 CODEC = AnthropicMessagesCodec()
@@ -134,12 +152,17 @@ def _tools(value: Any) -> list[ToolDefinition]:
     return out
 
 
-def _messages(value: Any) -> list[ProxyMessage]:
-    if not isinstance(value, list) or not value:
-        raise InvalidInput("invalid_messages", "messages must be a non-empty list")
+def _messages(value: list[Any], earlier: Decoded | None) -> Decoded:
+    """``value`` decoded, on ``earlier`` (the decoding of its first messages) when given."""
     names: dict[str, str] = {}  # tool_use id → tool name, for the results that answer it
     out: list[ProxyMessage] = []
-    for index, message in enumerate(value):
+    start = 0
+    if earlier is not None:
+        names = dict(earlier.names)
+        out = list(earlier.messages)
+        start = len(earlier.raw)
+    for index in range(start, len(value)):
+        message = value[index]
         where = f"messages[{index}]"
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise InvalidInput("invalid_messages", f"{where} needs role user or assistant")
@@ -161,7 +184,7 @@ def _messages(value: Any) -> list[ProxyMessage]:
             out.append(ProxyMessage("assistant", answer.assistant_content()))
         else:
             out.extend(_user(content, where, names))
-    return out
+    return Decoded(list(value), out, names)
 
 
 def _assistant(content: list[Any], where: str) -> ModelResponse:

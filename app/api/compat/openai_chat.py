@@ -16,6 +16,7 @@ import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
+from app.api.compat._decoded import Decoded, DecodedPrefixes
 from app.core.content import Block, ToolCallBlock, ToolResultBlock
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
@@ -107,6 +108,10 @@ def _image_source(url: str) -> Any:
 class OpenAIChatCodec:
     protocol: CompatProtocol = "openai_chat"
 
+    def __init__(self) -> None:
+        # Each conversation's last request, decoded: the next decodes only what it adds.
+        self._decoded = DecodedPrefixes()
+
     def decode(self, body: Mapping[str, Any]) -> ProxyRequest:
         model = body.get("model")
         if not isinstance(model, str) or not model:
@@ -114,10 +119,20 @@ class OpenAIChatCodec:
         raw = body.get("messages")
         if not isinstance(raw, list) or not raw:
             raise _refused("messages", "must be a non-empty list")
+        # A conversation is told apart by its model and first message (the system prompt,
+        # usually); another one under the same key only costs a comparison that fails early.
+        first = raw[0].get("content") if isinstance(raw[0], dict) else None
+        key = (model, first if isinstance(first, str) else None)
+        earlier = self._decoded.extended(key, raw)
         system: list[str] = []
         messages: list[ProxyMessage] = []
         names: dict[str, str] = {}
-        for i, m in enumerate(raw):
+        start = 0
+        if earlier is not None:
+            system, messages = list(earlier.system), list(earlier.messages)
+            names, start = dict(earlier.names), len(earlier.raw)
+        for i in range(start, len(raw)):
+            m = raw[i]
             field = f"messages[{i}]"
             if not isinstance(m, dict):
                 raise _refused(field, "must be an object")
@@ -148,6 +163,7 @@ class OpenAIChatCodec:
                 )
         if not messages:
             raise _refused("messages", "must hold a user message, not only system messages")
+        self._decoded.keep(key, Decoded(list(raw), list(messages), names, tuple(system)))
         limit = body.get("max_completion_tokens", body.get("max_tokens"))
         if limit is not None and (
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 1

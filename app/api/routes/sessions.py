@@ -158,6 +158,8 @@ async def append_messages(
     container: ContainerDep,
 ) -> Response:
     """Append messages (all-or-nothing, spec §5 rules) → their ids and sequences."""
+    # After a proxied answer this process is still writing (it came first).
+    await container.proxy.settled(session_id)
     stored = await container.messages.append(session_id, body.batch)
     return json_response(appended_json(stored), status_code=201)
 
@@ -170,6 +172,8 @@ async def list_messages(
     limit: Annotated[int, Query(ge=1, le=500)] = 100,
 ) -> Response:
     """Raw stored messages in sequence order (never synthetic items)."""
+    # A proxied answer this process is still writing is part of the transcript already.
+    await container.proxy.settled(session_id)
     page = await container.messages.page(session_id, after_sequence=after_sequence, limit=limit)
     return json_response(message_page_json(page))
 

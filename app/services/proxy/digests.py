@@ -109,7 +109,10 @@ class ChainCache:
         if last is not None:
             before, known = last
             limit = min(len(before), len(messages))
-            while reused < limit and messages[reused] == before[reused]:
+            # The same objects when the codec reused its last decoding (``_decoded``).
+            while reused < limit and (
+                messages[reused] is before[reused] or messages[reused] == before[reused]
+            ):
                 reused += 1
         start = known[reused - 1] if reused else family
         rest = [message_key(m.role, m.content) for m in messages[reused:]]

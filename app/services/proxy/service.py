@@ -5,13 +5,17 @@ what is new, prepare the session's next request as a session prepare does (prune
 pairing, budget, World State, compaction at the model's line, cache breakpoints:
 ``SessionPrepareService.prepare_call``), refuse it when it still does not fit, send it to the
 model the request names, and store the answer with the new end of the history.
+
+Two transactions per call: what is new, its end and the prepare's first step before the
+provider is called; the answer after the caller has it (``answers``: docs/decisions.md, "The
+drop-in endpoints store the answer after the response").
 """
 
 from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,12 +23,14 @@ from pydantic import ValidationError
 
 from app.api.schemas.sessions import SessionCreate
 from app.core.caching.breakpoints import plan_for
+from app.core.content import Block
 from app.core.errors import Conflict, InvalidInput, TooLarge
 from app.providers.base import ModelClient, ModelResponse
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.model_types import ModelEntry
 from app.services.models import resolve_model
+from app.services.proxy.answers import PendingAnswers
 from app.services.proxy.contract import (
     AnswerEvent,
     Completed,
@@ -35,12 +41,17 @@ from app.services.proxy.contract import (
 )
 from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
-from app.services.session_prepare import PreparedSessionCall, SessionPrepareService
+from app.services.session_prepare import (
+    FirstPrepare,
+    PreparedSessionCall,
+    SessionPrepareService,
+)
 from app.services.sessions import SessionService
 from app.services.tenancy import KeyService
 from app.services.turns.answers import bounded_answer
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
+from app.storage.models import AgentSession
 from app.storage.repositories.proxy_ends import ProxyEndRepository
 from app.storage.repositories.sessions import SessionRepository
 
@@ -62,6 +73,8 @@ class _Stored:
     forked_from: str | None
     # The session's model, resolved in the same transaction (prepare needs it again).
     model: ModelEntry
+    # What the request's conversation is waited for by (``answers``).
+    conversation_keys: list[Hashable]
 
 
 class ProxyCall:
@@ -92,11 +105,12 @@ class ProxyCall:
 
     async def complete(self) -> ModelResponse:
         response = await self._send(None)
-        return await self._service.store_answer(self._stored, self._prepared, response)
+        return self._service.store_answer(self._stored, self._prepared, response)
 
     async def events(self) -> AsyncIterator[AnswerEvent]:
-        """Deltas as they arrive, then ``Completed`` once the answer is stored; a failure of
-        the call is raised from here (after the deltas already sent)."""
+        """Deltas as they arrive, then ``Completed`` with the answer as it is stored (the write
+        follows it: ``store_answer``); a failure of the call is raised from here (after the
+        deltas already sent)."""
         queue: asyncio.Queue[AnswerEvent | None] = asyncio.Queue()
 
         class _Sink:
@@ -125,8 +139,7 @@ class ProxyCall:
         finally:
             if not task.done():  # the caller went away: the provider request is closed
                 task.cancel()
-        stored = await self._service.store_answer(self._stored, self._prepared, response)
-        yield Completed(stored)
+        yield Completed(self._service.store_answer(self._stored, self._prepared, response))
 
     async def _send(self, sink: Any) -> ModelResponse:
         prepared = self._prepared.prepared
@@ -160,6 +173,7 @@ class ProxyService:
         self._clients = model_clients
         self._tenancy = tenancy
         self._chains = ChainCache()
+        self._answers = PendingAnswers()
 
     async def begin(
         self,
@@ -180,8 +194,13 @@ class ProxyService:
             )
         if session_id is not None:
             await self._tenancy.check_owner(tenant_id, session_id)
-        stored = await self._store_request(request, tenant_id, session_id)
-        prepared = await self._prepare.prepare_call(stored.session_id, stored.model)
+        # The answers of this conversation's earlier calls still being written (``answers``).
+        await self._answers.wait(_conversation_keys(request, tenant_id, session_id))
+        stored, first = await self._store_request(request, tenant_id, session_id)
+        if first is None:  # World State reads files: the prepare's own transactions
+            prepared = await self._prepare.prepare_call(stored.session_id, stored.model)
+        else:
+            prepared = await self._prepare.finish(stored.session_id, stored.model, first)
         budget = prepared.prepared.budget
         if budget.estimated_input_tokens > budget.effective_input_tokens:
             raise TooLarge(
@@ -200,11 +219,15 @@ class ProxyService:
 
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None
-    ) -> _Stored:
+    ) -> tuple[_Stored, FirstPrepare | None]:
+        """Store what is new and the history's end, and prepare the call (its first step) in
+        the same transaction: one commit before the provider is called."""
         async with unit_of_work(self._db) as db:
+            sessions = SessionRepository(db)
+            session: AgentSession | None = None
             if session_id is not None:
                 # A named session's own model is called (spec §21.1), under its lock.
-                session = await SessionRepository(db).require(session_id, for_update=True)
+                session = await sessions.require(session_id, for_update=True)
                 model = await resolve_model(db, session.model_id, session.tenant_id)
             else:
                 model = await resolve_model(db, request.model, tenant_id)
@@ -226,6 +249,11 @@ class ProxyService:
                 forked_from = match.session_id
                 target = await self._new_session(db, request, tenant_id, model_id, forked_from)
                 new = request.messages
+            # The row as this transaction holds it (locked and current), else read under lock
+            # below; its counters are kept on it and written in one UPDATE at the commit.
+            row = match.row if match.continues and session_id is None else session
+            if row is not None and row.id == target and sessions.is_current(row):
+                sessions.defer_counters(row)
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
                 await self._messages.append_in(db, target, batch, model=model)
@@ -234,7 +262,12 @@ class ProxyService:
                     target, tenant_id=tenant_id, family=family, ends=[(len(chain), chain[-1])]
                 )
             end = chain[-1] if chain else family
-            return _Stored(target, family, tenant_id, len(chain), end, forked_from, model)
+            keys = _conversation_keys(request, tenant_id, session_id)
+            stored = _Stored(target, family, tenant_id, len(chain), end, forked_from, model, keys)
+            if row is None or row.id != target or not sessions.is_current(row):
+                row = await sessions.require(target, for_update=True)
+            first = await self._prepare.first_in(db, row, model)
+            return stored, first
 
     async def _new_session(
         self,
@@ -286,27 +319,61 @@ class ProxyService:
         )
         return row.id
 
-    async def store_answer(
+    def store_answer(
         self, stored: _Stored, prepared: PreparedSessionCall, response: ModelResponse
     ) -> ModelResponse:
-        """Store the model's answer (within the limits of one stored message) and the end of
-        the history it closes; returns the answer as stored."""
+        """The model's answer within the limits of one stored message, as it is stored; the
+        write (with the end of the history it closes) runs after the caller has it
+        (``answers``)."""
         bounded, _ = bounded_answer(
             response, prepared.model.capabilities, turn_id=f"proxy-{uuid.uuid4().hex[:8]}"
         )
         content = bounded.assistant_content()
-        if not content:
-            return bounded
+        if content:
+            keys = [("session", stored.session_id), *stored.conversation_keys]
+            self._answers.start(keys, lambda: self._write_answer(stored, prepared, content))
+        return bounded
+
+    async def _write_answer(
+        self, stored: _Stored, prepared: PreparedSessionCall, content: list[Block]
+    ) -> None:
         key = message_key("assistant", content)
         (end,) = chain_digests(stored.chain_end, [key])
         async with unit_of_work(self._db) as db:
+            sessions = SessionRepository(db)
+            sessions.defer_counters(await sessions.require(stored.session_id, for_update=True))
+            ends = ProxyEndRepository(db)
+            head = (await ends.heads([stored.session_id])).get(stored.session_id, 0)
+            if head != stored.length:
+                # A later request continued the session first, this answer among its history.
+                return
             await self._messages.append_in(
                 db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
             )
-            await ProxyEndRepository(db).add(
+            await ends.add(
                 stored.session_id,
                 tenant_id=stored.tenant_id,
                 family=stored.family,
                 ends=[(stored.length + 1, end)],
             )
-        return bounded
+
+    async def settled(self, session_id: str) -> None:
+        """Until the answers this process is writing into the session are stored (a reader of
+        its transcript, a writer of its messages; another worker's are not waited for)."""
+        await self._answers.wait([("session", session_id)])
+
+    async def aclose(self) -> None:
+        """Let the answers still being written finish (before the database closes)."""
+        await self._answers.drain()
+
+
+def _conversation_keys(
+    request: ProxyRequest, tenant_id: str, session_id: str | None
+) -> list[Hashable]:
+    """What a request says of its conversation before anything is read: the session it names,
+    and its tenant, model and system prompt (a coarser family than the digest's, which needs
+    the model resolved and the tools)."""
+    keys: list[Hashable] = [("family", tenant_id, request.model, request.system)]
+    if session_id is not None:
+        keys.append(("session", session_id))
+    return keys

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sqlalchemy import delete, func, select
+from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy.orm import aliased
 
 from app.storage.models import AgentSession, ProxyEnd
 from app.storage.repositories.base import Repository
@@ -15,6 +16,29 @@ __all__ = ["LOOKUP_BATCH", "EndHit", "ProxyEndRepository"]
 # Chain digests asked for per query: a request of n messages costs at most ⌈n / 64⌉ indexed
 # queries, and one when it continues a session (its longest stored end is among the last 64).
 LOOKUP_BATCH = 64
+
+# Prebuilt, with expanding parameters: building the query with its 64 digests as literals cost
+# more than running it (each value coerced anew, the compiled form looked up by all of them).
+# Each end found comes with its session's last end (an index lookup per row, usually one row):
+# no second query for the heads.
+_LATER = aliased(ProxyEnd)
+_HEAD = (
+    select(func.max(_LATER.length))
+    .where(_LATER.session_id == ProxyEnd.session_id)
+    .correlate(ProxyEnd)
+    .scalar_subquery()
+)
+_ENDS = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest, _HEAD).where(
+    ProxyEnd.chain_digest.in_(bindparam("k_digests", expanding=True)),
+    ProxyEnd.tenant_id == bindparam("k_tenant"),
+)
+_ENDS_OF_FAMILY = _ENDS.where(ProxyEnd.family_digest == bindparam("k_family"))
+_ENDS_OF_SESSION = _ENDS.where(ProxyEnd.session_id == bindparam("k_session"))
+_HEADS = (
+    select(ProxyEnd.session_id, func.max(ProxyEnd.length))
+    .where(ProxyEnd.session_id.in_(bindparam("k_sessions", expanding=True)))
+    .group_by(ProxyEnd.session_id)
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,20 +66,24 @@ class ProxyEndRepository(Repository):
         while stop > 0:
             start = max(0, stop - LOOKUP_BATCH)
             wanted = {chain[i]: i + 1 for i in range(start, stop)}
-            query = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest).where(
-                ProxyEnd.chain_digest.in_(list(wanted)), ProxyEnd.tenant_id == tenant_id
-            )
+            params: dict[str, object] = {"k_digests": list(wanted), "k_tenant": tenant_id}
+            query = _ENDS
+            if family is not None and session_id is not None:
+                query = _ENDS_OF_FAMILY.where(ProxyEnd.session_id == bindparam("k_session"))
+            elif family is not None:
+                query = _ENDS_OF_FAMILY
+            elif session_id is not None:
+                query = _ENDS_OF_SESSION
             if family is not None:
-                query = query.where(ProxyEnd.family_digest == family)
+                params["k_family"] = family
             if session_id is not None:
-                query = query.where(ProxyEnd.session_id == session_id)
-            rows = [
-                (s, n) for s, n, d in (await self.session.execute(query)).all() if wanted[d] == n
-            ]
+                params["k_session"] = session_id
+            found = (await self.session.execute(query, params)).all()
+            rows = [(s, n) for s, n, d, _ in found if wanted[d] == n]
             if rows:
                 best = max(n for _, n in rows)
                 sessions = [s for s, n in rows if n == best]
-                heads = await self.heads(sessions)
+                heads = {s: int(h) for s, _, _, h in found if h is not None}
                 if len(sessions) > 1:  # one session (the usual case) needs no order
                     created = await self._created(sessions)
                     sessions.sort(key=lambda s: created.get(s, ""), reverse=True)
@@ -67,11 +95,7 @@ class ProxyEndRepository(Repository):
         """Each session's last stored end (sessions without one are absent)."""
         if not session_ids:
             return {}
-        rows = await self.session.execute(
-            select(ProxyEnd.session_id, func.max(ProxyEnd.length))
-            .where(ProxyEnd.session_id.in_(list(session_ids)))
-            .group_by(ProxyEnd.session_id)
-        )
+        rows = await self.session.execute(_HEADS, {"k_sessions": list(session_ids)})
         return {s: int(n) for s, n in rows.all()}
 
     async def _created(self, session_ids: Sequence[str]) -> dict[str, str]:

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import delete, select, update
+from sqlalchemy import bindparam, delete, select, update
 
 from app.core.tenancy import DEFAULT_TENANT, SHARED_TENANT
 from app.storage.base import utc_now
@@ -26,6 +26,14 @@ class ScriptTake:
     entry: Any | None
 
 
+# Prebuilt: every model call resolves its model, and building the statement anew cost about
+# what running it did.
+_VISIBLE = select(RegisteredModel).where(
+    RegisteredModel.id == bindparam("k_id"),
+    RegisteredModel.tenant_id.in_([bindparam("k_tenant"), bindparam("k_shared")]),
+)
+
+
 class ModelRepository(Repository):
     """Models by ``(tenant_id, id)``: each tenant names its models in its own namespace, and
     ``SHARED_TENANT`` holds the models every tenant sees (``app.core.tenancy``)."""
@@ -35,11 +43,8 @@ class ModelRepository(Repository):
 
     async def visible(self, tenant_id: str, model_id: str) -> RegisteredModel | None:
         """The tenant's own model of that id, else the shared one (one query)."""
-        stmt = select(RegisteredModel).where(
-            RegisteredModel.id == model_id,
-            RegisteredModel.tenant_id.in_((tenant_id, SHARED_TENANT)),
-        )
-        rows = (await self.session.execute(stmt)).scalars().all()
+        params = {"k_id": model_id, "k_tenant": tenant_id, "k_shared": SHARED_TENANT}
+        rows = (await self.session.execute(_VISIBLE, params)).scalars().all()
         own = [r for r in rows if r.tenant_id == tenant_id]
         return (own or list(rows))[0] if rows else None
 

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from hashlib import blake2b
+from operator import is_
+from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -24,7 +26,7 @@ from app.core.caching import prefix_record as prefix
 from app.core.content import Block, Item
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import PreparedModelCall
-from app.fastjson import FastEstimateCounter, content_bytes, strings_only_bytes
+from app.fastjson import FastEstimateCounter, content_bytes, spec_bytes, strings_only_bytes
 from app.services.conversation import ActiveConversation
 from app.storage.repositories.prefixes import RequestPrefixRepository
 
@@ -54,6 +56,8 @@ class DigestingEstimate(FastEstimateCounter):
 
     def __init__(self) -> None:
         self.units: prefix.KnownUnits = {}
+        # The tool list it measured and its bytes: the record's tool unit digests the same.
+        self.tools: tuple[list[Any], bytes] | None = None
 
     def measure_message(self, role: str, content: Sequence[Block]) -> int:
         data = strings_only_bytes(content)
@@ -71,6 +75,29 @@ class DigestingEstimate(FastEstimateCounter):
             unit = digest.digest()
         self.units[id(content)] = (content, role, unit)
         return len(data)
+
+    def measure_tools(self, tools: Sequence[Any]) -> int:
+        if not tools:
+            return 0
+        listed = list(tools)
+        data = spec_bytes(listed)
+        self.tools = (listed, data)
+        return len(data)
+
+    def dumps(self, value: Any) -> bytes:
+        """``content_bytes`` of ``value``, the record's encoder: the tool list it measured
+        (the same tool objects: ``prepare`` sends ``list(tools)``) is not encoded again. Its
+        tools are never content blocks (they have no ``type``), so ``content_bytes`` of them
+        is their ``spec_bytes``, which it measured."""
+        kept = self.tools
+        if (
+            kept is not None
+            and type(value) is list
+            and len(value) == len(kept[0])
+            and all(map(is_, value, kept[0]))
+        ):
+            return kept[1]
+        return content_bytes(value)
 
 
 # A hash per role fed ``content_unit``'s head (``c``, the role, a newline), copied per message.
@@ -126,7 +153,7 @@ def prefixed(
         identify_stored=identify_stored,
         rewind_compaction_id=rewind_compaction_id,
         # Content and the tool list: strings by their schema, no float to look for.
-        dumps=content_bytes,
+        dumps=counter.dumps if isinstance(counter, DigestingEstimate) else content_bytes,
         known=counter.units if isinstance(counter, DigestingEstimate) else None,
     )
     return _compared(prepared, record, previous)

@@ -93,9 +93,8 @@ def main() -> None:
             )
             for who in servers:
                 p, e = med[(who, "/v1/prepare")], med[(who, "/bench/raw-echo")]
-                print(
-                    f"    {who}: prepare {p * 1e3:7.2f} ms, raw echo {e * 1e3:5.2f} ms, {p / e:5.2f}×"
-                )
+                figures = f"prepare {p * 1e3:7.2f} ms, raw echo {e * 1e3:5.2f} ms"
+                print(f"    {who}: {figures}, {p / e:5.2f}×")
             ratio = med[("new", "/v1/prepare")] / med[("old", "/v1/prepare")]
             print(f"    new ÷ old prepare CPU: {ratio:.3f}")
 

@@ -26,6 +26,7 @@ from app.api.schemas.prepare import PrepareBody
 from app.api.schemas.sessions import AppendBody
 from app.api.schemas.tokens import TokenCountBody
 from app.core.errors import ServiceError
+from app.core.limits.json_values import MAX_JSON_CHARS
 from app.core.pipeline.prepared_call import PruningWatermark
 from app.services.prepare import run_prepare
 from bench.fixtures import agent_conversation, prepare_body, system_context, tool_definitions
@@ -136,6 +137,14 @@ def _prepare(**fields: Any) -> bytes:
     return json.dumps({"model": MODEL, **fields}).encode()
 
 
+def _opaque(payload: bytes) -> bytes:
+    """A prepare body whose one block is a ``provider_opaque`` with this raw ``payload``."""
+    return (
+        b'{"model_id": "m", "conversation": [{"role": "user", "content": [{"type":'
+        b' "provider_opaque", "driver": "d", "kind": "k", "payload": ' + payload + b"}]}]}"
+    )
+
+
 def _message(**fields: Any) -> dict[str, Any]:
     return {"role": "user", "content": TEXT, **fields}
 
@@ -208,6 +217,17 @@ EDGES: list[tuple[type[BodyInput[Any]], Any, bytes, bool]] = [
         b' "t\\u0065xt", "\\u0074ext": "a"}]}]}',
         True,  # keys and tags read after their escapes, as the models read them
     ),
+    # A payload at the limits ``_payload`` looks for in one walk, and just past them.
+    (PrepareInput, PrepareBody, _opaque(b"[" * 64 + b"]" * 64), True),
+    (PrepareInput, PrepareBody, _opaque(b"[" * 65 + b"]" * 65), False),
+    (PrepareInput, PrepareBody, _opaque(b'{"a": ' * 64 + b"1" + b"}" * 64), True),
+    (PrepareInput, PrepareBody, _opaque(b'"' + b"a" * (MAX_JSON_CHARS - 2) + b'"'), True),
+    (PrepareInput, PrepareBody, _opaque(b'"' + b"a" * (MAX_JSON_CHARS - 1) + b'"'), False),
+    # More bytes than the limit: the full check (fewer characters of compact JSON: taken).
+    (PrepareInput, PrepareBody, _opaque(b'"' + b"\\u00e9" * 200_000 + b'"'), True),
+    (PrepareInput, PrepareBody, _opaque(b"[" + b"1,   " * 600_000 + b"1]"), False),
+    (PrepareInput, PrepareBody, _opaque(b"[" + b"1,   " * 250_000 + b"1]"), True),
+    (PrepareInput, PrepareBody, _opaque(b'{"x": [true, false, null, -0, 1.5]}'), True),
     (PrepareInput, PrepareBody, b'{"model_id": "m"} x', False),
     (PrepareInput, PrepareBody, b'{"model_id": "m", "conversation": [], "x": 1}', False),
     (PrepareInput, PrepareBody, b'{"model_id": "\\ud800"}', False),

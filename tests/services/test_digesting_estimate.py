@@ -65,3 +65,24 @@ def test_the_units_it_digests_are_the_records_own() -> None:
     )
     recorded = prefixed(prepared, items, None, identify_stored=False).prefix_record
     assert recorded == plain.to_bytes()
+
+
+@pytest.mark.parametrize(
+    "tools",
+    [
+        [],
+        TOOLS,
+        [tool_def("read"), {"name": "w", "description": "d", "input_schema": {"maximum": 1e-7}}],
+    ],
+)
+def test_the_tool_list_it_measured_is_the_records_own(tools: list[Any]) -> None:
+    items = conversation()
+    counter = DigestingEstimate()
+    prepared = prepare(SYSTEM, items, tools, CAPS, PruningWatermark(), counter)
+    plain = prefix_record.record_request(
+        prepared, items, identify_stored=False, dumps=fastjson.content_bytes
+    )
+    assert prefixed(prepared, items, None, identify_stored=False).prefix_record == plain.to_bytes()
+    if tools:  # the very bytes the record's encoder hands back for the request's tool list
+        assert counter.dumps(prepared.request["tools"]) == fastjson.spec_bytes(tools)
+        assert counter.dumps(prepared.request["tools"]) is counter.dumps(prepared.request["tools"])

@@ -3,12 +3,12 @@ services' results: the shape every answer with a prepared request shares (spec Â
 
 from __future__ import annotations
 
-from dataclasses import asdict
+from dataclasses import fields
 from typing import Any
 
 from app.core.caching.breakpoints import plan_for
 from app.core.capabilities import PromptCaching
-from app.core.pipeline.prepared_call import PreparedModelCall
+from app.core.pipeline.prepared_call import PreparedModelCall, ProjectionReport
 from app.providers.encoding import encode
 from app.services.budget import auto_compact_percent, budget_to_json
 from app.services.inspection import Inspection
@@ -56,14 +56,18 @@ def prepared_json(
             caching=caching,
             reasoning=reasoning,
         )
+    projection = prepared.projection  # ``asdict``'s dict: integers only, nothing to copy
     return {
         "request": prepared.request,
         "budget": budget_to_json(prepared.budget),
-        "projection": asdict(prepared.projection),
+        "projection": {name: getattr(projection, name) for name in _PROJECTION_FIELDS},
         "provenance": prepared.provenance,
         "provider_payload": payload,
         "request_digest": request_digest(prepared.prefix_record),
     }
+
+
+_PROJECTION_FIELDS = tuple(field.name for field in fields(ProjectionReport))
 
 
 def stateless_json(result: StatelessPrepared, *, encode_as: str | None) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The least a turn step can be on this stack: a FastAPI route (``bench/floors_minimal.py``).
+"""The least a turn step can be on this stack: a FastAPI route (``bench/floors_minimal_turn.py``).
 
 ``POST /v1/sessions/{sid}/turns?messages=N&db=...`` answers a caller's turn request (the body
 ``bench/turns.py`` posts) with 5 model calls, each: one ``aiohttp`` POST of the same

@@ -1,6 +1,6 @@
 """What the stack alone costs against the turn step's floor (``bench/floors_turn.py``), in CPU.
 
-``bench/minimal_app.py`` in its own uvicorn process answers the caller's turn request with 5
+``bench/minimal_turn_app.py`` in its own uvicorn process answers the caller's turn request with 5
 model calls, each a bare ``aiohttp`` POST of the conversation to the same fake provider plus one
 step-shaped transaction (``bench/raw_step.py``'s statements) on the service's own engine, four
 ways: none (FastAPI + transport alone); through SQLAlchemy's ``AsyncSession`` (the session row
@@ -13,7 +13,7 @@ bare ``aiohttp`` POST of the same body from this process plus one raw-driver ste
 2.0 here says the turn-step target cannot be met on that stack whatever the service's own code
 does.
 
-Run: ``.venv/bin/python bench/floors_minimal.py [--sizes 100 1000] [--backend both]``
+Run: ``.venv/bin/python bench/floors_minimal_turn.py [--sizes 100 1000] [--backend both]``
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ async def run_backend(
 ) -> None:
     step = RawStep(backend, raw)
     port = free_port()
-    command = [str(PYTHON), "-m", "uvicorn", "bench.minimal_app:app", "--log-level", "warning"]
+    command = [str(PYTHON), "-m", "uvicorn", "bench.minimal_turn_app:app", "--log-level", "warning"]
     command += ["--host", "127.0.0.1", "--port", str(port)]
     with ProviderProcess(latency=0.02) as provider:
         env = clean_env(

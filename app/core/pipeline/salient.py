@@ -183,15 +183,23 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
     """The ``(begin, end)`` of every salient line in the range, and the lines collapsed."""
     begin = text.rfind("\n", 0, start) + 1
     end = _line_end(text, stop - 1)
+    # One loop over the lines the rule matches (in order: ``first_matches``) finds each line's
+    # end, shows it, numbers it and collapses it: a log's hits are its cost (3 300 lines in a
+    # 10 000-message prepare, ~3 µs each in separate passes).
+    spans: list[tuple[int, int]] = []
     found: dict[int, tuple[int, str, int]] = {}  # line start → (line end, as shown, number)
+    seen: dict[str, list[int]] = {}  # as shown → [first number, repeats, last number]
     # A line and its first match → as shown (``None``: only counts of nothing). A log repeats
     # its lines (the same error at every step: 3 300 salient lines, a handful distinct, in a
     # 10 000-message prepare), and each is looked at once.
     shown_of: dict[tuple[str, int], str | None] = {}
     number = text.count("\n", 0, begin) + 1
     counted_to = begin
+    find, count, size = text.find, text.count, len(text)
     for line_start, match_at in first_matches(text, begin, end, finder):
-        line_end = _line_end(text, line_start)
+        line_end = find("\n", line_start)
+        if line_end < 0:
+            line_end = size
         key = (text[line_start:line_end], match_at - line_start)
         if key in shown_of:
             shown = shown_of[key]
@@ -199,15 +207,29 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
             shown = shown_of[key] = _salient_shown(*key, finder)
         if shown is None:
             continue
-        number += text.count("\n", counted_to, line_start)
+        number += count("\n", counted_to, line_start)
         counted_to = line_start
         found[line_start] = (line_end, shown, number)
+        spans.append((line_start, line_end))
+        figures = seen.get(shown)
+        if figures is None:
+            seen[shown] = [number, 0, 0]
+        else:
+            figures[1] += 1
+            figures[2] = number
+    added = False
     for line_start, line_end in _traceback_last_lines(text, stop):
         if line_end > start and line_start not in found:
             shown = _shown(text[line_start:line_end], 0)
             found[line_start] = (line_end, shown, text.count("\n", 0, line_start) + 1)
-    starts = sorted(found)
-    return tuple((at, found[at][0]) for at in starts), _collapsed(found, starts)
+            added = True
+    if added:  # a traceback's last line: in order with the others, collapsed again
+        starts = sorted(found)
+        return tuple((at, found[at][0]) for at in starts), _collapsed(found, starts)
+    lines = tuple(
+        SalientLine(first, shown, more, last) for shown, (first, more, last) in seen.items()
+    )
+    return tuple(spans), lines
 
 
 def _salient_shown(line: str, match_at: int, finder: KeywordFinder | None) -> str | None:

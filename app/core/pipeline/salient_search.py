@@ -133,8 +133,10 @@ def first_matches(
     # ASCII-only lowering keeps every offset where it was (``str.lower`` may not).
     low = region.lower() if region.isascii() else region.translate(_ASCII_LOWER)
     matches = None if finder is None else finder(low)
-    first = _searched(region, low) if matches is None else _found(region, low, matches)
-    return sorted((begin + line, begin + at) for line, at in first.items())
+    if matches is None:
+        return sorted((begin + line, begin + at) for line, at in _searched(region, low).items())
+    # ``_found`` takes the lines in order (its matches are in order of start): no sort.
+    return [(begin + line, begin + at) for line, at in _found(region, low, matches).items()]
 
 
 def _searched(region: str, low: str) -> dict[int, int]:

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from app.core.content import DataBlock
-from app.core.pipeline.project import project_tool_results
+from app.core.pipeline.project import _project_block, project_tool_results
 from tests.core.factories import data_block, result_text, tool, user
 
 BUDGET = 32_000
@@ -122,3 +122,29 @@ def test_report_sums_over_truncated_results_only() -> None:
     assert result.truncated_tool_results == 2
     assert result.original_tokens == 10_000 + 20_000
     assert result.projected_tokens == 2 * 8000
+
+
+@pytest.mark.parametrize(
+    "output",
+    [
+        ["x" * 40_000],  # ASCII, no salient line: the plain cut
+        [("step ok\n" * 2_000 + "error: it broke\n") * 3],  # ASCII, salient lines in the cut
+        ["é" * 20_000],  # not ASCII
+        [("ok é\n" * 3_000 + "FAILED: test_x\n") * 3],  # not ASCII, salient lines
+        [data_block("x" * 40_000)],  # a data block only: its notice, not cut
+        ["y" * 33_000, data_block("x" * 40_000)],  # text and the notice, cut
+    ],
+)
+def test_projected_tokens_are_the_bytes_of_what_is_sent(output: list[str | DataBlock]) -> None:
+    # The projected figure is counted from the cut's pieces, not by encoding the cut text:
+    # it must be what encoding what is sent gives.
+    result = project_tool_results([tool("c1", *output)])
+    assert result.truncated_tool_results == 1
+    [block] = result.items[0].content
+    assert block["type"] == "tool_result"
+    sent = sum(len(b["text"].encode()) for b in block["output"] if b["type"] == "text")
+    assert result.projected_tokens == math.ceil(sent / 4)
+    # Byte for byte (the tokens round to 4 bytes): the block's own figure.
+    [original] = tool("c1", *output).content
+    assert original["type"] == "tool_result"
+    assert _project_block(original, result.original_tokens, None) == (block, sent)

@@ -113,13 +113,13 @@ def project_tool_results(
             original = estimate_tokens(visible_bytes(block["output"]))
             if original <= MAX_TOOL_RESULT_TOKENS:
                 continue
-            new_block = _project_block(block, original, salient)
+            new_block, projected_bytes = _project_block(block, original, salient)
             if new_content is None:
                 new_content = list(item.content)
             new_content[index] = new_block
             truncated += 1
             original_sum += original
-            projected_sum += estimate_tokens(visible_bytes(new_block["output"]))
+            projected_sum += estimate_tokens(projected_bytes)
         if new_content is None:
             out.append(item)
         else:
@@ -129,7 +129,9 @@ def project_tool_results(
 
 def _project_block(
     block: ToolResultBlock, original_tokens: int, memo: SalientLineMemo | None
-) -> ToolResultBlock:
+) -> tuple[ToolResultBlock, int]:
+    """The projected block and its ``visible_bytes`` (known from its pieces: the marker is not
+    ASCII, so encoding the ~32 000-character text to count them cost ~30 µs a result)."""
     texts: list[str] = []
     removed = removed_bytes = 0
     for b in block["output"]:
@@ -140,18 +142,21 @@ def _project_block(
             removed_bytes += _data_bytes(b)
     if removed:
         texts.append(data_omission_notice(removed, removed_bytes))
-    if sum(utf8_len(t) for t in texts) > PROJECTION_BUDGET_BYTES:
-        texts = [_truncate("".join(texts), truncation_marker(original_tokens), memo)]
+    size = sum(utf8_len(t) for t in texts)
+    if size > PROJECTION_BUDGET_BYTES:
+        text, size = _truncate("".join(texts), truncation_marker(original_tokens), memo)
+        texts = [text]
     output: list[OutputBlock] = []
     for text in texts:
-        if text:  # empty text blocks carry nothing for the model
+        if text:  # empty text blocks carry nothing for the model (nor bytes)
             tb: TextBlock = {"type": "text", "text": text}
             output.append(tb)
-    return with_output(block, output)
+    return with_output(block, output), size
 
 
-def _truncate(text: str, marker: str, memo: SalientLineMemo | None) -> str:
-    """``text`` cut to the budget around ``marker``, with the salient lines of the cut part.
+def _truncate(text: str, marker: str, memo: SalientLineMemo | None) -> tuple[str, int]:
+    """``text`` cut to the budget around ``marker``, with the salient lines of the cut part, and
+    its UTF-8 bytes.
 
     Without a salient line in the part a plain cut would drop, the cut is spec §2.2's exactly.
     With some, ``SALIENT_SHARE_PERCENT`` of the budget is set aside for them (``salient.py``):
@@ -166,9 +171,16 @@ def _truncate(text: str, marker: str, memo: SalientLineMemo | None) -> str:
     # The wider cut's lines, unless none of them is in the part the plain cut drops.
     lines = salient_lines(text, head, tail, touching=plain, memo=memo)
     if not lines:
-        return text[: plain[0]] + marker + text[plain[1] :]
-    section, _ = salient_section(lines, reserve, utf8_len)
-    return text[:head] + marker + section + text[tail:]
+        head, tail = plain
+        added = marker
+    else:
+        section, _ = salient_section(lines, reserve, utf8_len)
+        added = marker + section
+    cut_text = text[:head] + added + text[tail:]
+    if not text.isascii():
+        return cut_text, utf8_len(cut_text)
+    # An ASCII text's kept head and tail are a byte a character.
+    return cut_text, head + utf8_len(added) + len(text) - tail
 
 
 def cut_around(text: str, content_bytes: int, marker: str) -> str:

@@ -7,8 +7,9 @@ pairing, budget, World State, compaction at the model's line, cache breakpoints:
 model the request names, and store the answer with the new end of the history.
 
 Two transactions per call: what is new, its end and the prepare's first step before the
-provider is called; the answer after the caller has it (``answers``: docs/decisions.md, "The
-drop-in endpoints store the answer after the response").
+provider is called; the answer, with the usage the provider reported and a calibration sample
+(as a turn's model call records them), after the caller has it (``answers``: docs/decisions.md,
+"The drop-in endpoints store the answer after the response").
 """
 
 from __future__ import annotations
@@ -25,7 +26,9 @@ from app.api.schemas.sessions import SessionCreate
 from app.core.caching.breakpoints import plan_for
 from app.core.content import Block
 from app.core.errors import Conflict, InvalidInput, TooLarge
-from app.providers.base import ModelClient, ModelResponse
+from app.observability import Observability
+from app.providers.base import ModelClient, ModelResponse, Usage
+from app.services.calibration import record_calibration
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.model_types import ModelEntry
@@ -49,6 +52,7 @@ from app.services.session_prepare import (
 from app.services.sessions import SessionService
 from app.services.tenancy import KeyService
 from app.services.turns.answers import bounded_answer
+from app.services.turns.usage import usage_columns
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
@@ -164,6 +168,7 @@ class ProxyService:
         session_prepare: SessionPrepareService,
         model_clients: ModelClients,
         tenancy: KeyService,
+        observability: Observability | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -172,6 +177,7 @@ class ProxyService:
         self._prepare = session_prepare
         self._clients = model_clients
         self._tenancy = tenancy
+        self._observability = observability
         self._chains = ChainCache()
         self._answers = PendingAnswers()
 
@@ -323,39 +329,70 @@ class ProxyService:
         self, stored: _Stored, prepared: PreparedSessionCall, response: ModelResponse
     ) -> ModelResponse:
         """The model's answer within the limits of one stored message, as it is stored; the
-        write (with the end of the history it closes) runs after the caller has it
-        (``answers``)."""
+        write (the answer with the end of the history it closes, the call's usage and a
+        calibration sample) runs after the caller has it (``answers``)."""
         bounded, _ = bounded_answer(
             response, prepared.model.capabilities, turn_id=f"proxy-{uuid.uuid4().hex[:8]}"
         )
         content = bounded.assistant_content()
-        if content:
-            keys = [("session", stored.session_id), *stored.conversation_keys]
-            self._answers.start(keys, lambda: self._write_answer(stored, prepared, content))
+        keys = [("session", stored.session_id), *stored.conversation_keys]
+        self._answers.start(
+            keys, lambda: self._write_answer(stored, prepared, content, response.usage)
+        )
         return bounded
 
     async def _write_answer(
-        self, stored: _Stored, prepared: PreparedSessionCall, content: list[Block]
+        self,
+        stored: _Stored,
+        prepared: PreparedSessionCall,
+        content: list[Block],
+        usage: Usage,
     ) -> None:
-        key = message_key("assistant", content)
-        (end,) = chain_digests(stored.chain_end, [key])
         async with unit_of_work(self._db) as db:
             sessions = SessionRepository(db)
-            sessions.defer_counters(await sessions.require(stored.session_id, for_update=True))
-            ends = ProxyEndRepository(db)
-            head = (await ends.heads([stored.session_id])).get(stored.session_id, 0)
-            if head != stored.length:
-                # A later request continued the session first, this answer among its history.
-                return
-            await self._messages.append_in(
-                db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
-            )
-            await ends.add(
-                stored.session_id,
-                tenant_id=stored.tenant_id,
-                family=stored.family,
-                ends=[(stored.length + 1, end)],
-            )
+            row = await sessions.require(stored.session_id, for_update=True)
+            sessions.defer_counters(row)
+            # The call counts as a turn's model call does (``TurnWrites.store_response``),
+            # whether its answer is stored here or not: the provider did the work.
+            sessions.add_usage(row, usage_columns(usage))
+            if content:
+                await self._append_answer(db, stored, prepared, content)
+            # Last: its savepoint ends what this transaction knows of the row.
+            await self._calibrate(db, prepared, usage)
+
+    async def _append_answer(
+        self, db: Any, stored: _Stored, prepared: PreparedSessionCall, content: list[Block]
+    ) -> None:
+        ends = ProxyEndRepository(db)
+        head = (await ends.heads([stored.session_id])).get(stored.session_id, 0)
+        if head != stored.length:
+            # A later request continued the session first, this answer among its history.
+            return
+        await self._messages.append_in(
+            db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
+        )
+        (end,) = chain_digests(stored.chain_end, [message_key("assistant", content)])
+        await ends.add(
+            stored.session_id,
+            tenant_id=stored.tenant_id,
+            family=stored.family,
+            ends=[(stored.length + 1, end)],
+        )
+
+    async def _calibrate(self, db: Any, prepared: PreparedSessionCall, usage: Usage) -> None:
+        """A calibration sample of the call (best effort), as a turn's model call records one:
+        the provider's whole input against the estimate of the request sent."""
+        model = prepared.model
+        sample = await record_calibration(
+            db,
+            model_id=model.id,
+            provider_kind=model.provider.kind,
+            counter=prepared.prepared.counter,
+            estimated_input_tokens=prepared.prepared.budget.estimated_input_tokens,
+            reported_input_tokens=usage.input_tokens,
+        )
+        if sample is not None and self._observability is not None:
+            self._observability.calibration_sample(model.id, *sample)
 
     async def settled(self, session_id: str) -> None:
         """Until the answers this process is writing into the session are stored (a reader of

@@ -39,6 +39,7 @@ from app.services.tokens import CountedConversation
 from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, on_commit, unit_of_work
 from app.storage.models import AgentSession
+from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["FirstPrepare", "PreparedSessionCall", "SessionPrepareService"]
@@ -129,6 +130,27 @@ class SessionPrepareService:
         # Committed: the next prepare decodes only what was stored since.
         on_commit(db, lambda: context.remember(counted))
         return FirstPrepare(request_id, sampled)
+
+    async def extend_in(
+        self, db: AsyncSession, session: AgentSession, counter: TokenCounter
+    ) -> None:
+        """The caller appended to ``session`` (loaded under its lock in ``db``'s write
+        transaction) right after the Conversation this process last read of it: that read is
+        extended with the appended rows once ``db`` commits, so the session's next prepare does
+        not read them back (the drop-in endpoints' answer, stored after the response, is read
+        by the next call's transaction otherwise). Nothing when that would take a query."""
+        context = self._conversations.context_for(session, counter)
+        counted = context.conversation
+        if counted is None or not counted.active.stored:
+            return
+        after = counted.active.stored[-1].sequence
+        appended = MessageRepository(db).appended_after(
+            session.id, after, session.last_message_sequence
+        )
+        if not appended:
+            return
+        extended = await context.load(db, session)
+        on_commit(db, lambda: context.remember(extended))
 
     async def finish(
         self, session_id: str, model: ModelEntry, first: FirstPrepare

@@ -20,12 +20,9 @@ from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from app.api.schemas.sessions import SessionCreate
 from app.core.caching.breakpoints import plan_for
 from app.core.content import Block
-from app.core.errors import Conflict, InvalidInput, TooLarge
+from app.core.errors import Conflict, TooLarge
 from app.observability import Observability
 from app.providers.base import ModelClient, ModelResponse, Usage
 from app.services.calibration import record_calibration
@@ -44,6 +41,7 @@ from app.services.proxy.contract import (
 )
 from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
+from app.services.proxy.new_session import DEFAULT_SYSTEM_PROMPT, session_spec
 from app.services.session_prepare import (
     FirstPrepare,
     PreparedSessionCall,
@@ -55,15 +53,12 @@ from app.services.turns.answers import bounded_answer
 from app.services.turns.usage import usage_columns
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
+from app.storage.deferred import defer
 from app.storage.models import AgentSession
 from app.storage.repositories.proxy_ends import ProxyEndRepository
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "ProxyCall", "ProxyService"]
-
-# A session's System Context is never empty (spec §0, §15.1): a request without a system prompt
-# gets this one, the line the SDKs' own examples use (spec §21.3 lists it as a change).
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
 @dataclass(frozen=True, slots=True)
@@ -229,6 +224,9 @@ class ProxyService:
         """Store what is new and the history's end, and prepare the call (its first step) in
         the same transaction: one commit before the provider is called."""
         async with unit_of_work(self._db) as db:
+            # Its writes go out together, before its next read or at its commit
+            # (``app.storage.deferred``), as a turn step's do.
+            await defer(db)
             sessions = SessionRepository(db)
             session: AgentSession | None = None
             if session_id is not None:
@@ -283,39 +281,7 @@ class ProxyService:
         model_id: str,
         forked_from: str | None,
     ) -> str:
-        spec: dict[str, Any] = {
-            "title": None,
-            "model_id": model_id,
-            "summary_model_id": self._settings.proxy_summary_model or None,
-            "agent": {
-                "system_prompt": request.system or DEFAULT_SYSTEM_PROMPT,
-                "tools": [
-                    {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "input_schema": t["input_schema"],
-                    }
-                    for t in request.tools
-                ],
-                "max_model_calls": 20,
-                "doom_loop_threshold": 3,
-                # The caller runs its own tools and knows none of ours, and there is no
-                # workspace: no control tools, no World State sections of a workspace.
-                "preset": "general",
-                "context_sections": {},
-                "control_tools": [],
-            },
-            "workspace": None,
-            "sandbox": {"mode": "auto", "available": False},
-            "disabled_skills": [],
-        }
-        try:
-            checked = SessionCreate.model_validate(spec)
-        except ValidationError as refused:
-            # The caller's tools or system prompt break a rule of sessions (spec §15.1).
-            problem = refused.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            raise InvalidInput("invalid_request", f"{where}: {problem['msg']}") from None
+        checked = session_spec(request, model_id, self._settings.proxy_summary_model or None)
         row = await self._sessions.create_in(
             db,
             checked,
@@ -349,6 +315,7 @@ class ProxyService:
         usage: Usage,
     ) -> None:
         async with unit_of_work(self._db) as db:
+            await defer(db)  # its writes go out together, at its commit
             sessions = SessionRepository(db)
             row = await sessions.require(stored.session_id, for_update=True)
             sessions.defer_counters(row)
@@ -357,6 +324,8 @@ class ProxyService:
             sessions.add_usage(row, usage_columns(usage))
             if content:
                 await self._append_answer(db, stored, prepared, content)
+                # The next call of the conversation then reads nothing back of this answer.
+                await self._prepare.extend_in(db, row, prepared.prepared.counter)
             # Last: its savepoint ends what this transaction knows of the row.
             await self._calibrate(db, prepared, usage)
 

@@ -43,8 +43,10 @@ from app.services.proxy.digests import ChainCache, chain_digests, family_digest,
 from app.services.proxy.matching import find_match
 from app.services.proxy.new_session import DEFAULT_SYSTEM_PROMPT, session_spec
 from app.services.session_prepare import (
+    NEW_SESSION,
     FirstPrepare,
     PreparedSessionCall,
+    Preread,
     SessionPrepareService,
 )
 from app.services.sessions import SessionService
@@ -256,8 +258,13 @@ class ProxyService:
             # The row as this transaction holds it (locked and current), else read under lock
             # below; its counters are kept on it and written in one UPDATE at the commit.
             row = match.row if match.continues and session_id is None else session
+            preread: Preread | None = None
             if row is not None and row.id == target and sessions.is_current(row):
                 sessions.defer_counters(row)
+                # The prepare's reads before the writes: these go out together at the commit.
+                preread = await self._prepare.preread(db, row)
+            elif not match.continues:
+                preread = NEW_SESSION
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
                 await self._messages.append_in(db, target, batch, model=model)
@@ -270,7 +277,7 @@ class ProxyService:
             stored = _Stored(target, family, tenant_id, len(chain), end, forked_from, model, keys)
             if row is None or row.id != target or not sessions.is_current(row):
                 row = await sessions.require(target, for_update=True)
-            first = await self._prepare.first_in(db, row, model)
+            first = await self._prepare.first_in(db, row, model, preread)
             return stored, first
 
     async def _new_session(

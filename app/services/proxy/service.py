@@ -253,18 +253,24 @@ class ProxyService:
                     await ends.reset(target)
             else:
                 forked_from = match.session_id
-                target = await self._new_session(db, request, tenant_id, model_id, forked_from)
+                made = await self._new_session(db, request, tenant_id, model_id, forked_from)
+                # Made here: locked and current already (no read of it under its lock).
+                sessions.adopt(made)
+                target = made.id
                 new = request.messages
             # The row as this transaction holds it (locked and current), else read under lock
             # below; its counters are kept on it and written in one UPDATE at the commit.
             row = match.row if match.continues and session_id is None else session
+            if not match.continues:
+                row = made
             preread: Preread | None = None
             if row is not None and row.id == target and sessions.is_current(row):
                 sessions.defer_counters(row)
+            if not match.continues:
+                preread = NEW_SESSION
+            elif row is not None and row.id == target and sessions.is_current(row):
                 # The prepare's reads before the writes: these go out together at the commit.
                 preread = await self._prepare.preread(db, row)
-            elif not match.continues:
-                preread = NEW_SESSION
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
                 await self._messages.append_in(db, target, batch, model=model)
@@ -287,7 +293,7 @@ class ProxyService:
         tenant_id: str,
         model_id: str,
         forked_from: str | None,
-    ) -> str:
+    ) -> AgentSession:
         checked = session_spec(request, model_id, self._settings.proxy_summary_model or None)
         row = await self._sessions.create_in(
             db,
@@ -296,7 +302,7 @@ class ProxyService:
             origin=f"proxy:{request.protocol}",
             forked_from=forked_from,
         )
-        return row.id
+        return row
 
     def store_answer(
         self, stored: _Stored, prepared: PreparedSessionCall, response: ModelResponse

@@ -154,6 +154,13 @@ class SessionRepository(Repository):
         await self.session.flush()
         return row
 
+    def adopt(self, row: AgentSession) -> None:
+        """``row``, inserted by this transaction (``add``), as ``get(for_update=True)`` leaves a
+        row: nobody else sees it before the commit, and its object holds what was stored."""
+        if self.loaded(row.id) is row and not inspect(row).modified:
+            self._locked().add(row.id)
+            self._current().add(row.id)
+
     async def get(self, session_id: str, *, for_update: bool = False) -> AgentSession | None:
         """The session, or ``None``. ``for_update`` row-locks it on PostgreSQL until commit
         (SQLite needs no lock: its write transactions begin IMMEDIATE and are exclusive)."""

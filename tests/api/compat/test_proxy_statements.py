@@ -84,8 +84,11 @@ async def test_a_proxied_call_only_reads_before_the_provider_call(
         assert response.status_code == 200, response.text
         if call == 0:
             # A session made in this transaction has no turn and no previous request to read.
+            # It is written with its counters kept on the row: no UPDATE, no read under a lock.
             first = statements.before_provider
             assert not any("FROM turns" in s or "request_prefixes" in s for s in first), first
+            assert not any(s.startswith("UPDATE") for s in first), first
+            assert not any(s.startswith("SELECT sessions.") for s in first), first
         answer = response.json()["choices"][0]["message"]["content"]
         history += [{"role": "assistant", "content": answer}, {"role": "user", "content": "and?"}]
         await app.state.container.proxy.settled(response.headers["x-ctxsvc-session-id"])

@@ -121,6 +121,7 @@ class Container:
             self.session_prepare,
             self.model_clients,
             self.tenancy,
+            self.observability,
         )
         self.turns = TurnService(self)
         self.agent_messages = AgentMessageService(self)

@@ -1,7 +1,8 @@
 """Calibration: the provider's reported input tokens next to our own count (spec §3.4).
 
-After each provider response the turn runner records one sample per request — the counter in
-force, our ``estimated_input_tokens`` and the provider's reported input tokens
+After each provider response the turn runner (and the proxy, for a proxied call) records one
+sample per request — the counter in force, our ``estimated_input_tokens`` and the provider's
+reported input tokens
 (``CalibrationService.record``). Like is compared with like: the reported figure is the whole
 prompt, cache reads and writes included (``Usage.input_tokens``), and the estimate is of the
 whole request sent, so prompt caching moves neither side. A model's calibration, per counter,

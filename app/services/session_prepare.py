@@ -39,6 +39,7 @@ from app.services.tokens import CountedConversation
 from app.services.world_state import WorldStateSampler
 from app.storage.database import SessionFactory, on_commit, unit_of_work
 from app.storage.models import AgentSession
+from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["FirstPrepare", "PreparedSessionCall", "SessionPrepareService"]
@@ -54,6 +55,20 @@ class PreparedSessionCall:
     world_state_message_ids: list[str]
     # A compaction was installed on the way (the trigger line was reached).
     compacted: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Preread:
+    """What the first step of a prepare reads of the session besides its messages (no turn
+    running; the record of the session's previous request), read by a caller before it writes
+    (``SessionPrepareService.preread``), so that its transaction's writes, queued
+    (``app.storage.deferred``), go out together at its commit instead of before these reads."""
+
+    previous: bytes | None
+
+
+# A session made in the caller's very transaction: no turn, no previous request.
+NEW_SESSION = Preread(None)
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,8 +125,20 @@ class SessionPrepareService:
         sampled = await self._sample_and_prepare(session_id, model, request_id, 1, None)
         return await self.finish(session_id, model, FirstPrepare(request_id, sampled))
 
+    async def preread(self, db: AsyncSession, session: AgentSession) -> Preread | None:
+        """``Preread`` of ``session`` (locked in ``db``'s write transaction), for ``first_in``;
+        ``None`` (nothing read) when ``first_in`` will not prepare in that transaction."""
+        if not _captures_in_memory(session):
+            return None
+        await require_idle(db, session.id, _ACTION)
+        return Preread(await stored_previous(db, session.id))
+
     async def first_in(
-        self, db: AsyncSession, session: AgentSession, model: ModelEntry
+        self,
+        db: AsyncSession,
+        session: AgentSession,
+        model: ModelEntry,
+        preread: Preread | None = None,
     ) -> FirstPrepare | None:
         """The first step of ``prepare_call`` (sample, prepare, keep the request's prefix
         record) in the caller's write transaction, which holds the session's lock and loaded
@@ -124,11 +151,32 @@ class SessionPrepareService:
         counter = await self._counter(db, model)
         inputs = await self._world_state.capture(session)
         sampled, context, counted = await self._prepare_in(
-            db, session, model, counter, inputs, request_id, 1, None
+            db, session, model, counter, inputs, request_id, 1, None, preread
         )
         # Committed: the next prepare decodes only what was stored since.
         on_commit(db, lambda: context.remember(counted))
         return FirstPrepare(request_id, sampled)
+
+    async def extend_in(
+        self, db: AsyncSession, session: AgentSession, counter: TokenCounter
+    ) -> None:
+        """The caller appended to ``session`` (loaded under its lock in ``db``'s write
+        transaction) right after the Conversation this process last read of it: that read is
+        extended with the appended rows once ``db`` commits, so the session's next prepare does
+        not read them back (the drop-in endpoints' answer, stored after the response, is read
+        by the next call's transaction otherwise). Nothing when that would take a query."""
+        context = self._conversations.context_for(session, counter)
+        counted = context.conversation
+        if counted is None or not counted.active.stored:
+            return
+        after = counted.active.stored[-1].sequence
+        appended = MessageRepository(db).appended_after(
+            session.id, after, session.last_message_sequence
+        )
+        if not appended:
+            return
+        extended = await context.load(db, session)
+        on_commit(db, lambda: context.remember(extended))
 
     async def finish(
         self, session_id: str, model: ModelEntry, first: FirstPrepare
@@ -235,6 +283,7 @@ class SessionPrepareService:
         request_id: str,
         sample_index: int | None,
         earlier: _Sampled | None,
+        preread: Preread | None = None,
     ) -> tuple[_Sampled, SessionContext, CountedConversation]:
         """Sample ``inputs`` (captured) and prepare, in ``db``'s write transaction, which holds
         the session's lock and loaded ``session`` in it.
@@ -247,7 +296,8 @@ class SessionPrepareService:
         session_id = session.id
         # A running turn samples and compacts this session itself; interleaving a caller's
         # own model calls with it would mix two request streams in one Conversation.
-        await require_idle(db, session_id, "prepared for a caller's own model")
+        if preread is None:
+            await require_idle(db, session_id, _ACTION)
         context = self._conversations.context_for(session, counter)
         counted = await context.load(db, session)
         written: list[Item] = []
@@ -267,10 +317,12 @@ class SessionPrepareService:
                 await self._events.emit(
                     db, session_id, "messages_appended", messages_appended(sequences)
                 )
-        if earlier is None:
-            previous_request = await stored_previous(db, session_id)
-        else:
+        if earlier is not None:
             previous_request = earlier.previous
+        elif preread is not None:
+            previous_request = preread.previous
+        else:
+            previous_request = await stored_previous(db, session_id)
         prepared = context.prepare(
             session, [*counted.items, *written], model.capabilities, counted, previous_request
         )
@@ -278,6 +330,9 @@ class SessionPrepareService:
         ids = [o.message_id for o in (i.origin for i in written) if isinstance(o, RealOrigin)]
         sampled = _Sampled(prepared, [i for i in ids if i is not None], previous_request)
         return sampled, context, counted
+
+
+_ACTION = "prepared for a caller's own model"
 
 
 def _captures_in_memory(session: AgentSession) -> bool:

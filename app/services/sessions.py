@@ -36,7 +36,12 @@ from app.storage.database import SessionFactory, unit_of_work
 from app.storage.models import AgentSession
 from app.storage.repositories.messages import MessageRepository
 from app.storage.repositories.sessions import SessionRepository
-from app.storage.repositories.turn_usage import NO_USAGE, TurnUsage, usage_by_session
+from app.storage.repositories.turn_usage import (
+    NO_USAGE,
+    TurnUsage,
+    usage_by_session,
+    with_proxied,
+)
 from app.workspace.paths import validate_directory, validate_working_directory
 
 __all__ = ["SessionPage", "SessionService", "SessionView"]
@@ -69,7 +74,7 @@ class SessionView:
     # The estimate of the active history as stored (before pruning and projection): which
     # sessions are heavy, without preparing each one.
     active_history_tokens: int
-    # What the session's turns cost so far, as the providers reported it.
+    # What the session's turns and proxied calls cost so far, as the providers reported it.
     usage: TurnUsage
     created_at: datetime
     updated_at: datetime
@@ -94,7 +99,7 @@ class SessionView:
             origin=row.origin,
             forked_from=row.forked_from,
             active_history_tokens=estimate_tokens(active_bytes),
-            usage=usage,
+            usage=with_proxied(usage, row),
             created_at=row.created_at,
             updated_at=row.updated_at,
         )

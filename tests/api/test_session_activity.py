@@ -70,6 +70,7 @@ async def test_a_sessions_usage_adds_up_its_turns(api: httpx.AsyncClient) -> Non
         "cached_tokens": 0,
         "cache_creation_tokens": 0,
         "reasoning_tokens": 0,
+        "proxied_calls": 0,
     }
     await run_turn(api, sid, "one")
     await run_turn(api, sid, "two")  # no usage reported

@@ -40,6 +40,7 @@ def session_json(view: SessionView) -> dict[str, Any]:
             "cached_tokens": usage.cached_tokens,
             "cache_creation_tokens": usage.cache_creation_tokens,
             "reasoning_tokens": usage.reasoning_tokens,
+            "proxied_calls": usage.proxied_calls,
         },
         "created_at": timestamp(view.created_at),
         "updated_at": timestamp(view.updated_at),

@@ -101,6 +101,8 @@ async def list_sessions(
 @router.get("/{session_id}", response_model=SessionOut, responses=problems(SESSION))
 async def get_session(session_id: SessionId, container: ContainerDep) -> Response:
     """Read one session."""
+    # A proxied call this process is still recording (its answer, usage) is counted already.
+    await container.proxy.settled(session_id)
     return json_response(session_json(await container.sessions.get(session_id)))
 
 

@@ -252,7 +252,8 @@ class ProvidedWorkspaceRootOut(BaseModel):
 
 
 class SessionUsageOut(BaseModel):
-    """Σ over the session's turns of the token usage the providers reported."""
+    """Σ of the token usage the providers reported for the session's model calls: its turns'
+    and the calls of the compatible endpoints (spec §21) that continued it."""
 
     turns: int
     input_tokens: int
@@ -260,6 +261,10 @@ class SessionUsageOut(BaseModel):
     cached_tokens: int
     cache_creation_tokens: int
     reasoning_tokens: int
+    proxied_calls: int = Field(
+        description="Calls of the compatible endpoints (spec §21) whose answer this session "
+        "stores; no turn holds them, and their usage is in the figures above.",
+    )
 
 
 class SessionOut(BaseModel):

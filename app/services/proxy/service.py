@@ -7,8 +7,9 @@ pairing, budget, World State, compaction at the model's line, cache breakpoints:
 model the request names, and store the answer with the new end of the history.
 
 Two transactions per call: what is new, its end and the prepare's first step before the
-provider is called; the answer after the caller has it (``answers``: docs/decisions.md, "The
-drop-in endpoints store the answer after the response").
+provider is called; the answer, with the usage the provider reported and a calibration sample
+(as a turn's model call records them), after the caller has it (``answers``: docs/decisions.md,
+"The drop-in endpoints store the answer after the response").
 """
 
 from __future__ import annotations
@@ -19,13 +20,12 @@ from collections.abc import AsyncIterator, Hashable
 from dataclasses import dataclass
 from typing import Any
 
-from pydantic import ValidationError
-
-from app.api.schemas.sessions import SessionCreate
 from app.core.caching.breakpoints import plan_for
 from app.core.content import Block
-from app.core.errors import Conflict, InvalidInput, TooLarge
-from app.providers.base import ModelClient, ModelResponse
+from app.core.errors import Conflict, TooLarge
+from app.observability import Observability
+from app.providers.base import ModelClient, ModelResponse, Usage
+from app.services.calibration import record_calibration
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
 from app.services.model_types import ModelEntry
@@ -41,25 +41,26 @@ from app.services.proxy.contract import (
 )
 from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
+from app.services.proxy.new_session import DEFAULT_SYSTEM_PROMPT, session_spec
 from app.services.session_prepare import (
+    NEW_SESSION,
     FirstPrepare,
     PreparedSessionCall,
+    Preread,
     SessionPrepareService,
 )
 from app.services.sessions import SessionService
 from app.services.tenancy import KeyService
 from app.services.turns.answers import bounded_answer
+from app.services.turns.usage import usage_columns
 from app.settings import Settings
 from app.storage.database import SessionFactory, unit_of_work
+from app.storage.deferred import defer
 from app.storage.models import AgentSession
 from app.storage.repositories.proxy_ends import ProxyEndRepository
 from app.storage.repositories.sessions import SessionRepository
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "ProxyCall", "ProxyService"]
-
-# A session's System Context is never empty (spec §0, §15.1): a request without a system prompt
-# gets this one, the line the SDKs' own examples use (spec §21.3 lists it as a change).
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant."
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,6 +165,7 @@ class ProxyService:
         session_prepare: SessionPrepareService,
         model_clients: ModelClients,
         tenancy: KeyService,
+        observability: Observability | None = None,
     ) -> None:
         self._db = db
         self._settings = settings
@@ -172,6 +174,7 @@ class ProxyService:
         self._prepare = session_prepare
         self._clients = model_clients
         self._tenancy = tenancy
+        self._observability = observability
         self._chains = ChainCache()
         self._answers = PendingAnswers()
 
@@ -223,6 +226,9 @@ class ProxyService:
         """Store what is new and the history's end, and prepare the call (its first step) in
         the same transaction: one commit before the provider is called."""
         async with unit_of_work(self._db) as db:
+            # Its writes go out together, before its next read or at its commit
+            # (``app.storage.deferred``), as a turn step's do.
+            await defer(db)
             sessions = SessionRepository(db)
             session: AgentSession | None = None
             if session_id is not None:
@@ -247,13 +253,24 @@ class ProxyService:
                     await ends.reset(target)
             else:
                 forked_from = match.session_id
-                target = await self._new_session(db, request, tenant_id, model_id, forked_from)
+                made = await self._new_session(db, request, tenant_id, model_id, forked_from)
+                # Made here: locked and current already (no read of it under its lock).
+                sessions.adopt(made)
+                target = made.id
                 new = request.messages
             # The row as this transaction holds it (locked and current), else read under lock
             # below; its counters are kept on it and written in one UPDATE at the commit.
             row = match.row if match.continues and session_id is None else session
+            if not match.continues:
+                row = made
+            preread: Preread | None = None
             if row is not None and row.id == target and sessions.is_current(row):
                 sessions.defer_counters(row)
+            if not match.continues:
+                preread = NEW_SESSION
+            elif row is not None and row.id == target and sessions.is_current(row):
+                # The prepare's reads before the writes: these go out together at the commit.
+                preread = await self._prepare.preread(db, row)
             batch = [(m.role, "normal", list(m.content)) for m in new]
             if batch:
                 await self._messages.append_in(db, target, batch, model=model)
@@ -266,7 +283,7 @@ class ProxyService:
             stored = _Stored(target, family, tenant_id, len(chain), end, forked_from, model, keys)
             if row is None or row.id != target or not sessions.is_current(row):
                 row = await sessions.require(target, for_update=True)
-            first = await self._prepare.first_in(db, row, model)
+            first = await self._prepare.first_in(db, row, model, preread)
             return stored, first
 
     async def _new_session(
@@ -276,40 +293,8 @@ class ProxyService:
         tenant_id: str,
         model_id: str,
         forked_from: str | None,
-    ) -> str:
-        spec: dict[str, Any] = {
-            "title": None,
-            "model_id": model_id,
-            "summary_model_id": self._settings.proxy_summary_model or None,
-            "agent": {
-                "system_prompt": request.system or DEFAULT_SYSTEM_PROMPT,
-                "tools": [
-                    {
-                        "name": t["name"],
-                        "description": t.get("description", ""),
-                        "input_schema": t["input_schema"],
-                    }
-                    for t in request.tools
-                ],
-                "max_model_calls": 20,
-                "doom_loop_threshold": 3,
-                # The caller runs its own tools and knows none of ours, and there is no
-                # workspace: no control tools, no World State sections of a workspace.
-                "preset": "general",
-                "context_sections": {},
-                "control_tools": [],
-            },
-            "workspace": None,
-            "sandbox": {"mode": "auto", "available": False},
-            "disabled_skills": [],
-        }
-        try:
-            checked = SessionCreate.model_validate(spec)
-        except ValidationError as refused:
-            # The caller's tools or system prompt break a rule of sessions (spec §15.1).
-            problem = refused.errors()[0]
-            where = ".".join(str(p) for p in problem["loc"])
-            raise InvalidInput("invalid_request", f"{where}: {problem['msg']}") from None
+    ) -> AgentSession:
+        checked = session_spec(request, model_id, self._settings.proxy_summary_model or None)
         row = await self._sessions.create_in(
             db,
             checked,
@@ -317,45 +302,79 @@ class ProxyService:
             origin=f"proxy:{request.protocol}",
             forked_from=forked_from,
         )
-        return row.id
+        return row
 
     def store_answer(
         self, stored: _Stored, prepared: PreparedSessionCall, response: ModelResponse
     ) -> ModelResponse:
         """The model's answer within the limits of one stored message, as it is stored; the
-        write (with the end of the history it closes) runs after the caller has it
-        (``answers``)."""
+        write (the answer with the end of the history it closes, the call's usage and a
+        calibration sample) runs after the caller has it (``answers``)."""
         bounded, _ = bounded_answer(
             response, prepared.model.capabilities, turn_id=f"proxy-{uuid.uuid4().hex[:8]}"
         )
         content = bounded.assistant_content()
-        if content:
-            keys = [("session", stored.session_id), *stored.conversation_keys]
-            self._answers.start(keys, lambda: self._write_answer(stored, prepared, content))
+        keys = [("session", stored.session_id), *stored.conversation_keys]
+        self._answers.start(
+            keys, lambda: self._write_answer(stored, prepared, content, response.usage)
+        )
         return bounded
 
     async def _write_answer(
-        self, stored: _Stored, prepared: PreparedSessionCall, content: list[Block]
+        self,
+        stored: _Stored,
+        prepared: PreparedSessionCall,
+        content: list[Block],
+        usage: Usage,
     ) -> None:
-        key = message_key("assistant", content)
-        (end,) = chain_digests(stored.chain_end, [key])
         async with unit_of_work(self._db) as db:
+            await defer(db)  # its writes go out together, at its commit
             sessions = SessionRepository(db)
-            sessions.defer_counters(await sessions.require(stored.session_id, for_update=True))
-            ends = ProxyEndRepository(db)
-            head = (await ends.heads([stored.session_id])).get(stored.session_id, 0)
-            if head != stored.length:
-                # A later request continued the session first, this answer among its history.
-                return
-            await self._messages.append_in(
-                db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
-            )
-            await ends.add(
-                stored.session_id,
-                tenant_id=stored.tenant_id,
-                family=stored.family,
-                ends=[(stored.length + 1, end)],
-            )
+            row = await sessions.require(stored.session_id, for_update=True)
+            sessions.defer_counters(row)
+            # The call counts as a turn's model call does (``TurnWrites.store_response``),
+            # whether its answer is stored here or not: the provider did the work.
+            sessions.add_usage(row, usage_columns(usage))
+            if content:
+                await self._append_answer(db, stored, prepared, content)
+                # The next call of the conversation then reads nothing back of this answer.
+                await self._prepare.extend_in(db, row, prepared.prepared.counter)
+            # Last: its savepoint ends what this transaction knows of the row.
+            await self._calibrate(db, prepared, usage)
+
+    async def _append_answer(
+        self, db: Any, stored: _Stored, prepared: PreparedSessionCall, content: list[Block]
+    ) -> None:
+        ends = ProxyEndRepository(db)
+        head = (await ends.heads([stored.session_id])).get(stored.session_id, 0)
+        if head != stored.length:
+            # A later request continued the session first, this answer among its history.
+            return
+        await self._messages.append_in(
+            db, stored.session_id, [("assistant", "normal", content)], model=prepared.model
+        )
+        (end,) = chain_digests(stored.chain_end, [message_key("assistant", content)])
+        await ends.add(
+            stored.session_id,
+            tenant_id=stored.tenant_id,
+            family=stored.family,
+            ends=[(stored.length + 1, end)],
+        )
+
+    async def _calibrate(self, db: Any, prepared: PreparedSessionCall, usage: Usage) -> None:
+        """A calibration sample of the call (best effort), as a turn's model call records one:
+        the provider's whole input against the estimate of the request sent."""
+        model = prepared.model
+        sample = await record_calibration(
+            db,
+            model_id=model.id,
+            provider_kind=model.provider.kind,
+            counter=prepared.prepared.counter,
+            estimated_input_tokens=prepared.prepared.budget.estimated_input_tokens,
+            reported_input_tokens=usage.input_tokens,
+        )
+        if sample is not None and self._observability is not None:
+            self._observability.calibration_sample(model.id, *sample)
 
     async def settled(self, session_id: str) -> None:
         """Until the answers this process is writing into the session are stored (a reader of

@@ -95,5 +95,16 @@ class AgentSession(Base):
     # the origin may be deleted, the fork stays).
     origin: Mapped[str | None] = mapped_column(Text)
     forked_from: Mapped[str | None] = mapped_column(Text)
+    # The compatible endpoints' calls into this session (spec §21) and the usage their providers
+    # reported, summed: a proxied call has no turn to hold it (``usage`` adds them to the
+    # turns'). Kept by the write that stores the call's answer (``SessionRepository.add_usage``).
+    proxied_calls: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    proxied_input_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    proxied_output_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    proxied_cached_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
+    proxied_cache_creation_tokens: Mapped[int] = mapped_column(
+        BigInteger, default=0, server_default="0"
+    )
+    proxied_reasoning_tokens: Mapped[int] = mapped_column(BigInteger, default=0, server_default="0")
     created_at: Mapped[datetime] = mapped_column(default=utc_now)
     updated_at: Mapped[datetime] = mapped_column(default=utc_now, onupdate=utc_now)

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sqlalchemy import bindparam, delete, func, select
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.orm import aliased
 
+from app.storage.deferred import write
 from app.storage.models import AgentSession, ProxyEnd
 from app.storage.repositories.base import Repository
 
@@ -34,6 +37,16 @@ _ENDS = select(ProxyEnd.session_id, ProxyEnd.length, ProxyEnd.chain_digest, _HEA
 )
 _ENDS_OF_FAMILY = _ENDS.where(ProxyEnd.family_digest == bindparam("k_family"))
 _ENDS_OF_SESSION = _ENDS.where(ProxyEnd.session_id == bindparam("k_session"))
+
+
+def _add(insert: Any) -> Any:
+    # Built once per dialect (each call writes one or two ends): no statement to build per call.
+    columns = ("session_id", "length", "tenant_id", "family_digest", "chain_digest")
+    stmt = insert(ProxyEnd).values({name: bindparam(name) for name in columns})
+    return stmt.on_conflict_do_nothing(index_elements=["session_id", "length"])
+
+
+_ADD = {"postgresql": _add(postgresql.insert), "sqlite": _add(sqlite.insert)}
 _HEADS = (
     select(ProxyEnd.session_id, func.max(ProxyEnd.length))
     .where(ProxyEnd.session_id.in_(bindparam("k_sessions", expanding=True)))
@@ -109,24 +122,20 @@ class ProxyEndRepository(Repository):
     async def add(
         self, session_id: str, *, tenant_id: str, family: str, ends: Sequence[tuple[int, str]]
     ) -> None:
-        """Record the ends ``(length, chain digest)``; one already stored is left as it is."""
-        if not ends:
-            return
-        stmt = self._insert(ProxyEnd).values(
-            [
-                {
-                    "session_id": session_id,
-                    "length": length,
-                    "tenant_id": tenant_id,
-                    "family_digest": family,
-                    "chain_digest": digest,
-                }
-                for length, digest in ends
-            ]
-        )
-        await self.session.execute(
-            stmt.on_conflict_do_nothing(index_elements=["session_id", "length"])
-        )
+        """Record the ends ``(length, chain digest)``; one already stored is left as it is.
+        Queued when the transaction defers its writes (``app.storage.deferred``)."""
+        rows = [
+            {
+                "session_id": session_id,
+                "length": length,
+                "tenant_id": tenant_id,
+                "family_digest": family,
+                "chain_digest": digest,
+            }
+            for length, digest in ends
+        ]
+        if rows:
+            await write(self.session, _ADD[self.dialect_name], rows if len(rows) > 1 else rows[0])
 
     async def reset(self, session_id: str) -> None:
         """Forget a session's ends: its caller history starts again (spec §21.1)."""

@@ -30,6 +30,7 @@ from app.storage.deferred import queue_write_sync
 from app.storage.models import AgentSession, Message, SessionEvent
 from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
+from app.storage.repositories.turn_usage import PROXIED_COLUMNS, proxied_increments
 
 __all__ = ["SessionRepository", "session_not_found"]
 
@@ -95,16 +96,26 @@ _DEFERRED = "ctxsvc_deferred_counters"
 
 # The counts a deferring transaction keeps on the object, written with one prebuilt UPDATE.
 _KEPT_COLUMNS = ("last_message_sequence", "last_event_sequence", "open_tool_calls", "updated_at")
-_KEPT_NAMES = frozenset(_KEPT_COLUMNS)
-_WRITE_KEPT = (
-    update(_sessions)
-    .where(_sessions.c.id == bindparam("k_id"))
-    .values({name: bindparam(f"v_{name}", type_=_sessions.c[name].type) for name in _KEPT_COLUMNS})
-)
+# A proxied call's usage (``add_usage``), kept the same way by the write storing its answer.
+_USAGE_NAMES = frozenset(PROXIED_COLUMNS)
+_KEPT_NAMES = frozenset(_KEPT_COLUMNS) | _USAGE_NAMES
 
 
-def _kept_params(row: AgentSession) -> dict[str, Any]:
-    params = {f"v_{name}": getattr(row, name) for name in _KEPT_COLUMNS}
+def _write_kept(columns: tuple[str, ...]) -> Any:
+    return (
+        update(_sessions)
+        .where(_sessions.c.id == bindparam("k_id"))
+        .values({name: bindparam(f"v_{name}", type_=_sessions.c[name].type) for name in columns})
+    )
+
+
+# A turn step writes the counts alone; the usage columns only when a proxied call added to them.
+_WRITE_KEPT = _write_kept(_KEPT_COLUMNS)
+_WRITE_KEPT_USAGE = _write_kept(_KEPT_COLUMNS + PROXIED_COLUMNS)
+
+
+def _kept_params(row: AgentSession, columns: tuple[str, ...]) -> dict[str, Any]:
+    params = {f"v_{name}": getattr(row, name) for name in columns}
     params["k_id"] = row.id
     return params
 
@@ -123,9 +134,12 @@ def _write_kept_counts(session: Session) -> None:
         state = inspect(row)
         if not state.modified or not _KEPT_NAMES.issuperset(state.committed_state):
             continue
-        params = _kept_params(row)
-        if not queue_write_sync(session, _WRITE_KEPT, params):
-            session.execute(_WRITE_KEPT, params)
+        if _USAGE_NAMES.isdisjoint(state.committed_state):
+            stmt, params = _WRITE_KEPT, _kept_params(row, _KEPT_COLUMNS)
+        else:
+            stmt, params = _WRITE_KEPT_USAGE, _kept_params(row, _KEPT_COLUMNS + PROXIED_COLUMNS)
+        if not queue_write_sync(session, stmt, params):
+            session.execute(stmt, params)
         # Private (SQLAlchemy pinned <2.2): what a flush does to the objects it wrote.
         state._commit_all(state.dict, session.identity_map)
 
@@ -139,6 +153,13 @@ class SessionRepository(Repository):
         self.session.add(row)
         await self.session.flush()
         return row
+
+    def adopt(self, row: AgentSession) -> None:
+        """``row``, inserted by this transaction (``add``), as ``get(for_update=True)`` leaves a
+        row: nobody else sees it before the commit, and its object holds what was stored."""
+        if self.loaded(row.id) is row and not inspect(row).modified:
+            self._locked().add(row.id)
+            self._current().add(row.id)
 
     async def get(self, session_id: str, *, for_update: bool = False) -> AgentSession | None:
         """The session, or ``None``. ``for_update`` row-locks it on PostgreSQL until commit
@@ -312,6 +333,17 @@ class SessionRepository(Repository):
             loaded.open_tool_calls += delta
             return
         await self._set_summary(_ADD_OPEN_TOOL_CALLS, "open_tool_calls", session_id, delta)
+
+    def add_usage(self, row: AgentSession, usage: dict[str, int]) -> None:
+        """Count one proxied call (spec §21) and add what its provider reported (``usage``:
+        ``input_tokens``, ``output_tokens``, ``cached_tokens``, ``cache_creation_tokens``,
+        ``reasoning_tokens``; absent = 0) on ``row``, which must be current (``is_current``:
+        its figures are the stored ones). Written at the commit: with the deferred counts in
+        their one UPDATE (``defer_counters``), else by the ORM's flush."""
+        if not self.is_current(row):
+            raise ValueError(f"session {row.id}: add_usage needs the row read under its lock")
+        for column, value in proxied_increments(usage).items():
+            setattr(row, column, getattr(row, column) + value)
 
     async def set_latest_compaction_id(self, session_id: str, compaction_id: str) -> None:
         """Record the checkpoint just stored as the one in force."""

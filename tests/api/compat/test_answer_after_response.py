@@ -143,6 +143,11 @@ async def test_a_write_that_loses_the_race_with_the_next_request_stores_nothing_
     await app.state.container.proxy.aclose()
     roles = [role for role, _ in await transcript(api, sid)]
     assert roles == ["user", "assistant", "user", "assistant"]
+    # The late write stored no answer, and still counted its call (the provider did the work).
+    usage = (await api.get(f"/v1/sessions/{sid}")).json()["usage"]
+    assert usage["proxied_calls"] == 2
+    assert usage["turns"] == 0
+    assert usage["output_tokens"] > 0
 
 
 async def test_a_lost_write_is_stored_from_the_next_requests_history(
@@ -171,6 +176,8 @@ async def test_a_lost_write_is_stored_from_the_next_requests_history(
         ("user", "and?"),
         ("assistant", history[3]["content"]),
     ]
+    # The lost write's call is not counted: its figures are in no history.
+    assert (await api.get(f"/v1/sessions/{sid}")).json()["usage"]["proxied_calls"] == 1
 
 
 async def test_a_named_session_whose_world_state_reads_files_is_sampled_and_answered(

@@ -228,6 +228,8 @@ class SessionUsage(_Result):
     cached_tokens: int = 0
     cache_creation_tokens: int = 0
     reasoning_tokens: int = 0
+    # Calls of the compatible endpoints (their usage is in the figures above).
+    proxied_calls: int = 0
 
 
 class Session(_Result):

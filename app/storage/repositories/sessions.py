@@ -1,147 +1,41 @@
-"""Sessions, their sequence allocators and the pruning watermark."""
+"""Sessions, their sequence allocators and the pruning watermark (the statements they use:
+``session_statements.py``)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any, cast
+from typing import Any
 
-from sqlalchemy import (
-    ColumnElement,
-    Table,
-    bindparam,
-    case,
-    delete,
-    event,
-    func,
-    inspect,
-    select,
-    update,
-)
-from sqlalchemy.orm import Session
+from sqlalchemy import case, delete, func, inspect, select, update
 from sqlalchemy.orm.attributes import set_committed_value
 from sqlalchemy.orm.util import identity_key
 from sqlalchemy.sql.dml import ReturningUpdate
 
 from app.core.errors import NotFound
 from app.storage.base import utc_now
-from app.storage.database import transaction_values
-from app.storage.deferred import queue_write_sync
 from app.storage.models import AgentSession, Message, SessionEvent
 from app.storage.models.session import new_world_state_version
 from app.storage.repositories.base import Repository
-from app.storage.repositories.turn_usage import PROXIED_COLUMNS, proxied_increments
+from app.storage.repositories.session_statements import (
+    ADD_MAILBOX_PENDING,
+    ADD_OPEN_TOOL_CALLS,
+    ALLOCATE_EVENTS,
+    ALLOCATE_MESSAGES,
+    CURRENT,
+    DEFERRED,
+    GET,
+    GET_FOR_UPDATE,
+    LOCK,
+    LOCKED,
+    SESSIONS,
+    SET_LATEST_COMPACTION,
+    SET_PIN_COUNT,
+    SET_WORLD_STATE_VERSION,
+)
+from app.storage.repositories.turn_usage import proxied_increments
 
 __all__ = ["SessionRepository", "session_not_found"]
-
-_sessions = cast(Table, AgentSession.__table__)
-_ALLOCATE_EVENTS = (
-    update(_sessions)
-    .where(_sessions.c.id == bindparam("k_id"))
-    .values(
-        last_event_sequence=_sessions.c.last_event_sequence
-        + bindparam("v_count", type_=_sessions.c.last_event_sequence.type),
-        updated_at=bindparam("v_updated_at", type_=_sessions.c.updated_at.type),
-    )
-    .returning(_sessions.c.last_event_sequence)
-)
-_ALLOCATE_MESSAGES = (
-    update(_sessions)
-    .where(_sessions.c.id == bindparam("k_id"))
-    .values(
-        last_message_sequence=_sessions.c.last_message_sequence
-        + bindparam("v_count", type_=_sessions.c.last_message_sequence.type),
-        updated_at=bindparam("v_updated_at", type_=_sessions.c.updated_at.type),
-    )
-    .returning(_sessions.c.last_message_sequence)
-)
-
-
-_GET = select(AgentSession).where(AgentSession.id == bindparam("k_id"))
-_GET_FOR_UPDATE = _GET.with_for_update()
-_LOCK = select(AgentSession.id).where(AgentSession.id == bindparam("k_id")).with_for_update()
-
-
-def _summary_update(column: str, value: ColumnElement[Any]) -> ReturningUpdate[Any]:
-    # The summary columns describe other tables, not the session: ``updated_at`` keeps its value
-    # (assigned to itself, so the column's Python ``onupdate`` does not fire).
-    return (
-        update(_sessions)
-        .where(_sessions.c.id == bindparam("k_id"))
-        .values({column: value, "updated_at": _sessions.c.updated_at})
-        .returning(_sessions.c[column])
-    )
-
-
-def _value(column: str) -> ColumnElement[Any]:
-    return bindparam("v_value", type_=_sessions.c[column].type)
-
-
-_ADD_MAILBOX_PENDING = _summary_update(
-    "mailbox_pending", _sessions.c.mailbox_pending + _value("mailbox_pending")
-)
-_ADD_OPEN_TOOL_CALLS = _summary_update(
-    "open_tool_calls", _sessions.c.open_tool_calls + _value("open_tool_calls")
-)
-_SET_LATEST_COMPACTION = _summary_update("latest_compaction_id", _value("latest_compaction_id"))
-_SET_WORLD_STATE_VERSION = _summary_update("world_state_version", _value("world_state_version"))
-_SET_PIN_COUNT = _summary_update("pin_count", _value("pin_count"))
-
-# Keys in ``Session.info``: the sessions whose row this transaction already holds locked, and
-# those whose loaded object was built by a locking read (see ``is_current``).
-_LOCKED = "ctxsvc_locked_sessions"
-_CURRENT = "ctxsvc_current_sessions"
-# The sessions whose sequence counters this transaction counts in memory (``defer_counters``).
-_DEFERRED = "ctxsvc_deferred_counters"
-
-# The counts a deferring transaction keeps on the object, written with one prebuilt UPDATE.
-_KEPT_COLUMNS = ("last_message_sequence", "last_event_sequence", "open_tool_calls", "updated_at")
-# A proxied call's usage (``add_usage``), kept the same way by the write storing its answer.
-_USAGE_NAMES = frozenset(PROXIED_COLUMNS)
-_KEPT_NAMES = frozenset(_KEPT_COLUMNS) | _USAGE_NAMES
-
-
-def _write_kept(columns: tuple[str, ...]) -> Any:
-    return (
-        update(_sessions)
-        .where(_sessions.c.id == bindparam("k_id"))
-        .values({name: bindparam(f"v_{name}", type_=_sessions.c[name].type) for name in columns})
-    )
-
-
-# A turn step writes the counts alone; the usage columns only when a proxied call added to them.
-_WRITE_KEPT = _write_kept(_KEPT_COLUMNS)
-_WRITE_KEPT_USAGE = _write_kept(_KEPT_COLUMNS + PROXIED_COLUMNS)
-
-
-def _kept_params(row: AgentSession, columns: tuple[str, ...]) -> dict[str, Any]:
-    params = {f"v_{name}": getattr(row, name) for name in columns}
-    params["k_id"] = row.id
-    return params
-
-
-@event.listens_for(Session, "before_commit")
-def _write_kept_counts(session: Session) -> None:
-    # Before the commit's flush (or a savepoint's release), one prebuilt UPDATE per row whose
-    # kept counts are its only change, and the object is marked clean: the ORM's flush machinery
-    # costs several times the statement. Anything else (a savepoint's start, another change of
-    # the row) leaves the counts to the ORM's flush as before.
-    deferred: dict[str, AgentSession] | None = transaction_values(session).get(_DEFERRED)
-    if not deferred:
-        return
-    for session_id in sorted(deferred):
-        row = deferred[session_id]
-        state = inspect(row)
-        if not state.modified or not _KEPT_NAMES.issuperset(state.committed_state):
-            continue
-        if _USAGE_NAMES.isdisjoint(state.committed_state):
-            stmt, params = _WRITE_KEPT, _kept_params(row, _KEPT_COLUMNS)
-        else:
-            stmt, params = _WRITE_KEPT_USAGE, _kept_params(row, _KEPT_COLUMNS + PROXIED_COLUMNS)
-        if not queue_write_sync(session, stmt, params):
-            session.execute(stmt, params)
-        # Private (SQLAlchemy pinned <2.2): what a flush does to the objects it wrote.
-        state._commit_all(state.dict, session.identity_map)
 
 
 def session_not_found(session_id: str) -> NotFound:
@@ -164,7 +58,7 @@ class SessionRepository(Repository):
     async def get(self, session_id: str, *, for_update: bool = False) -> AgentSession | None:
         """The session, or ``None``. ``for_update`` row-locks it on PostgreSQL until commit
         (SQLite needs no lock: its write transactions begin IMMEDIATE and are exclusive)."""
-        stmt = _GET_FOR_UPDATE if for_update else _GET
+        stmt = GET_FOR_UPDATE if for_update else GET
         # An object already in the identity map keeps the values it was loaded with.
         known = self.loaded(session_id) is not None
         row = (await self.session.execute(stmt, {"k_id": session_id})).scalar_one_or_none()
@@ -203,22 +97,22 @@ class SessionRepository(Repository):
         locked = self._locked()
         if session_id in locked:
             return
-        if (await self.session.execute(_LOCK, {"k_id": session_id})).scalar_one_or_none() is None:
+        if (await self.session.execute(LOCK, {"k_id": session_id})).scalar_one_or_none() is None:
             raise session_not_found(session_id)
         locked.add(session_id)
 
     def _locked(self) -> set[str]:
-        ids: set[str] = self._per_transaction(_LOCKED, set)
+        ids: set[str] = self._per_transaction(LOCKED, set)
         return ids
 
     def _current(self) -> set[str]:
-        ids: set[str] = self._per_transaction(_CURRENT, set)
+        ids: set[str] = self._per_transaction(CURRENT, set)
         return ids
 
     def _deferred(self) -> dict[str, AgentSession]:
         # The rows themselves: the identity map holds objects only weakly, and a row whose
         # object was collected would lose the counts kept on it.
-        rows: dict[str, AgentSession] = self._per_transaction(_DEFERRED, dict)
+        rows: dict[str, AgentSession] = self._per_transaction(DEFERRED, dict)
         return rows
 
     def _counts_on(self, row: AgentSession) -> bool:
@@ -282,7 +176,7 @@ class SessionRepository(Repository):
         gives the numbers back."""
         if count < 1:
             raise ValueError("count must be at least 1")
-        return await self._allocate(_ALLOCATE_MESSAGES, "last_message_sequence", session_id, count)
+        return await self._allocate(ALLOCATE_MESSAGES, "last_message_sequence", session_id, count)
 
     async def _allocate(
         self, stmt: ReturningUpdate[int], column: str, session_id: str, count: int
@@ -322,7 +216,7 @@ class SessionRepository(Repository):
 
     async def add_mailbox_pending(self, session_id: str, delta: int) -> int:
         """Add ``delta`` to ``mailbox_pending`` in one UPDATE; returns the new count."""
-        value = await self._set_summary(_ADD_MAILBOX_PENDING, "mailbox_pending", session_id, delta)
+        value = await self._set_summary(ADD_MAILBOX_PENDING, "mailbox_pending", session_id, delta)
         return int(value)
 
     async def add_open_tool_calls(self, session_id: str, delta: int) -> None:
@@ -332,7 +226,7 @@ class SessionRepository(Repository):
         if loaded is not None and self._counts_on(loaded):
             loaded.open_tool_calls += delta
             return
-        await self._set_summary(_ADD_OPEN_TOOL_CALLS, "open_tool_calls", session_id, delta)
+        await self._set_summary(ADD_OPEN_TOOL_CALLS, "open_tool_calls", session_id, delta)
 
     def add_usage(self, row: AgentSession, usage: dict[str, int]) -> None:
         """Count one proxied call (spec §21) and add what its provider reported (``usage``:
@@ -348,19 +242,19 @@ class SessionRepository(Repository):
     async def set_latest_compaction_id(self, session_id: str, compaction_id: str) -> None:
         """Record the checkpoint just stored as the one in force."""
         await self._set_summary(
-            _SET_LATEST_COMPACTION, "latest_compaction_id", session_id, compaction_id
+            SET_LATEST_COMPACTION, "latest_compaction_id", session_id, compaction_id
         )
 
     async def renew_world_state_version(self, session_id: str) -> str:
         """Give ``world_state_version`` a fresh random token (the baselines changed); returns it."""
         value = await self._set_summary(
-            _SET_WORLD_STATE_VERSION, "world_state_version", session_id, new_world_state_version()
+            SET_WORLD_STATE_VERSION, "world_state_version", session_id, new_world_state_version()
         )
         return str(value)
 
     async def set_pin_count(self, session_id: str, count: int) -> None:
         """Record how many pins the session has (``PinRepository`` keeps it)."""
-        await self._set_summary(_SET_PIN_COUNT, "pin_count", session_id, count)
+        await self._set_summary(SET_PIN_COUNT, "pin_count", session_id, count)
 
     async def _set_summary(
         self,
@@ -386,7 +280,7 @@ class SessionRepository(Repository):
         """Same as ``allocate_message_sequences``, for the live-update log."""
         if count < 1:
             raise ValueError("count must be at least 1")
-        return await self._allocate(_ALLOCATE_EVENTS, "last_event_sequence", session_id, count)
+        return await self._allocate(ALLOCATE_EVENTS, "last_event_sequence", session_id, count)
 
     async def advance_pruning_watermark(self, session_id: str, through_sequence: int) -> int:
         """Move the watermark to ``through_sequence`` unless it already is further (it only ever
@@ -417,8 +311,8 @@ class SessionRepository(Repository):
         (``app.storage.collisions``)."""
         values = {}
         for column, table in (
-            (_sessions.c.last_message_sequence, Message.__table__),
-            (_sessions.c.last_event_sequence, SessionEvent.__table__),
+            (SESSIONS.c.last_message_sequence, Message.__table__),
+            (SESSIONS.c.last_event_sequence, SessionEvent.__table__),
         ):
             stored = (
                 select(func.coalesce(func.max(table.c.sequence), 0))
@@ -427,7 +321,7 @@ class SessionRepository(Repository):
             )
             values[column.key] = case((stored > column, stored), else_=column)
         await self.session.execute(
-            update(_sessions).where(_sessions.c.id == session_id).values(values)
+            update(SESSIONS).where(SESSIONS.c.id == session_id).values(values)
         )
 
     async def set_reload_required(self, session_id: str, value: bool) -> None:

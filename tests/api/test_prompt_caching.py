@@ -3,7 +3,7 @@ prepare answer and a turn's model calls carry, and cache usage per model call an
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -11,12 +11,10 @@ import pytest
 from fastapi import FastAPI
 
 from app.api.schemas.prepare import BudgetOut
-from app.main import create_app
 from app.storage.database import unit_of_work
 from app.storage.repositories.state import EventRepository
 from tests.api.helpers import fake_provider_model, new_session, prepare_session, run_turn
 from tests.api.test_turns import ok, post_results
-from tests.conftest import make_settings
 from tests.providers.encoding.sdk_types import assert_anthropic_body, assert_openai_body
 from tests.providers.fakes import (
     FakeProviderServer,
@@ -32,15 +30,6 @@ KEY_ENV = "CTXSVC_TEST_FAKE_KEY"
 LONG_PROMPT = "You are a careful agent. " * 240
 TOOL = {"name": "read", "description": "Read a file", "input_schema": {"type": "object"}}
 MODEL = {"context_window_tokens": 100_000, "max_output_tokens": 1000}
-
-
-@pytest.fixture
-async def app_api(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    app = create_app(make_settings(database_url))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield app, client
 
 
 @pytest.fixture

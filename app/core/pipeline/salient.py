@@ -211,12 +211,7 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
         counted_to = line_start
         found[line_start] = (line_end, shown, number)
         spans.append((line_start, line_end))
-        figures = seen.get(shown)
-        if figures is None:
-            seen[shown] = [number, 0, 0]
-        else:
-            figures[1] += 1
-            figures[2] = number
+        _tally(seen, shown, number)
     added = False
     for line_start, line_end in _traceback_last_lines(text, stop):
         if line_end > start and line_start not in found:
@@ -226,10 +221,7 @@ def _find(text: str, start: int, stop: int, finder: KeywordFinder | None = None)
     if added:  # a traceback's last line: in order with the others, collapsed again
         starts = sorted(found)
         return tuple((at, found[at][0]) for at in starts), _collapsed(found, starts)
-    lines = tuple(
-        SalientLine(first, shown, more, last) for shown, (first, more, last) in seen.items()
-    )
-    return tuple(spans), lines
+    return tuple(spans), _lines(seen)
 
 
 def _salient_shown(line: str, match_at: int, finder: KeywordFinder | None) -> str | None:
@@ -297,12 +289,21 @@ def _collapsed(
     seen: dict[str, list[int]] = {}
     for begin in starts:
         _, shown, number = found[begin]
-        figures = seen.get(shown)
-        if figures is None:
-            seen[shown] = [number, 0, 0]
-        else:
-            figures[1] += 1
-            figures[2] = number
+        _tally(seen, shown, number)
+    return _lines(seen)
+
+
+def _tally(seen: dict[str, list[int]], shown: str, number: int) -> None:
+    """Count a line into ``seen`` (shown text → [first number, repeats, last number])."""
+    figures = seen.get(shown)
+    if figures is None:
+        seen[shown] = [number, 0, 0]
+    else:
+        figures[1] += 1
+        figures[2] = number
+
+
+def _lines(seen: dict[str, list[int]]) -> tuple[SalientLine, ...]:
     return tuple(
         SalientLine(first, shown, more, last) for shown, (first, more, last) in seen.items()
     )

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -16,7 +15,6 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from app.main import create_app
 from app.services.proxy.answers import PendingAnswers
 from app.services.proxy.service import ProxyService
 from tests.api.helpers import new_session, stored, world_state_texts
@@ -25,15 +23,6 @@ from tests.conftest import client_for, make_settings
 pytestmark = pytest.mark.anyio
 
 PATH = "/v1/compat/openai/chat/completions"
-
-
-@pytest.fixture
-async def app_api(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    app = create_app(make_settings(database_url))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield app, client
 
 
 def hello() -> list[dict[str, Any]]:

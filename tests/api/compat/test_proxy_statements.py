@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,22 +16,11 @@ import pytest
 from fastapi import FastAPI
 from sqlalchemy import event
 
-from app.main import create_app
 from app.services.proxy.service import ProxyCall
-from tests.conftest import make_settings
 
 pytestmark = pytest.mark.anyio
 
 PATH = "/v1/compat/openai/chat/completions"
-
-
-@pytest.fixture
-async def app_api(database_url: str) -> AsyncIterator[tuple[FastAPI, httpx.AsyncClient]]:
-    app = create_app(make_settings(database_url))
-    async with app.router.lifespan_context(app):
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://test") as client:
-            yield app, client
 
 
 class Statements:

@@ -44,6 +44,7 @@ from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding._common import PDF_MEDIA_TYPE
 from app.providers.encoding.anthropic_messages import opaque_thinking
+from app.services.proxy import sampling
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
 __all__ = ["CODEC", "REFUSALS", "AnthropicMessagesCodec"]
@@ -57,6 +58,7 @@ REFUSALS: tuple[str, ...] = (
     "invalid_system",
     "invalid_tools",
     "invalid_max_tokens",
+    "invalid_sampling",
     "unsupported_block",
     "unsupported_tool",
 )
@@ -76,6 +78,7 @@ class AnthropicMessagesCodec:
             raise InvalidInput("invalid_request", "the body must be a JSON object")
         model = required_string(body, "model", code="invalid_model")
         system = _system(body.get("system"))
+        params = {k: v for k, v in body.items() if k not in _CONSUMED}
         return ProxyRequest(
             protocol=self.protocol,
             model=model,
@@ -84,7 +87,8 @@ class AnthropicMessagesCodec:
             tools=_tools(body.get("tools")),
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_tokens", code="invalid_max_tokens"),
-            params={k: v for k, v in body.items() if k not in _CONSUMED},
+            params=params,
+            sampling=sampling.read(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

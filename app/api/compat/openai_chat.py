@@ -21,6 +21,7 @@ from app.core.content import Block, ToolCallBlock, ToolResultBlock
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
+from app.services.proxy import sampling
 from app.services.proxy.contract import (
     AnswerEvent,
     CompatProtocol,
@@ -169,6 +170,7 @@ class OpenAIChatCodec:
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
         ):
             raise _refused("max_completion_tokens", "must be a whole number, 1 or more")
+        params = {k: v for k, v in body.items() if k not in _KNOWN}
         return ProxyRequest(
             protocol=self.protocol,
             model=model,
@@ -177,7 +179,8 @@ class OpenAIChatCodec:
             tools=self._tools(body.get("tools")),
             stream=bool(body.get("stream")),
             max_output_tokens=limit,
-            params={k: v for k, v in body.items() if k not in _KNOWN},
+            params=params,
+            sampling=sampling.read(params, self.protocol),
         )
 
     def _assistant(self, m: dict[str, Any], field: str, names: dict[str, str]) -> list[Block]:

@@ -28,6 +28,7 @@ from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding.openai_responses_items import ConvertedMessage, items_to_messages
+from app.services.proxy import sampling
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
 __all__ = ["CODEC", "REFUSALS", "OpenAIResponsesCodec"]
@@ -41,6 +42,7 @@ REFUSALS: tuple[str, ...] = (
     "invalid_system",
     "invalid_tools",
     "invalid_max_tokens",
+    "invalid_sampling",
     "unsupported_item",
     "unsupported_tool",
     "previous_response_id_unsupported",
@@ -81,6 +83,7 @@ class OpenAIResponsesCodec:
         system, messages = _input(body.get("input"))
         if instructions:
             system.insert(0, instructions)
+        params = {k: v for k, v in body.items() if k not in _CONSUMED}
         return ProxyRequest(
             protocol=self.protocol,
             model=required_string(body, "model", code="invalid_model"),
@@ -89,7 +92,8 @@ class OpenAIResponsesCodec:
             tools=_tools(body.get("tools")),
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_output_tokens", code="invalid_max_tokens"),
-            params={k: v for k, v in body.items() if k not in _CONSUMED},
+            params=params,
+            sampling=sampling.read(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

@@ -42,6 +42,7 @@ from app.services.proxy.contract import (
 from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
 from app.services.proxy.new_session import DEFAULT_SYSTEM_PROMPT, session_spec
+from app.services.proxy.sampling import Sampling, provider_fields
 from app.services.session_prepare import (
     NEW_SESSION,
     FirstPrepare,
@@ -89,6 +90,7 @@ class ProxyCall:
         prepared: PreparedSessionCall,
         client: ModelClient,
         max_output_tokens: int | None,
+        sampling: Sampling,
     ) -> None:
         self._service = service
         self._stored = stored
@@ -100,6 +102,13 @@ class ProxyCall:
             self._request["max_output_tokens"] = min(
                 self._request["max_output_tokens"], max_output_tokens
             )
+        extra = provider_fields(
+            sampling,
+            prepared.model.provider.kind,
+            has_tools=bool(self._request.get("tools")),
+        )
+        if extra:  # appended by the wire encoder; a turn's request never has one
+            self._request["extra"] = extra
         self.outcome = ProxyOutcome(
             stored.session_id, prepared.prepared.budget, prepared.compacted, stored.forked_from
         )
@@ -218,7 +227,9 @@ class ProxyService:
         client = self._clients.for_model(
             prepared.model, session_id=stored.session_id, purpose="proxy", api_key=caller_key
         )
-        return ProxyCall(self, stored, prepared, client, request.max_output_tokens)
+        return ProxyCall(
+            self, stored, prepared, client, request.max_output_tokens, request.sampling
+        )
 
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None

@@ -31,6 +31,7 @@ from typing import Any, Literal
 
 from app.api.compat._anthropic_answer import error_body, message_body, message_events
 from app.api.compat._decoded import Decoded, DecodedPrefixes
+from app.api.compat._sampling import read as read_sampling
 from app.api.compat._shared import (
     optional_bool,
     positive_int,
@@ -44,7 +45,6 @@ from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding._common import PDF_MEDIA_TYPE
 from app.providers.encoding.anthropic_messages import opaque_thinking
-from app.services.proxy import sampling
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
 __all__ = ["CODEC", "REFUSALS", "AnthropicMessagesCodec"]
@@ -88,7 +88,7 @@ class AnthropicMessagesCodec:
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_tokens", code="invalid_max_tokens"),
             params=params,
-            sampling=sampling.read(params, self.protocol),
+            sampling=read_sampling(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

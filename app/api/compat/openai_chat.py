@@ -17,11 +17,11 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from app.api.compat._decoded import Decoded, DecodedPrefixes
+from app.api.compat._sampling import read as read_sampling
 from app.core.content import Block, ToolCallBlock, ToolResultBlock
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
-from app.services.proxy import sampling
 from app.services.proxy.contract import (
     AnswerEvent,
     CompatProtocol,
@@ -180,7 +180,7 @@ class OpenAIChatCodec:
             stream=bool(body.get("stream")),
             max_output_tokens=limit,
             params=params,
-            sampling=sampling.read(params, self.protocol),
+            sampling=read_sampling(params, self.protocol),
         )
 
     def _assistant(self, m: dict[str, Any], field: str, names: dict[str, str]) -> list[Block]:

@@ -23,12 +23,12 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from app.api.compat._responses_answer import error_body, response_body, response_events
+from app.api.compat._sampling import read as read_sampling
 from app.api.compat._shared import optional_bool, positive_int, required_string, tool_definition
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
 from app.providers.base import ModelResponse
 from app.providers.encoding.openai_responses_items import ConvertedMessage, items_to_messages
-from app.services.proxy import sampling
 from app.services.proxy.contract import AnswerEvent, ProxyMessage, ProxyRequest
 
 __all__ = ["CODEC", "REFUSALS", "OpenAIResponsesCodec"]
@@ -93,7 +93,7 @@ class OpenAIResponsesCodec:
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_output_tokens", code="invalid_max_tokens"),
             params=params,
-            sampling=sampling.read(params, self.protocol),
+            sampling=read_sampling(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

@@ -15,7 +15,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from app.core.content import Block
 from app.core.pipeline.prepared_call import Budget, ToolDefinition
 from app.providers.base import ModelResponse
-from app.services.proxy.sampling import Sampling
+from app.providers.encoding.sampling import Sampling
 
 __all__ = [
     "AnswerEvent",
@@ -56,8 +56,8 @@ class ProxyRequest:
     # Other request fields the caller set (temperature, top_p, tool_choice, stop, metadata ...),
     # kept verbatim by name.
     params: dict[str, Any] = field(default_factory=dict)
-    # The sampling fields of ``params``, checked (``sampling.read``): forwarded to the provider
-    # in its protocol, never part of which session the request continues.
+    # The sampling fields of ``params``, checked (``app.api.compat._sampling``): forwarded to
+    # the provider in its protocol, never part of which session the request continues.
     sampling: Sampling = field(default_factory=Sampling)
 
 

@@ -25,6 +25,7 @@ from app.core.content import Block
 from app.core.errors import Conflict, TooLarge
 from app.observability import Observability
 from app.providers.base import ModelClient, ModelResponse, Usage
+from app.providers.encoding.sampling import Sampling, sampling_fields
 from app.services.calibration import record_calibration
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
@@ -42,7 +43,6 @@ from app.services.proxy.contract import (
 from app.services.proxy.digests import ChainCache, chain_digests, family_digest, message_key
 from app.services.proxy.matching import find_match
 from app.services.proxy.new_session import DEFAULT_SYSTEM_PROMPT, session_spec
-from app.services.proxy.sampling import Sampling, provider_fields
 from app.services.session_prepare import (
     NEW_SESSION,
     FirstPrepare,
@@ -102,7 +102,7 @@ class ProxyCall:
             self._request["max_output_tokens"] = min(
                 self._request["max_output_tokens"], max_output_tokens
             )
-        extra = provider_fields(
+        extra = sampling_fields(
             sampling,
             prepared.model.provider.kind,
             has_tools=bool(self._request.get("tools")),

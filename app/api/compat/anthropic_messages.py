@@ -7,7 +7,8 @@ or text blocks; ``messages`` of ``user`` turns (``text``, ``image``, ``document`
 ``thinking {thinking, signature}``, ``redacted_thinking {data}``, ``tool_use {id, name,
 input}``); ``tools`` of ``{name, description, input_schema}``; ``max_tokens``; ``stream``. Every
 other field (``temperature``, ``tool_choice``, ``thinking``, ``metadata`` ...) goes verbatim into
-``params``. ``cache_control`` markers are dropped: the service places its own (spec §19.2).
+``params``, its sampling fields checked into ``sampling`` too (spec §21.3). ``cache_control``
+markers are dropped: the service places its own (spec §19.2).
 
 Each turn is read into the content model the way the Anthropic adapter builds it from an answer
 (``app.providers.anthropic_messages``), so an answer rendered here and sent back by the SDK on

@@ -5,8 +5,8 @@ Read: system and developer messages (joined in order, a blank line between them)
 prompt; user content is a string or parts (``text``, ``image_url``); assistant messages keep
 their text and ``tool_calls``; a ``tool`` message is the result of the call it names (the name is
 the call's). ``tools`` are function definitions. ``max_completion_tokens`` (or the older
-``max_tokens``) caps the answer. Fields the service does not forward (``temperature``, ...) are
-kept in ``params`` (spec §21.3).
+``max_tokens``) caps the answer. Every other field is kept in ``params``; its sampling fields
+(``temperature``, ``stop``, ``tool_choice`` ...) are checked into ``sampling`` (spec §21.3).
 """
 
 from __future__ import annotations

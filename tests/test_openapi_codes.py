@@ -45,6 +45,7 @@ NOT_ANSWERS = {
     "invalid_system",
     "invalid_tools",
     "invalid_max_tokens",
+    "invalid_sampling",
     "unsupported_block",
     "unsupported_tool",
     "previous_response_id_unsupported",

@@ -7,7 +7,8 @@ or text blocks; ``messages`` of ``user`` turns (``text``, ``image``, ``document`
 ``thinking {thinking, signature}``, ``redacted_thinking {data}``, ``tool_use {id, name,
 input}``); ``tools`` of ``{name, description, input_schema}``; ``max_tokens``; ``stream``. Every
 other field (``temperature``, ``tool_choice``, ``thinking``, ``metadata`` ...) goes verbatim into
-``params``. ``cache_control`` markers are dropped: the service places its own (spec §19.2).
+``params``, its sampling fields checked into ``sampling`` too (spec §21.3). ``cache_control``
+markers are dropped: the service places its own (spec §19.2).
 
 Each turn is read into the content model the way the Anthropic adapter builds it from an answer
 (``app.providers.anthropic_messages``), so an answer rendered here and sent back by the SDK on
@@ -31,6 +32,7 @@ from typing import Any, Literal
 
 from app.api.compat._anthropic_answer import error_body, message_body, message_events
 from app.api.compat._decoded import Decoded, DecodedPrefixes
+from app.api.compat._sampling import read as read_sampling
 from app.api.compat._shared import (
     optional_bool,
     positive_int,
@@ -57,6 +59,7 @@ REFUSALS: tuple[str, ...] = (
     "invalid_system",
     "invalid_tools",
     "invalid_max_tokens",
+    "invalid_sampling",
     "unsupported_block",
     "unsupported_tool",
 )
@@ -76,6 +79,7 @@ class AnthropicMessagesCodec:
             raise InvalidInput("invalid_request", "the body must be a JSON object")
         model = required_string(body, "model", code="invalid_model")
         system = _system(body.get("system"))
+        params = {k: v for k, v in body.items() if k not in _CONSUMED}
         return ProxyRequest(
             protocol=self.protocol,
             model=model,
@@ -84,7 +88,8 @@ class AnthropicMessagesCodec:
             tools=_tools(body.get("tools")),
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_tokens", code="invalid_max_tokens"),
-            params={k: v for k, v in body.items() if k not in _CONSUMED},
+            params=params,
+            sampling=read_sampling(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

@@ -5,8 +5,8 @@ Read: system and developer messages (joined in order, a blank line between them)
 prompt; user content is a string or parts (``text``, ``image_url``); assistant messages keep
 their text and ``tool_calls``; a ``tool`` message is the result of the call it names (the name is
 the call's). ``tools`` are function definitions. ``max_completion_tokens`` (or the older
-``max_tokens``) caps the answer. Fields the service does not forward (``temperature``, ...) are
-kept in ``params`` (spec §21.3).
+``max_tokens``) caps the answer. Every other field is kept in ``params``; its sampling fields
+(``temperature``, ``stop``, ``tool_choice`` ...) are checked into ``sampling`` (spec §21.3).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any
 
 from app.api.compat._decoded import Decoded, DecodedPrefixes
+from app.api.compat._sampling import read as read_sampling
 from app.core.content import Block, ToolCallBlock, ToolResultBlock
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
@@ -169,6 +170,7 @@ class OpenAIChatCodec:
             not isinstance(limit, int) or isinstance(limit, bool) or limit < 1
         ):
             raise _refused("max_completion_tokens", "must be a whole number, 1 or more")
+        params = {k: v for k, v in body.items() if k not in _KNOWN}
         return ProxyRequest(
             protocol=self.protocol,
             model=model,
@@ -177,7 +179,8 @@ class OpenAIChatCodec:
             tools=self._tools(body.get("tools")),
             stream=bool(body.get("stream")),
             max_output_tokens=limit,
-            params={k: v for k, v in body.items() if k not in _KNOWN},
+            params=params,
+            sampling=read_sampling(params, self.protocol),
         )
 
     def _assistant(self, m: dict[str, Any], field: str, names: dict[str, str]) -> list[Block]:

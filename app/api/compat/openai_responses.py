@@ -23,6 +23,7 @@ from collections.abc import AsyncIterator, Mapping
 from typing import Any, Literal
 
 from app.api.compat._responses_answer import error_body, response_body, response_events
+from app.api.compat._sampling import read as read_sampling
 from app.api.compat._shared import optional_bool, positive_int, required_string, tool_definition
 from app.core.errors import InvalidInput
 from app.core.pipeline.prepared_call import ToolDefinition
@@ -41,6 +42,7 @@ REFUSALS: tuple[str, ...] = (
     "invalid_system",
     "invalid_tools",
     "invalid_max_tokens",
+    "invalid_sampling",
     "unsupported_item",
     "unsupported_tool",
     "previous_response_id_unsupported",
@@ -81,6 +83,7 @@ class OpenAIResponsesCodec:
         system, messages = _input(body.get("input"))
         if instructions:
             system.insert(0, instructions)
+        params = {k: v for k, v in body.items() if k not in _CONSUMED}
         return ProxyRequest(
             protocol=self.protocol,
             model=required_string(body, "model", code="invalid_model"),
@@ -89,7 +92,8 @@ class OpenAIResponsesCodec:
             tools=_tools(body.get("tools")),
             stream=optional_bool(body, "stream", code="invalid_request"),
             max_output_tokens=positive_int(body, "max_output_tokens", code="invalid_max_tokens"),
-            params={k: v for k, v in body.items() if k not in _CONSUMED},
+            params=params,
+            sampling=read_sampling(params, self.protocol),
         )
 
     def render(self, response: ModelResponse, *, model: str, response_id: str) -> dict[str, Any]:

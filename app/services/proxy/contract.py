@@ -15,6 +15,7 @@ from typing import Any, Literal, Protocol, TypeAlias
 from app.core.content import Block
 from app.core.pipeline.prepared_call import Budget, ToolDefinition
 from app.providers.base import ModelResponse
+from app.providers.encoding.sampling import Sampling
 
 __all__ = [
     "AnswerEvent",
@@ -53,8 +54,11 @@ class ProxyRequest:
     stream: bool
     max_output_tokens: int | None = None
     # Other request fields the caller set (temperature, top_p, tool_choice, stop, metadata ...),
-    # kept verbatim by name so the service can decide what it forwards (documented there).
+    # kept verbatim by name.
     params: dict[str, Any] = field(default_factory=dict)
+    # The sampling fields of ``params``, checked (``app.api.compat._sampling``): forwarded to
+    # the provider in its protocol, never part of which session the request continues.
+    sampling: Sampling = field(default_factory=Sampling)
 
 
 @dataclass(frozen=True, slots=True)

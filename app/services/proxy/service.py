@@ -25,6 +25,7 @@ from app.core.content import Block
 from app.core.errors import Conflict, TooLarge
 from app.observability import Observability
 from app.providers.base import ModelClient, ModelResponse, Usage
+from app.providers.encoding.sampling import sampling_fields
 from app.services.calibration import record_calibration
 from app.services.messages import MessageService
 from app.services.model_clients import ModelClients
@@ -88,18 +89,23 @@ class ProxyCall:
         stored: _Stored,
         prepared: PreparedSessionCall,
         client: ModelClient,
-        max_output_tokens: int | None,
+        request: ProxyRequest,
     ) -> None:
         self._service = service
         self._stored = stored
         self._prepared = prepared
         self._client = client
         self._request = dict(prepared.prepared.request)
+        max_output_tokens = request.max_output_tokens
         if max_output_tokens is not None:
             # The caller may ask for less than the model's reserve, never more.
             self._request["max_output_tokens"] = min(
                 self._request["max_output_tokens"], max_output_tokens
             )
+        tools = bool(self._request.get("tools"))
+        extra = sampling_fields(request.sampling, prepared.model.provider.kind, has_tools=tools)
+        if extra:  # appended by the wire encoder; a turn's request never has one
+            self._request["extra"] = extra
         self.outcome = ProxyOutcome(
             stored.session_id, prepared.prepared.budget, prepared.compacted, stored.forked_from
         )
@@ -218,7 +224,7 @@ class ProxyService:
         client = self._clients.for_model(
             prepared.model, session_id=stored.session_id, purpose="proxy", api_key=caller_key
         )
-        return ProxyCall(self, stored, prepared, client, request.max_output_tokens)
+        return ProxyCall(self, stored, prepared, client, request)
 
     async def _store_request(
         self, request: ProxyRequest, tenant_id: str, session_id: str | None

@@ -111,7 +111,7 @@ def encode_anthropic_messages(
             body["tools"][-1]["cache_control"] = dict(CACHE_CONTROL)
     if stream:
         body["stream"] = True
-    # The caller's sampling fields on the proxy path (``app.services.proxy.sampling``), last:
+    # The caller's sampling fields on the proxy path (``encoding/sampling.py``), last:
     # the prefix a provider caches is the same bytes with them or without.
     body.update(request.get("extra") or ())
     return body

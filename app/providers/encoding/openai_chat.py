@@ -76,7 +76,7 @@ def encode_openai_chat(
     if stream:
         body["stream"] = True
         body["stream_options"] = {"include_usage": True}
-    # The caller's sampling fields on the proxy path (``app.services.proxy.sampling``), last:
+    # The caller's sampling fields on the proxy path (``encoding/sampling.py``), last:
     # the prefix a provider caches is the same bytes with them or without.
     body.update(request.get("extra") or ())
     return body

@@ -23,6 +23,7 @@ from app.api.compat.openai_responses import CODEC as OPENAI_RESPONSES
 from app.api.problems import status_of
 from app.core.errors import InvalidInput, ServiceError
 from app.fastjson import loads
+from app.observability.context import note_problem
 from app.providers.base import ProviderError
 from app.services.proxy.contract import Codec, ProxyOutcome
 
@@ -61,6 +62,8 @@ def _status(exc: ServiceError) -> int:
 
 def _error(codec: Codec, exc: ServiceError) -> JSONResponse:
     status = _status(exc)
+    # The access line names the stable code, as it does for a problem+json answer.
+    note_problem(exc.code)
     headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
     return JSONResponse(codec.render_error(status, exc.code, exc.detail), status, headers)
 

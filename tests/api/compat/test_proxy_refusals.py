@@ -4,6 +4,7 @@ the service does not know. Each refusal is in the protocol's error shape."""
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 
 import httpx
@@ -104,3 +105,21 @@ async def test_the_service_key_is_taken_as_bearer_or_x_api_key(
     )
     assert response.status_code == 200, response.text
     assert response.json()["type"] == "message"
+
+
+async def test_a_refusal_in_the_protocols_shape_names_its_code_in_the_access_line(
+    api: httpx.AsyncClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="ctxsvc.access")
+    response = await api.post(
+        "/v1/compat/openai/chat/completions", json={**BODY, "temperature": "warm"}
+    )
+    assert response.status_code == 400, response.text
+    assert response.json()["error"]["code"] == "invalid_sampling"
+    (line,) = [r for r in caplog.records if r.name == "ctxsvc.access"]
+    fields = line.__dict__["fields"]
+    assert (line.getMessage(), fields["status"], fields["code"]) == (
+        "request refused",
+        400,
+        "invalid_sampling",
+    )

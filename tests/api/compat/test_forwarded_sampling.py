@@ -15,6 +15,7 @@ import pytest
 
 from tests.api.compat.e2e import KEY_ENV, register
 from tests.providers.fake_chat_cache import ScriptedChat
+from tests.providers.fake_responses import responses_stream
 from tests.providers.fakes import FakeProviderServer, StreamReply, anthropic_stream
 from tests.servers import ServerProcess
 
@@ -62,6 +63,23 @@ def register_anthropic(server: ServerProcess, provider: FakeProviderServer) -> s
             "kind": "anthropic_messages",
             "base_url": provider.base_url,
             "model_name": "claude-fake",
+            "api_key_env": KEY_ENV,
+        },
+    }
+    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
+    assert response.status_code == 201, response.text
+    return model_id
+
+
+def register_responses(server: ServerProcess, provider: FakeProviderServer) -> str:
+    model_id = f"fake-responses-{uuid.uuid4().hex[:8]}"
+    body = {
+        "context_window_tokens": 100_000,
+        "max_output_tokens": 1000,
+        "provider": {
+            "kind": "openai_responses",
+            "base_url": provider.base_url + "/v1",
+            "model_name": "gpt-fake",
             "api_key_env": KEY_ENV,
         },
     }
@@ -212,3 +230,30 @@ def test_an_invalid_value_is_refused_in_the_protocols_shape_and_nothing_is_store
     assert too_hot.value.body["error"]["code"] == "invalid_sampling"  # type: ignore[index]
     assert session_ids(server) == before
     assert len(script.bodies) == sent
+
+
+def test_openai_fields_reach_a_responses_provider_in_its_shape(
+    server: ServerProcess, claude: FakeProviderServer, request: pytest.FixtureRequest
+) -> None:
+    # ``claude`` is a loopback fake like any other: here it answers in the Responses protocol.
+    model = register_responses(server, claude)
+    client = openai_sdk(server, request)
+    before = len(claude.requests)
+    claude.enqueue(StreamReply(responses_stream(text=["ok"])))
+    answer = client.chat.completions.create(
+        model=model,
+        messages=[{"role": "user", "content": "hi"}],
+        tools=CHAT_TOOLS,
+        **{**SAMPLED, "tool_choice": {"type": "function", "function": {"name": "read"}}},
+    )
+    assert answer.choices[0].message.content == "ok"
+    sent = claude.requests[before].json()
+    tail = dict(list(sent.items())[-4:])
+    # Responses names a function flat and has no ``stop`` or ``seed``: those two are dropped.
+    assert tail == {
+        "temperature": 0,
+        "top_p": 0.5,
+        "tool_choice": {"type": "function", "name": "read"},
+        "parallel_tool_calls": False,
+    }
+    assert not {"seed", "stop", "stop_sequences"} & set(sent)

@@ -15,16 +15,23 @@ __all__ = ["KEY_ENV", "register", "session", "stored"]
 KEY_ENV = "CTXSVC_TEST_FAKE_KEY"
 
 
-def register(server: ServerProcess, fake: FakeProviderServer, **capabilities: Any) -> str:
-    """A new model id served by the fake provider."""
-    model_id = f"fake-chat-{uuid.uuid4().hex[:8]}"
+def register(
+    server: ServerProcess,
+    fake: FakeProviderServer,
+    kind: str = "openai_chat",
+    **capabilities: Any,
+) -> str:
+    """A new model id served by the fake provider, which speaks the protocol ``kind``."""
+    model_id = f"fake-model-{uuid.uuid4().hex[:8]}"
+    anthropic = kind == "anthropic_messages"
     body: dict[str, Any] = {
         "context_window_tokens": 100_000,
         "max_output_tokens": 1000,
         "provider": {
-            "kind": "openai_chat",
-            "base_url": fake.base_url + "/v1",
-            "model_name": "gpt-fake",
+            "kind": kind,
+            # The OpenAI SDKs' base URLs end in ``/v1``; Anthropic's path carries its own.
+            "base_url": fake.base_url if anthropic else fake.base_url + "/v1",
+            "model_name": "claude-fake" if anthropic else "gpt-fake",
             "api_key_env": KEY_ENV,
         },
         **capabilities,

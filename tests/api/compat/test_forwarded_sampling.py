@@ -4,7 +4,6 @@ providers (Chat Completions, Anthropic Messages) recording the bodies they were 
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -13,7 +12,7 @@ import httpx
 import openai
 import pytest
 
-from tests.api.compat.e2e import KEY_ENV, register
+from tests.api.compat.e2e import register
 from tests.providers.fake_chat_cache import ScriptedChat
 from tests.providers.fake_responses import responses_stream
 from tests.providers.fakes import FakeProviderServer, StreamReply, anthropic_stream
@@ -52,40 +51,6 @@ SAMPLED: dict[str, Any] = {
 def claude() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as running:
         yield running
-
-
-def register_anthropic(server: ServerProcess, provider: FakeProviderServer) -> str:
-    model_id = f"fake-claude-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": "anthropic_messages",
-            "base_url": provider.base_url,
-            "model_name": "claude-fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
-    assert response.status_code == 201, response.text
-    return model_id
-
-
-def register_responses(server: ServerProcess, provider: FakeProviderServer) -> str:
-    model_id = f"fake-responses-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": "openai_responses",
-            "base_url": provider.base_url + "/v1",
-            "model_name": "gpt-fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
-    assert response.status_code == 201, response.text
-    return model_id
 
 
 def openai_sdk(server: ServerProcess, request: pytest.FixtureRequest) -> openai.OpenAI:
@@ -151,7 +116,7 @@ def test_openai_fields_reach_a_chat_provider_last_and_do_not_split_the_session(
 def test_openai_fields_reach_an_anthropic_provider_translated(
     server: ServerProcess, claude: FakeProviderServer, request: pytest.FixtureRequest
 ) -> None:
-    model = register_anthropic(server, claude)
+    model = register(server, claude, "anthropic_messages")
     client = openai_sdk(server, request)
     before = len(claude.requests)
     claude.enqueue(StreamReply(anthropic_stream(text=["ok"])))
@@ -236,7 +201,7 @@ def test_openai_fields_reach_a_responses_provider_in_its_shape(
     server: ServerProcess, claude: FakeProviderServer, request: pytest.FixtureRequest
 ) -> None:
     # ``claude`` is a loopback fake like any other: here it answers in the Responses protocol.
-    model = register_responses(server, claude)
+    model = register(server, claude, "openai_responses")
     client = openai_sdk(server, request)
     before = len(claude.requests)
     claude.enqueue(StreamReply(responses_stream(text=["ok"])))

@@ -14,7 +14,7 @@ import httpx
 import openai
 import pytest
 
-from tests.api.compat.e2e import KEY_ENV, session
+from tests.api.compat.e2e import register, session
 from tests.providers.fake_responses import responses_stream, responses_usage
 from tests.providers.fakes import FakeProviderServer, StreamReply
 from tests.servers import ServerProcess
@@ -32,23 +32,6 @@ REPORTED = [
 def provider() -> Iterator[FakeProviderServer]:
     with FakeProviderServer() as running:
         yield running
-
-
-def register(server: ServerProcess, provider: FakeProviderServer) -> str:
-    model_id = f"fake-responses-{uuid.uuid4().hex[:8]}"
-    body = {
-        "context_window_tokens": 100_000,
-        "max_output_tokens": 1000,
-        "provider": {
-            "kind": "openai_responses",
-            "base_url": provider.base_url + "/v1",
-            "model_name": "gpt-fake",
-            "api_key_env": KEY_ENV,
-        },
-    }
-    response = httpx.put(f"{server.url}/v1/models/{model_id}", json=body, timeout=30)
-    assert response.status_code == 201, response.text
-    return model_id
 
 
 def openai_chat(server: ServerProcess, model: str, history: list[Any], stream: bool) -> str:
@@ -120,7 +103,7 @@ Call = Callable[[ServerProcess, str, list[Any], bool], str]
 def test_two_proxied_calls_add_what_the_provider_reported_to_the_session(
     server: ServerProcess, provider: FakeProviderServer, call: Call, stream: bool
 ) -> None:
-    model = register(server, provider)
+    model = register(server, provider, "openai_responses")
     provider.enqueue(
         *(
             StreamReply(

@@ -7,7 +7,9 @@ stores nothing twice, the next request storing the answer from its history inste
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import uuid
+from collections.abc import Hashable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +63,26 @@ async def transcript(api: httpx.AsyncClient, sid: str) -> list[tuple[str, str]]:
 
 @pytest.fixture
 def slow_writes(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Each answer written a moment after the response: later than anything that follows it
-    in this test could notice, unless it waits for the write."""
+    """Each answer's write held back until something waits for it (the next request, a read):
+    what follows the response finds the write still pending, on any machine. Should nothing
+    wait (the behaviour under test broken), the write goes on after a generous deadline and the
+    test fails on what it reads."""
+    gate = asyncio.Event()
     write = ProxyService._write_answer
+    wait = PendingAnswers.wait
 
-    async def slow(self: ProxyService, *args: Any) -> None:
-        await asyncio.sleep(0.2)
+    async def held(self: ProxyService, *args: Any) -> None:
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(gate.wait(), timeout=30)
         await write(self, *args)
 
-    monkeypatch.setattr(ProxyService, "_write_answer", slow)
+    async def waiting(self: PendingAnswers, keys: Sequence[Hashable]) -> None:
+        if any(self._pending.get(key) for key in keys):
+            gate.set()  # a write is pending and something waits for it: let it finish
+        await wait(self, keys)
+
+    monkeypatch.setattr(ProxyService, "_write_answer", held)
+    monkeypatch.setattr(PendingAnswers, "wait", waiting)
 
 
 @pytest.mark.parametrize("stream", [False, True])
